@@ -1,0 +1,213 @@
+package index
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/sif-dev/sif/index/fingerprint"
+)
+
+// Errors. Check them with errors.Is.
+var (
+	ErrClosed = errors.New("index: closed")
+	// ErrParamsMismatch: the database was built with other fingerprint
+	// parameters than the ones asked for.
+	ErrParamsMismatch = errors.New("index: fingerprint parameters differ from the index's")
+	// ErrLocked: another process (normally a running sifd) has the database open.
+	ErrLocked = errors.New("index: database is in use by another process")
+	// ErrNotFound: no file with that path is indexed.
+	ErrNotFound = errors.New("index: no such file")
+	// ErrCorrupt: the database holds something that cannot be decoded.
+	ErrCorrupt = errors.New("index: corrupt")
+	// ErrBadQuery: the query or its options are invalid.
+	ErrBadQuery = errors.New("index: bad query")
+)
+
+// Options configure Open. A nil *Options means the defaults.
+type Options struct {
+	// Params are the fingerprint parameters the caller will use. For a new
+	// database they are stored; for an existing one they must equal the
+	// stored ones, else Open fails with ErrParamsMismatch. Zero Params on an
+	// existing database means "whatever is stored"; on a new one, the
+	// defaults.
+	Params fingerprint.Params
+	// FS is the filesystem Pebble runs on; nil means the OS's. Tests use
+	// vfs.NewMem or vfs.NewCrashableMem.
+	FS vfs.FS
+	// ReadOnly opens the database without writing to it.
+	ReadOnly bool
+	// Logger receives the index's log lines; nil discards them.
+	Logger *slog.Logger
+	// CacheSize is Pebble's block cache in bytes; 0 means 32 MiB.
+	CacheSize int64
+}
+
+// FileMeta is what the filesystem says about a file, used to decide whether
+// it must be read again.
+type FileMeta struct {
+	Path    string // absolute; any bytes, not necessarily UTF-8
+	Size    int64
+	MtimeNs int64 // modification time, Unix nanoseconds
+	Dev     uint64
+	Ino     uint64
+	Mode    uint32 // os.FileMode bits
+}
+
+// FileRecord is an indexed file.
+type FileRecord struct {
+	ID uint32
+	FileMeta
+	fingerprint.Summary
+	Weight   uint64 // total feature weight
+	Features uint32 // number of distinct features
+}
+
+// Query is a file to find matches for: its sketch, and optionally its path
+// (so the file itself is not listed as its own match) and extension.
+type Query struct {
+	Path   string
+	Sketch *fingerprint.Sketch
+}
+
+// QueryOptions filter and shape a one-against-all query. The zero value
+// means the defaults.
+type QueryOptions struct {
+	// Threshold is the least containment of the query in a candidate, 0..1.
+	// 0 means DefaultThreshold.
+	Threshold float64
+	// Limit caps the matches returned; 0 means no limit.
+	Limit int
+	// SizeRatio, when > 1, drops candidates whose size differs from the
+	// query's by more than this factor either way.
+	SizeRatio float64
+	// SameExt keeps only candidates with the query path's extension.
+	SameExt bool
+	// SameType keeps only candidates of the query's type.
+	SameType bool
+	// PathPrefix keeps only candidates whose path starts with it.
+	PathPrefix string
+	// MaxDF skips features that occur in more than MaxDF files; 0 means
+	// DefaultMaxDF, negative means no cap.
+	MaxDF int
+	// MinFeatures is the fewest query features that carry evidence; 0 means
+	// DefaultMinFeatures.
+	MinFeatures int
+}
+
+// Defaults for QueryOptions and GroupOptions.
+const (
+	DefaultThreshold   = 0.25
+	DefaultMaxDF       = 200
+	DefaultMinFeatures = 4
+)
+
+// Match is one candidate that passed a query's filters.
+type Match struct {
+	FileRecord
+	SharedWeight       uint64
+	Containment        float64 // of the query in this file, 0..1
+	ReverseContainment float64 // of this file in the query, 0..1
+	Resemblance        float64 // 0..1
+	SharedBytes        int64   // lower bound when the scheme knows lengths, else -1
+	Identical          bool
+}
+
+// Result answers a one-against-all query.
+type Result struct {
+	Matches []Match // by containment, then shared weight, descending; identical files first
+	// QueryFeatures is the number of distinct query features, and
+	// QueryWeight their total weight.
+	QueryFeatures int
+	QueryWeight   uint64
+	// Skipped counts query features skipped because they occur in more than
+	// MaxDF files, and SkippedWeight their weight (which still counts in the
+	// denominator of containment).
+	Skipped       int
+	SkippedWeight uint64
+	// TooFew is set when the query has fewer than MinFeatures features: no
+	// similarity evidence is possible, and only identical files are listed.
+	TooFew bool
+	// Candidates is how many files shared at least one feature.
+	Candidates int
+}
+
+// GroupOptions shape an all-against-all run.
+type GroupOptions struct {
+	Threshold  float64 // least containment, either way, that links two files; 0 means DefaultThreshold
+	MaxDF      int     // as in QueryOptions
+	SameType   bool    // link only files of one type (default in sifctl: true)
+	PathPrefix string  // consider only files under this prefix
+}
+
+// Group is a set of similar files (Manber §4, Figure 3): a reference file
+// and members, each with how much of it the reference contains, or how much
+// of the reference it contains, whichever is higher. Identical copies are
+// folded into one member and listed under Copies.
+type Group struct {
+	Reference GroupMember
+	Members   []GroupMember // by percentage, descending
+}
+
+// GroupMember is one file of a group.
+type GroupMember struct {
+	FileRecord
+	// Percent is max(containment of the member in the reference, of the
+	// reference in the member), 0..1; for the reference, 1. A member linked
+	// to the group only through others has Percent 0 and Via set.
+	Percent float64
+	Via     string   // path of the member's strongest link, when not linked to the reference
+	Copies  []string // paths of files identical to this one
+}
+
+// DupeSet is a set of identical files (equal strong hash and size).
+type DupeSet struct {
+	Size   int64
+	Strong [32]byte
+	Paths  []string // sorted
+}
+
+// Stats counts what an index holds.
+type Stats struct {
+	Params       fingerprint.Params
+	Files        uint64
+	Features     uint64 // distinct (file, fingerprint) postings
+	Fingerprints uint64 // distinct fingerprints
+	Bytes        uint64 // total size of indexed files
+	DiskBytes    uint64 // database size on disk
+}
+
+// CheckReport is the result of an invariant check.
+type CheckReport struct {
+	Files        uint64
+	Postings     uint64
+	Fingerprints uint64
+	Problems     []string // empty when the index is consistent; capped at MaxProblems
+	More         int      // problems found beyond the cap
+}
+
+// MaxProblems caps CheckReport.Problems.
+const MaxProblems = 100
+
+// OK reports whether the check found nothing wrong.
+func (r *CheckReport) OK() bool { return len(r.Problems) == 0 && r.More == 0 }
+
+// Querier answers similarity questions. Safe for concurrent use.
+type Querier interface {
+	Params() fingerprint.Params
+	Similar(q Query, opts QueryOptions) (*Result, error)
+	Groups(opts GroupOptions) ([]Group, error)
+	Dupes(prefix string) ([]DupeSet, error)
+	Stats() (Stats, error)
+}
+
+// Writer keeps the index equal to the disk, one file at a time. Safe for
+// concurrent use; each call is one atomic batch.
+type Writer interface {
+	Put(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error)
+	Remove(path string) error
+	Rename(oldPath string, meta FileMeta) error
+	Lookup(path string) (FileRecord, error)
+	Files(prefix string, fn func(FileRecord) error) error
+}

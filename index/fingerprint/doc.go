@@ -1,0 +1,33 @@
+// Package fingerprint turns bytes into the approximate fingerprints that sif
+// indexes and compares. It reads nothing itself: callers hand it bytes through
+// a [Sketcher] (an io.Writer), so a file of any size is fingerprinted in
+// bounded memory.
+//
+// Vocabulary:
+//
+//   - A scheme decides which pieces of a file become fingerprints. [Manber]
+//     keeps a W-byte window when the low k bits of its Karp-Rabin hash are zero
+//     and never lets two kept windows overlap (Manber 1994, §2). [Chunks] cuts
+//     the file into content-defined chunks between a minimum and a maximum
+//     length (normalized chunking, a descendant of TTTD in Forman et al. 2005)
+//     and keeps every chunk. A scheme and its parameters form [Params]; one
+//     index uses one Params, stored in it.
+//   - A fingerprint is one kept piece: a 64-bit hash, its offset and length.
+//     Equal pieces give equal hashes wherever they sit in a file.
+//   - A feature is a distinct fingerprint hash of one file with the number of
+//     times it occurs there; a [Sketch] is a file's sorted features plus its
+//     [Summary].
+//   - The weight of a feature is what it counts for in a comparison: one per
+//     occurrence for manber, the chunk length per occurrence for chunks (so
+//     chunk weights are bytes, and shared weight is a lower bound on the bytes
+//     two files have in common).
+//   - Containment of A in B is the share of A's weight found in B, counting a
+//     feature at most as often as it occurs in B, so it never exceeds 100 %.
+//     Resemblance is shared weight over the weight of the union (weighted
+//     Jaccard).
+//   - The summary holds what every file gets whatever the scheme: its size, a
+//     strong content hash (SHA-256) for identical files, its type (text or
+//     binary: Manber compares only files of one type), and the SimiHash sum
+//     table (counts of 16 8-bit tags found at every bit offset, with skip
+//     counters) and skew key (Sadowski and Levin 2011, §4–5).
+package fingerprint
