@@ -23,6 +23,8 @@ var (
 	ErrCorrupt = errors.New("index: corrupt")
 	// ErrBadQuery: the query or its options are invalid.
 	ErrBadQuery = errors.New("index: bad query")
+	// ErrReadOnly: a write to an index opened with Options.ReadOnly.
+	ErrReadOnly = errors.New("index: opened read-only")
 )
 
 // Options configure Open. A nil *Options means the defaults.

@@ -1,30 +1,348 @@
 package index
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"strconv"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/sif-dev/sif/index/fingerprint"
 )
 
-var errTODO = errors.New("index: not implemented yet")
+// DefaultCacheSize is Pebble's block cache when Options.CacheSize is 0.
+const DefaultCacheSize = 32 << 20
 
-// Index is a Pebble-backed sif index.
-type Index struct{ params fingerprint.Params }
+// Index is a Pebble-backed sif index. All its methods are safe for
+// concurrent use: reads run in parallel, writes are serialized, and each
+// write is one atomic batch. Writes are not synced as they commit (the index
+// is a cache of the disk); Sync and Close make them durable.
+type Index struct {
+	db           *pebble.DB
+	lock         *pebble.Lock
+	dir          string
+	params       fingerprint.Params
+	knowsLengths bool
+	readOnly     bool
+	log          *slog.Logger
 
-func Open(dir string, opts *Options) (*Index, error) { return nil, errTODO }
+	// mu guards closed and inflight: every operation counts itself in
+	// inflight, and Close waits for them to end before closing Pebble.
+	mu       sync.Mutex
+	idle     sync.Cond // signalled when inflight drops to 0 after closing
+	closed   bool
+	inflight int
 
-func (ix *Index) Params() fingerprint.Params { return ix.params }
-func (ix *Index) Close() error               { return errTODO }
-func (ix *Index) Sync() error                { return errTODO }
-func (ix *Index) Put(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) {
-	return FileRecord{}, errTODO
+	// wmu serializes writes: a write reads the old state of a file and
+	// commits its batch while holding it.
+	wmu    sync.Mutex
+	nextID uint64 // guarded by wmu; > math.MaxUint32 when ids are exhausted
+
+	countsMu sync.Mutex
+	counts   counts // guarded by countsMu
 }
-func (ix *Index) Remove(path string) error                             { return errTODO }
-func (ix *Index) Rename(oldPath string, meta FileMeta) error           { return errTODO }
-func (ix *Index) Lookup(path string) (FileRecord, error)               { return FileRecord{}, errTODO }
-func (ix *Index) Files(prefix string, fn func(FileRecord) error) error { return errTODO }
-func (ix *Index) Similar(q Query, opts QueryOptions) (*Result, error)  { return nil, errTODO }
-func (ix *Index) Groups(opts GroupOptions) ([]Group, error)            { return nil, errTODO }
-func (ix *Index) Dupes(prefix string) ([]DupeSet, error)               { return nil, errTODO }
-func (ix *Index) Stats() (Stats, error)                                { return Stats{}, errTODO }
-func (ix *Index) Check() (*CheckReport, error)                         { return nil, errTODO }
+
+var _ Querier = (*Index)(nil)
+var _ Writer = (*Index)(nil)
+
+// Open opens the index in dir, creating it (and dir) unless opts.ReadOnly.
+// Errors name dir.
+// A nil opts means the defaults. It fails with an error wrapping ErrLocked
+// when another process (or another Open in this process) holds the
+// database, and ErrParamsMismatch when opts.Params are set and differ from
+// the parameters the index was built with. The caller must Close the index.
+func Open(dir string, opts *Options) (*Index, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	ix, err := open(dir, o)
+	if err != nil {
+		return nil, fmt.Errorf("index.Open %s: %w", dir, err)
+	}
+	return ix, nil
+}
+
+func open(dir string, o Options) (_ *Index, err error) {
+	var want fingerprint.Params
+	if o.Params != (fingerprint.Params{}) {
+		if want, err = o.Params.Normalize(); err != nil {
+			return nil, err
+		}
+	}
+	fsys := o.FS
+	if fsys == nil {
+		fsys = vfs.Default
+	}
+	if o.ReadOnly {
+		if _, err := fsys.Stat(dir); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("no index here (the directory does not exist): %w", err)
+			}
+			return nil, err
+		}
+	} else if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+
+	lock, err := pebble.LockDirectory(dir, fsys)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, err // could not create the LOCK file: not a lock conflict
+		}
+		return nil, fmt.Errorf("%w: %v", ErrLocked, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = lock.Close()
+		}
+	}()
+
+	cacheSize := o.CacheSize
+	if cacheSize <= 0 {
+		cacheSize = DefaultCacheSize
+	}
+	popts := &pebble.Options{
+		FS:                 fsys,
+		CacheSize:          cacheSize,
+		Comparer:           comparer,
+		Merger:             countMerger,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             pebbleLogger{o.Logger},
+		ReadOnly:           o.ReadOnly,
+		Lock:               lock,
+	}
+	for i := range popts.Levels {
+		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	db, err := pebble.Open(dir, popts)
+	if err != nil {
+		if errors.Is(err, pebble.ErrDBDoesNotExist) {
+			return nil, fmt.Errorf("no index here (open it read-write once to create one): %w", err)
+		}
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = db.Close()
+		}
+	}()
+
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ix := &Index{db: db, lock: lock, dir: dir, readOnly: o.ReadOnly, log: log}
+	ix.idle.L = &ix.mu
+	if ix.params, err = ix.initMeta(want); err != nil {
+		return nil, err
+	}
+	ix.knowsLengths = ix.params.KnowsLengths()
+	if err := ix.loadState(); err != nil {
+		return nil, err
+	}
+	log.Debug("index opened", "dir", dir, "params", ix.params.String(),
+		"files", ix.counts.Files, "read_only", o.ReadOnly)
+	return ix, nil
+}
+
+// initMeta checks the format version and the fingerprint parameters of an
+// existing database, or writes them into a new one, and returns the
+// parameters. want is zero when the caller takes whatever is stored.
+func (ix *Index) initMeta(want fingerprint.Params) (fingerprint.Params, error) {
+	ver, found, err := getValue(ix.db, metaVersionKey)
+	if err != nil {
+		return fingerprint.Params{}, err
+	}
+	if !found {
+		return ix.initNew(want)
+	}
+	if v, err := strconv.Atoi(string(ver)); err != nil || v != formatVersion {
+		return fingerprint.Params{}, fmt.Errorf("%w: index format version %q, this program reads %d: rebuild the index",
+			ErrCorrupt, ver, formatVersion)
+	}
+	raw, found, err := getValue(ix.db, metaParamsKey)
+	if err != nil {
+		return fingerprint.Params{}, err
+	}
+	if !found {
+		return fingerprint.Params{}, fmt.Errorf("%w: no fingerprint parameters stored", ErrCorrupt)
+	}
+	var stored fingerprint.Params
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		return fingerprint.Params{}, fmt.Errorf("%w: fingerprint parameters %q: %v", ErrCorrupt, raw, err)
+	}
+	if stored, err = stored.Normalize(); err != nil {
+		return fingerprint.Params{}, fmt.Errorf("%w: stored fingerprint parameters: %v", ErrCorrupt, err)
+	}
+	if want != (fingerprint.Params{}) && want != stored {
+		return fingerprint.Params{}, fmt.Errorf("%w: the index was built with %s, asked for %s: rebuild the index or use its parameters",
+			ErrParamsMismatch, stored, want)
+	}
+	return stored, nil
+}
+
+// initNew stores the format version and parameters in a new, empty database.
+func (ix *Index) initNew(want fingerprint.Params) (fingerprint.Params, error) {
+	if want == (fingerprint.Params{}) {
+		want = fingerprint.DefaultParams()
+	}
+	empty, err := isEmpty(ix.db)
+	if err != nil {
+		return fingerprint.Params{}, err
+	}
+	if !empty {
+		return fingerprint.Params{}, fmt.Errorf("%w: the database holds keys but no sif format version: not a sif index?", ErrCorrupt)
+	}
+	if ix.readOnly {
+		return fingerprint.Params{}, errors.New("no index here (open it read-write once to create one)")
+	}
+	raw, err := json.Marshal(want)
+	if err != nil {
+		return fingerprint.Params{}, err
+	}
+	b := ix.db.NewBatch()
+	defer b.Close()
+	_ = b.Set(metaParamsKey, raw, nil)
+	_ = b.Set(metaVersionKey, []byte(strconv.Itoa(formatVersion)), nil)
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fingerprint.Params{}, err
+	}
+	return want, nil
+}
+
+// loadState computes the next file id and the counts from the database.
+func (ix *Index) loadState() error {
+	lo, hi := keyspace(prefixRecord)
+	it, err := ix.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	ix.nextID = 1
+	if it.Last() {
+		id, err := parseIDKey(it.Key(), prefixRecord)
+		if err != nil {
+			return err
+		}
+		ix.nextID = uint64(id) + 1
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	c, err := scanCounts(ix.db)
+	if err != nil {
+		return err
+	}
+	ix.counts = c
+	return nil
+}
+
+// Params returns the fingerprint parameters of the index. Queries must be
+// fingerprinted with them.
+func (ix *Index) Params() fingerprint.Params { return ix.params }
+
+// acquire counts an operation in, or returns ErrClosed. Every acquire must
+// be paired with a release.
+func (ix *Index) acquire() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.closed {
+		return ErrClosed
+	}
+	ix.inflight++
+	return nil
+}
+
+func (ix *Index) release() {
+	ix.mu.Lock()
+	ix.inflight--
+	if ix.inflight == 0 && ix.closed {
+		ix.idle.Broadcast()
+	}
+	ix.mu.Unlock()
+}
+
+// Sync makes every write committed so far durable.
+func (ix *Index) Sync() error {
+	if err := ix.acquire(); err != nil {
+		return fmt.Errorf("index.Sync: %w", err)
+	}
+	defer ix.release()
+	if ix.readOnly {
+		return nil
+	}
+	// A synced write of nothing syncs the write-ahead log up to it, and so
+	// every earlier write.
+	if err := ix.db.LogData(nil, pebble.Sync); err != nil {
+		return fmt.Errorf("index.Sync: %w", err)
+	}
+	return nil
+}
+
+// Close waits for the operations in progress, flushes and closes the index.
+// Calls after the first return ErrClosed, as do all other methods. It must
+// not be called from a callback of the index (as in Files).
+func (ix *Index) Close() error {
+	ix.mu.Lock()
+	if ix.closed {
+		ix.mu.Unlock()
+		return fmt.Errorf("index.Close: %w", ErrClosed)
+	}
+	ix.closed = true
+	for ix.inflight > 0 {
+		ix.idle.Wait()
+	}
+	ix.mu.Unlock()
+
+	var errs []error
+	if !ix.readOnly {
+		if err := ix.db.Flush(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := ix.db.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := ix.lock.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("index.Close %s: %w", ix.dir, err)
+	}
+	ix.log.Debug("index closed", "dir", ix.dir)
+	return nil
+}
+
+// getValue returns a copy of the value of key, and whether it exists.
+func getValue(r pebble.Reader, key []byte) ([]byte, bool, error) {
+	v, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	out := append([]byte(nil), v...)
+	return out, true, closer.Close()
+}
+
+// isEmpty reports whether the database holds no keys.
+func isEmpty(r pebble.Reader) (bool, error) {
+	it, err := r.NewIter(nil)
+	if err != nil {
+		return false, err
+	}
+	found := it.First()
+	if err := it.Close(); err != nil {
+		return false, err
+	}
+	return !found, nil
+}

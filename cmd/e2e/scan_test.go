@@ -1,0 +1,189 @@
+package e2e
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestScanSkipsTroublesomeFiles: fifos, sockets, devices, symlinks (also in a
+// loop), unreadable files and directories, files above the size limit and
+// non-UTF-8 names neither stop the scan nor hang it; each is counted, and
+// the daemon answers queries afterwards.
+func TestScanSkipsTroublesomeFiles(t *testing.T) {
+	e := newEnv(t)
+	good := e.write("good.txt", words(10, 20000))
+	e.write("good-edit.txt", edit(11, words(10, 20000), 0.2))
+
+	if err := syscall.Mkfifo(filepath.Join(e.root, "fifo"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(e.root, "sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	special := 2
+	if os.Geteuid() == 0 {
+		// /dev/null's numbers: a character device only root may create.
+		if err := syscall.Mknod(filepath.Join(e.root, "null"), syscall.S_IFCHR|0o666, 1<<8|3); err == nil {
+			special++
+		}
+	}
+	os.Symlink(".", filepath.Join(e.root, "loop"))
+	os.Symlink(good, filepath.Join(e.root, "link-to-good"))
+	os.Symlink("/nonexistent", filepath.Join(e.root, "dangling"))
+
+	secret := e.write("secret/unreadable.txt", words(12, 5000))
+	os.Chmod(secret, 0)
+	lockedDir := filepath.Join(e.root, "locked")
+	e.write("locked/inside.txt", words(13, 5000))
+	os.Chmod(lockedDir, 0)
+	t.Cleanup(func() { os.Chmod(lockedDir, 0o755) })
+
+	huge := filepath.Join(e.root, "huge.bin")
+	f, err := os.Create(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(8 << 30) // sparse: no disk used, and sifd must not read it
+	f.Close()
+
+	weird := string([]byte{'n', 'a', 'm', 'e', 0xff, 0xfe, '.', 't', 'x', 't'})
+	weirdContent := words(14, 20000)
+	weirdPath := e.write(weird, weirdContent)
+
+	start := time.Now()
+	e.start()
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("scan took %v: did something block?", d)
+	}
+	st := e.status()
+	c := st.Counters
+	if int(c.Special) != special {
+		t.Errorf("special = %d, want %d (fifo, socket, device)", c.Special, special)
+	}
+	if c.Symlinks != 3 {
+		t.Errorf("symlinks = %d, want 3", c.Symlinks)
+	}
+	if c.Unreadable != 2 {
+		t.Errorf("unreadable = %d, want 2 (a file and a directory); last errors %v", c.Unreadable, st.LastError)
+	}
+	if c.TooLarge != 1 {
+		t.Errorf("too_large = %d, want 1", c.TooLarge)
+	}
+	if c.Indexed != 3 || st.Index.Files != 3 {
+		t.Errorf("indexed %d, index holds %d files; want 3 (good, good-edit, the non-UTF-8 name)", c.Indexed, st.Index.Files)
+	}
+	for _, want := range []string{"unreadable.txt", "locked", "huge.bin"} {
+		if !strings.Contains(strings.Join(st.LastError, "\n"), want) {
+			t.Errorf("last errors do not name %s: %v", want, st.LastError)
+		}
+	}
+
+	// The non-UTF-8 name round-trips exactly through path_raw.
+	q := filepath.Join(e.dir, "q.txt")
+	os.WriteFile(q, weirdContent, 0o644)
+	r, out := e.similar(q)
+	if r.code != 0 || len(out[0].Matches) != 1 {
+		t.Fatalf("query for the non-UTF-8 file: exit %d %+v %s", r.code, out, r.stderr)
+	}
+	m := out[0].Matches[0]
+	raw, err := base64.StdEncoding.DecodeString(m.PathRaw)
+	if err != nil || string(raw) != weirdPath {
+		t.Errorf("path_raw %q decodes to %q, want %q", m.PathRaw, raw, weirdPath)
+	}
+	h := e.sifctl("similar", q)
+	if !strings.Contains(h.stdout, weirdPath) {
+		t.Errorf("human output does not print the exact name:\n%q", h.stdout)
+	}
+	// And the daemon is still fine.
+	if r, _ := e.similar(good); r.code != 0 {
+		t.Errorf("query after the troublesome scan: exit %d %s", r.code, r.stderr)
+	}
+}
+
+// TestRestartIsIncremental: a restart reads only new and changed files and
+// removes the records of vanished ones.
+func TestRestartIsIncremental(t *testing.T) {
+	e := newEnv(t)
+	const n = 40
+	for i := range n {
+		e.write(fmt.Sprintf("d%d/f%d.txt", i%4, i), words(uint64(100+i), 3000))
+	}
+	e.start()
+	if st := e.status(); st.Counters.Indexed != n {
+		t.Fatalf("first scan indexed %d, want %d", st.Counters.Indexed, n)
+	}
+	e.stop()
+
+	gone := filepath.Join(e.root, "d1/f1.txt")
+	goneContent, _ := os.ReadFile(gone)
+	os.Remove(gone)
+	changed := filepath.Join(e.root, "d2/f2.txt")
+	os.WriteFile(changed, words(999, 3000), 0o644)
+	later := time.Now().Add(2 * time.Second)
+	os.Chtimes(changed, later, later)
+	e.write("new/added.txt", words(1000, 3000))
+
+	e.start()
+	st := e.status()
+	c := st.Counters
+	if c.Unchanged != n-2 || c.Indexed != 2 || c.Removed != 1 || st.Index.Files != n {
+		t.Errorf("restart: unchanged %d indexed %d removed %d files %d; want %d, 2, 1, %d",
+			c.Unchanged, c.Indexed, c.Removed, st.Index.Files, n-2, n)
+	}
+	q := filepath.Join(e.dir, "gone-content.txt")
+	os.WriteFile(q, goneContent, 0o644)
+	if r, out := e.similar(q); r.code != 1 || len(out[0].Matches) != 0 {
+		t.Errorf("the removed file is still found: exit %d %+v", r.code, out)
+	}
+	e.stop()
+}
+
+// TestKillDuringScan: sifd killed with SIGKILL in the middle of indexing
+// leaves an index that passes `sifd check`, and a restart completes it.
+func TestKillDuringScan(t *testing.T) {
+	e := newEnv(t)
+	const n = 3000
+	for i := range n {
+		e.write(fmt.Sprintf("d%02d/f%d.txt", i%50, i), words(uint64(i), 4000+i%3000))
+	}
+	e.startNoWait("--workers", "2")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st, err := statusOnce(e)
+		if err == nil && st.Counters.Indexed > 200 && st.State == "scanning" {
+			break
+		}
+		if err == nil && st.State == "ready" {
+			t.Fatalf("the scan finished before it could be killed; make the tree larger")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no progress: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e.kill()
+
+	r := run(t, sifdBin, "check", "--db", e.db)
+	if r.code != 0 || !strings.Contains(r.stdout, "ok:") {
+		t.Fatalf("check after SIGKILL: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	e.start()
+	st := e.status()
+	if st.Index.Files != n {
+		t.Errorf("after restart the index holds %d files, want %d", st.Index.Files, n)
+	}
+	e.stop()
+	r = run(t, sifdBin, "check", "--db", e.db)
+	if r.code != 0 {
+		t.Fatalf("check after restart: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -1,0 +1,226 @@
+// Command sifbench measures sif: indexing a corpus with the real sifd, query
+// latency through the real sifctl, and Manber's edit experiment (§5) for
+// each scheme and density, with each index's size. Run it from the repository root:
+//
+//	go run ./cmd/sifbench corpus  [--src DIR]
+//	go run ./cmd/sifbench latency [--src DIR] [--n 50]
+//	go run ./cmd/sifbench edits   [--src DIR] [--n 50]
+//
+// The default corpus is $(go env GOROOT)/src. Figures are printed as a
+// table and, with --json, as one JSON object.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "sifbench: %v\n", err)
+		os.Exit(2)
+	}
+}
+
+type common struct {
+	src     string
+	n       int
+	json    bool
+	keep    bool
+	workDir string
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return errors.New("usage: sifbench corpus|latency|edits [flags]; see the package doc")
+	}
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	var c common
+	fs.StringVar(&c.src, "src", filepath.Join(runtime.GOROOT(), "src"), "corpus directory (copied first)")
+	fs.IntVar(&c.n, "n", 50, "number of query files")
+	fs.BoolVar(&c.json, "json", false, "print JSON")
+	fs.BoolVar(&c.keep, "keep", false, "keep the work directory")
+	var schemes string
+	fs.StringVar(&schemes, "schemes", "", "edits: comma-separated scheme specs such as manber:bits=8,chunks:avg=256 (default: a built-in list)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "sifbench-")
+	if err != nil {
+		return err
+	}
+	c.workDir = dir
+	if !c.keep {
+		defer os.RemoveAll(dir)
+	}
+	var out any
+	switch args[0] {
+	case "corpus":
+		out, err = benchCorpus(ctx, &c)
+	case "latency":
+		out, err = benchLatency(ctx, &c)
+	case "edits":
+		out, err = benchEdits(ctx, &c, schemes)
+	default:
+		return fmt.Errorf("unknown benchmark %q: want corpus, latency or edits", args[0])
+	}
+	if err != nil {
+		return err
+	}
+	if c.json {
+		b, _ := json.MarshalIndent(out, "", "  ")
+		fmt.Println(string(b))
+	}
+	return nil
+}
+
+// buildBinaries builds sifd and sifctl into dir.
+func buildBinaries(dir string) (sifd, sifctl string, err error) {
+	sifd, sifctl = filepath.Join(dir, "sifd"), filepath.Join(dir, "sifctl")
+	for bin, pkg := range map[string]string{sifd: "./cmd/sifd", sifctl: "./cmd/sifctl"} {
+		cmd := exec.Command("go", "build", "-o", bin, pkg)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			return "", "", fmt.Errorf("building %s (run sifbench from the repository root): %w", pkg, err)
+		}
+	}
+	return sifd, sifctl, nil
+}
+
+// copyTree copies the regular files of src into dst, returning their count
+// and total size. Symlinks and special files are left out.
+func copyTree(src, dst string) (files int, bytes int64, err error) {
+	err = filepath.WalkDir(src, func(p string, de os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if de.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if !de.Type().IsRegular() {
+			return nil
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.Create(target)
+		if err != nil {
+			return err
+		}
+		n, err := io.Copy(out, in)
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		files++
+		bytes += n
+		return err
+	})
+	return files, bytes, err
+}
+
+// warm reads every file under dir so the page cache holds them.
+func warm(dir string) error {
+	buf := make([]byte, 1<<20)
+	return filepath.WalkDir(dir, func(p string, de os.DirEntry, err error) error {
+		if err != nil || !de.Type().IsRegular() {
+			return err
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		for {
+			if _, err := f.Read(buf); err != nil {
+				return nil
+			}
+		}
+	})
+}
+
+// dirSize sums the sizes of the files under dir.
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(p string, de os.DirEntry, err error) error {
+		if err == nil && de.Type().IsRegular() {
+			if fi, err := de.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// regularFiles lists the regular files under dir whose size is in [lo, hi].
+func regularFiles(dir string, lo, hi int64) []string {
+	var out []string
+	filepath.WalkDir(dir, func(p string, de os.DirEntry, err error) error {
+		if err == nil && de.Type().IsRegular() {
+			if fi, err := de.Info(); err == nil && fi.Size() >= lo && fi.Size() <= hi {
+				out = append(out, p)
+			}
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out
+}
+
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	i := int(p * float64(len(s)-1))
+	return s[i]
+}
+
+func median(xs []float64) float64 { return percentile(xs, 0.5) }
+
+func mb(n int64) float64 { return float64(n) / 1e6 }
+
+func table(rows [][]string) string {
+	w := make([]int, 0)
+	for _, r := range rows {
+		for i, c := range r {
+			if i >= len(w) {
+				w = append(w, 0)
+			}
+			w[i] = max(w[i], len(c))
+		}
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		for i, c := range r {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			fmt.Fprintf(&b, "%-*s", w[i], c)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func since(t time.Time) float64 { return time.Since(t).Seconds() }

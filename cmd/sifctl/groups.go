@@ -1,0 +1,142 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sif-dev/sif/ipc"
+)
+
+func newGroupsCmd(g *globals) *cobra.Command {
+	var o ipc.GroupsOptions
+	cmd := &cobra.Command{
+		Use:   "groups [--threshold PCT] [--json]",
+		Short: "Find all groups of similar files in the index",
+		Long: `groups compares every indexed file with every other (Manber's all-against-all
+mode) and prints the groups of similar files. Two files are linked when one
+contains at least --threshold percent of the other; linked files form a group.
+Each group names a reference file (R) and, for every other member, how much
+of it the reference contains or it contains of the reference, whichever is
+more, and its size:
+
+  R100 /u1/udi/xyz/abc/foo.c 10763
+      79 /u1/udi/qwe/ewq/bar.c 10979
+      75 /u1/udi/uuu/xxx/foobar.c 9560
+
+A member linked only through another member shows "~" and that member.
+Identical copies are folded into one line and listed after it with "=";
+'sifctl dupes' lists all identical files. The threshold is applied at query
+time: no re-indexing is needed to change it. Text and binary files are not
+linked unless --all-types is given.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Threshold <= 0 || o.Threshold > 100 {
+				return failedf("--threshold %v: want a percentage above 0, at most 100", o.Threshold)
+			}
+			resp, err := g.client().Groups(cmd.Context(), o)
+			if err != nil {
+				return failed(err)
+			}
+			if g.json {
+				b, err := ipc.MarshalJSONLine(resp)
+				if err != nil {
+					return failed(err)
+				}
+				g.stdout.Write(b)
+			} else {
+				printGroups(g, resp)
+			}
+			if len(resp.Groups) == 0 {
+				return nothing()
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.Float64Var(&o.Threshold, "threshold", 25, "least percentage of one file the other must contain to link them")
+	fl.IntVar(&o.MaxDF, "max-df", 0, "ignore fingerprints found in more than this many files (0: the daemon's default, -1: none)")
+	fl.BoolVar(&o.AllTypes, "all-types", false, "link text and binary files too")
+	fl.StringVar(&o.Prefix, "prefix", "", "only files whose path starts with this")
+	return cmd
+}
+
+func printGroups(g *globals, r *ipc.GroupsResponse) {
+	w := g.stdout
+	if len(r.Groups) == 0 {
+		fmt.Fprintf(w, "No groups of similar files. Minimum similarity = %g%%\n", r.Threshold)
+		return
+	}
+	fmt.Fprintf(w, "The following %d groups of files are similar. Minimum similarity = %g%%\n", len(r.Groups), r.Threshold)
+	for _, grp := range r.Groups {
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "R100 %s %d\n", wirePath(grp.Reference.Path, grp.Reference.PathRaw), grp.Reference.Size)
+		printCopies(g, grp.Reference.Copies)
+		for _, m := range grp.Members {
+			p := wirePath(m.Path, m.PathRaw)
+			if m.Via != "" {
+				fmt.Fprintf(w, "    ~ %s %d (via %s)\n", p, m.Size, m.Via)
+			} else {
+				fmt.Fprintf(w, "  %3.0f %s %d\n", m.Percent, p, m.Size)
+			}
+			printCopies(g, m.Copies)
+		}
+	}
+}
+
+func printCopies(g *globals, copies []string) {
+	for _, c := range copies {
+		fmt.Fprintf(g.stdout, "      = %s\n", c)
+	}
+}
+
+func wirePath(p, raw string) string {
+	if exact, err := ipc.JoinPath(p, raw); err == nil {
+		return exact
+	}
+	return p
+}
+
+func newDupesCmd(g *globals) *cobra.Command {
+	var prefix string
+	cmd := &cobra.Command{
+		Use:   "dupes [--json]",
+		Short: "List sets of identical files in the index",
+		Long: `dupes lists the sets of indexed files with identical content (equal size and
+SHA-256), largest files first, with the bytes each set wastes.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			resp, err := g.client().Dupes(cmd.Context(), prefix)
+			if err != nil {
+				return failed(err)
+			}
+			if g.json {
+				b, err := ipc.MarshalJSONLine(resp)
+				if err != nil {
+					return failed(err)
+				}
+				g.stdout.Write(b)
+			} else {
+				var waste int64
+				for _, s := range resp.Sets {
+					fmt.Fprintf(g.stdout, "%d identical files of %d bytes:\n", len(s.Paths), s.Size)
+					for _, p := range s.Paths {
+						fmt.Fprintf(g.stdout, "  %s\n", p)
+					}
+					waste += s.Size * int64(len(s.Paths)-1)
+				}
+				if len(resp.Sets) == 0 {
+					fmt.Fprintln(g.stdout, "No identical files.")
+				} else {
+					fmt.Fprintf(g.stdout, "%d sets; %d bytes in redundant copies\n", len(resp.Sets), waste)
+				}
+			}
+			if len(resp.Sets) == 0 {
+				return nothing()
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&prefix, "prefix", "", "only files whose path starts with this")
+	return cmd
+}

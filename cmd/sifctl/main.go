@@ -1,0 +1,110 @@
+// Command sifctl asks a running sifd which files are similar, grouped, or
+// identical, and compares two files directly.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sif-dev/sif/ipc"
+)
+
+var version = "dev"
+
+// Exit statuses, as grep's.
+const (
+	exitFound   = 0 // something was found
+	exitNothing = 1 // nothing was found
+	exitError   = 2 // an error occurred
+)
+
+// statusError carries an exit status through cobra. A nil err means the
+// status is not an error (exitNothing).
+type statusError struct {
+	code int
+	err  error
+}
+
+func (e *statusError) Error() string {
+	if e.err == nil {
+		return "nothing found"
+	}
+	return e.err.Error()
+}
+
+func nothing() error                   { return &statusError{code: exitNothing} }
+func failed(err error) error           { return &statusError{code: exitError, err: err} }
+func failedf(f string, a ...any) error { return failed(fmt.Errorf(f, a...)) }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// globals are the flags every command shares.
+type globals struct {
+	socket string
+	json   bool
+	stdout io.Writer
+	stderr io.Writer
+}
+
+func (g *globals) client() *ipc.Client { return ipc.NewClient(g.socket) }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	g := &globals{stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:   "sifctl",
+		Short: "Ask sifd which files are similar",
+		Long: `sifctl asks a running sifd (over its Unix socket) which indexed files are
+similar to given files, which groups of files are similar, and which files are
+identical. sifctl compare works without a daemon.
+
+The socket is --socket, else $SIF_SOCKET, else sifd's default:
+/run/sifd/sifd.sock as root, $XDG_RUNTIME_DIR/sifd.sock otherwise.
+
+Exit status, as grep's: 0 when something was found, 1 when nothing was,
+2 on error.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().StringVar(&g.socket, "socket", ipc.DefaultSocket(), "sifd's Unix socket")
+	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON (one object per line) instead of text")
+	root.AddCommand(newSimilarCmd(g), newGroupsCmd(g), newDupesCmd(g), newStatusCmd(g), newCompareCmd(g))
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitFound
+	}
+	var se *statusError
+	if errors.As(err, &se) {
+		if se.err != nil {
+			fmt.Fprintf(stderr, "sifctl: %v\n", describe(se.err, g.socket))
+		}
+		return se.code
+	}
+	fmt.Fprintf(stderr, "sifctl: %v\n", err)
+	return exitError
+}
+
+// describe turns client errors into one line a person can act on.
+func describe(err error, socket string) error {
+	switch {
+	case errors.Is(err, ipc.ErrNoDaemon):
+		return fmt.Errorf("no sifd is listening on %s (start one with 'sifd run --root DIR', or name its socket with --socket or SIF_SOCKET)", socket)
+	case errors.Is(err, ipc.ErrNotSif):
+		return fmt.Errorf("%s does not answer like sifd: %v", socket, err)
+	}
+	return err
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sif-dev/sif/ipc"
+)
+
+type similarFlags struct {
+	threshold float64
+	limit     int
+	sizeRatio float64
+	sameExt   bool
+	sameType  bool
+	prefix    string
+	maxDF     int
+}
+
+// similarLine is one line of `sifctl similar --json`.
+type similarLine struct {
+	Query        string      `json:"query"`
+	QueryRaw     string      `json:"query_raw,omitempty"`
+	Size         int64       `json:"size"`
+	Fingerprints int         `json:"fingerprints"`
+	Skipped      int         `json:"skipped"`
+	TooFew       bool        `json:"too_few"`
+	Matches      []ipc.Match `json:"matches"`
+}
+
+func newSimilarCmd(g *globals) *cobra.Command {
+	var f similarFlags
+	cmd := &cobra.Command{
+		Use:   "similar [flags] FILE...",
+		Short: "List the indexed files that contain a good part of each FILE",
+		Long: `similar fingerprints each FILE (it need not be indexed, or even under a
+root) and lists the indexed files that contain at least --threshold percent
+of it, best first, in the spirit of Manber's sif:
+
+  /home/ann/draft.c (10763 bytes, 42 fingerprints):
+    100%  /srv/src/foo.c  10763  identical
+     79%  /srv/src/bar.c  10979
+
+The percentage is the containment of FILE in the listed file: the share of
+FILE's fingerprints found there. The file itself is not listed. A file too
+small to carry enough fingerprints is reported as such, and only identical
+files are listed for it. Fingerprints found in very many indexed files
+(boilerplate, licence headers) are ignored above --max-df, and the count
+ignored is shown.
+
+With --json, one object per FILE and line:
+  {"query": PATH, "size": N, "fingerprints": N, "skipped": N, "too_few": BOOL,
+   "matches": [{"path": ABSOLUTE_PATH, "size": N, "containment": PCT,
+   "reverse_containment": PCT, "resemblance": PCT, "shared_bytes": N or null,
+   "identical": BOOL, "type": "text"|"binary", "mtime_ns": N}, ...]}`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSimilar(cmd, g, &f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.Float64Var(&f.threshold, "threshold", 25, "least percentage of FILE a match must contain")
+	fl.IntVar(&f.limit, "limit", 0, "list at most this many matches per FILE (0: all)")
+	fl.Float64Var(&f.sizeRatio, "size-ratio", 0, "drop matches whose size differs from FILE's by more than this factor (0: any size)")
+	fl.BoolVar(&f.sameExt, "same-ext", false, "only matches with FILE's extension")
+	fl.BoolVar(&f.sameType, "same-type", false, "only matches of FILE's type (text or binary)")
+	fl.StringVar(&f.prefix, "prefix", "", "only matches whose path starts with this")
+	fl.IntVar(&f.maxDF, "max-df", 0, "ignore fingerprints found in more than this many files (0: the daemon's default, -1: none)")
+	return cmd
+}
+
+func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string) error {
+	if f.threshold < 0 || f.threshold > 100 {
+		return failedf("--threshold %v: want a percentage from 0 to 100", f.threshold)
+	}
+	ctx := cmd.Context()
+	c := g.client()
+	info, err := c.Info(ctx)
+	if err != nil {
+		return failed(err)
+	}
+	found, errs := false, 0
+	for _, file := range files {
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			fmt.Fprintf(g.stderr, "sifctl: %s: %v\n", file, err)
+			errs++
+			continue
+		}
+		sk, err := ipc.SketchFile(abs, info.Params)
+		if err != nil {
+			fmt.Fprintf(g.stderr, "sifctl: %v\n", err)
+			errs++
+			continue
+		}
+		req := ipc.NewSimilarRequest(abs, sk)
+		req.Threshold = &f.threshold
+		req.Limit, req.SizeRatio, req.SameExt, req.SameType = f.limit, f.sizeRatio, f.sameExt, f.sameType
+		req.PathPrefix, req.MaxDF = f.prefix, f.maxDF
+		resp, err := c.Similar(ctx, req)
+		if err != nil {
+			return failed(fmt.Errorf("%s: %w", file, describe(err, g.socket)))
+		}
+		if len(resp.Matches) > 0 {
+			found = true
+		}
+		if g.json {
+			q, raw := ipc.PathFields(abs)
+			line := similarLine{Query: q, QueryRaw: raw, Size: sk.Size, Fingerprints: resp.Fingerprints,
+				Skipped: resp.Skipped, TooFew: resp.TooFew, Matches: resp.Matches}
+			b, err := ipc.MarshalJSONLine(line)
+			if err != nil {
+				return failed(err)
+			}
+			g.stdout.Write(b)
+			continue
+		}
+		printSimilar(g, file, sk.Size, f.threshold, resp)
+	}
+	switch {
+	case errs > 0:
+		return &statusError{code: exitError}
+	case !found:
+		return nothing()
+	}
+	return nil
+}
+
+func printSimilar(g *globals, file string, size int64, threshold float64, r *ipc.SimilarResponse) {
+	w := g.stdout
+	fmt.Fprintf(w, "%s (%d bytes, %d fingerprints", file, size, r.Fingerprints)
+	if r.Skipped > 0 {
+		fmt.Fprintf(w, ", %d too common to count", r.Skipped)
+	}
+	fmt.Fprintln(w, "):")
+	if r.TooFew {
+		fmt.Fprintf(w, "  too small to judge similarity: %d fingerprints, at least %d needed; identical files only\n",
+			r.Fingerprints, r.MinFingerprints)
+	}
+	if len(r.Matches) == 0 {
+		if r.TooFew {
+			fmt.Fprintln(w, "  no identical file")
+		} else {
+			fmt.Fprintf(w, "  nothing similar at %g%% or more\n", threshold)
+		}
+		return
+	}
+	for _, m := range r.Matches {
+		p, err := ipc.JoinPath(m.Path, m.PathRaw)
+		if err != nil {
+			p = m.Path
+		}
+		note := ""
+		if m.Identical {
+			note = "  identical"
+		}
+		fmt.Fprintf(w, "  %3.0f%%  %s  %d%s\n", m.Containment, p, m.Size, note)
+	}
+}

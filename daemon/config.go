@@ -1,0 +1,145 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sif-dev/sif/index/fingerprint"
+	"github.com/sif-dev/sif/ipc"
+)
+
+// SystemDB is where a system-wide sifd keeps its index.
+const SystemDB = "/var/lib/sifd"
+
+// DefaultMaxFileSize is the largest file indexed when no limit is set.
+const DefaultMaxFileSize = 256 << 20
+
+// Config is what sifd runs with. The zero value of a field means its
+// default.
+type Config struct {
+	Roots  []string
+	DB     string // index directory; default DefaultDB()
+	Socket string // default ipc.DefaultSocket()
+	// Workers read and fingerprint files; 0 means one per core.
+	Workers int
+	// Params are the fingerprint parameters; zero means those stored in an
+	// existing index, or fingerprint.DefaultParams() for a new one.
+	Params fingerprint.Params
+	// MaxFileSize skips larger files; 0 means DefaultMaxFileSize, negative
+	// means no limit.
+	MaxFileSize int64
+	// ProgressEvery is how often a scan logs its progress; 0 means 5s.
+	ProgressEvery time.Duration
+	// SocketMode is the socket's permission bits; 0 means 0600 for a
+	// per-user daemon and 0666 for root.
+	SocketMode os.FileMode
+	Version    string
+	Logger     *slog.Logger // nil discards
+}
+
+// DefaultDB returns the index directory used when none is named:
+// SystemDB for root, else the per-user state directory.
+func DefaultDB() string {
+	if os.Geteuid() == 0 {
+		return SystemDB
+	}
+	return filepath.Join(ipc.UserStateDir(), "index")
+}
+
+// withDefaults fills in defaults and checks the roots: each must exist and
+// be a directory. Roots are made absolute with symlinks resolved, and roots
+// inside other roots are dropped.
+func (c Config) withDefaults() (Config, error) {
+	if len(c.Roots) == 0 {
+		return c, errors.New("no roots: name at least one directory with --root")
+	}
+	if c.DB == "" {
+		c.DB = DefaultDB()
+	}
+	if c.Socket == "" {
+		c.Socket = ipc.DefaultSocket()
+	}
+	if c.Workers <= 0 {
+		c.Workers = runtime.NumCPU()
+	}
+	if c.MaxFileSize == 0 {
+		c.MaxFileSize = DefaultMaxFileSize
+	}
+	if c.ProgressEvery <= 0 {
+		c.ProgressEvery = 5 * time.Second
+	}
+	if c.SocketMode == 0 {
+		c.SocketMode = 0o600
+		if os.Geteuid() == 0 {
+			c.SocketMode = 0o666
+		}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	roots, err := cleanRoots(c.Roots)
+	if err != nil {
+		return c, err
+	}
+	c.Roots = roots
+	db, err := filepath.Abs(c.DB)
+	if err != nil {
+		return c, fmt.Errorf("db %s: %w", c.DB, err)
+	}
+	c.DB = db
+	return c, nil
+}
+
+func cleanRoots(in []string) ([]string, error) {
+	var roots []string
+	for _, r := range in {
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			return nil, fmt.Errorf("root %s: %w", r, err)
+		}
+		real, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			return nil, fmt.Errorf("root %s: %w", r, err)
+		}
+		st, err := os.Stat(real)
+		if err != nil {
+			return nil, fmt.Errorf("root %s: %w", r, err)
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("root %s: not a directory", r)
+		}
+		roots = append(roots, real)
+	}
+	sort.Strings(roots)
+	out := roots[:0]
+	for _, r := range roots {
+		if len(out) > 0 && under(r, out[len(out)-1]) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// under reports whether path is root or lies below it.
+func under(path, root string) bool {
+	if path == root {
+		return true
+	}
+	return strings.HasPrefix(path, dirPrefix(root))
+}
+
+// dirPrefix returns root with exactly one trailing separator.
+func dirPrefix(root string) string {
+	if strings.HasSuffix(root, string(filepath.Separator)) {
+		return root
+	}
+	return root + string(filepath.Separator)
+}

@@ -1,0 +1,25 @@
+// Package daemon is sifd's engine room: it opens the index, scans the roots
+// into it with a pool of workers, serves the local API, and shuts down
+// cleanly.
+//
+// Vocabulary:
+//
+//   - A root is a directory tree sifd keeps indexed. Roots are absolute,
+//     with symlinks resolved once at start; a root inside another root is
+//     dropped, since the outer one covers it.
+//   - A scan walks a root without following symlinks and hands every regular
+//     file to the workers. A file whose size, modification time, device and
+//     inode equal its index record is unchanged and costs one stat; others
+//     are read, fingerprinted and written to the index, each in one atomic
+//     batch. After the walk, records of files that are no longer regular
+//     files on disk are removed.
+//   - A worker reads one file at a time. It opens it without following
+//     symlinks and without blocking (a fifo swapped in after the walk cannot
+//     hang it), checks it is still a regular file, and compares its size and
+//     modification time before and after reading: a file that changed while
+//     it was read is read again, and after a few tries counted and left for
+//     the next scan, never indexed half old, half new.
+//   - Skips (unreadable files, special files, symlinks, files that vanish
+//     mid-scan, files above the size limit) are counted in the status and
+//     never stop a scan.
+package daemon

@@ -1,0 +1,181 @@
+package index_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/sif-dev/sif/index"
+	"github.com/sif-dev/sif/index/fingerprint"
+)
+
+// corruptFixture is a small chunks index: /a (id 1) holds hashes 0x10, 0x20
+// (twice) and 0x30; /b (id 2) holds 0x20 and 0x40.
+func corruptFixture(t *testing.T) *index.Index {
+	ix := openMem(t, nil, chunks)
+	a := sketchOf(chunks, "a", 100, fingerprint.Feature{Hash: 0x10, Count: 1}, fingerprint.Feature{Hash: 0x20, Count: 2}, fingerprint.Feature{Hash: 0x30, Count: 1})
+	b := sketchOf(chunks, "b", 200, fingerprint.Feature{Hash: 0x20, Count: 1}, fingerprint.Feature{Hash: 0x40, Count: 1})
+	if r, err := ix.Put(index.FileMeta{Path: "/a", Size: 100}, a); err != nil || r.ID != 1 {
+		t.Fatalf("put /a: %+v %v", r, err)
+	}
+	if r, err := ix.Put(index.FileMeta{Path: "/b", Size: 200}, b); err != nil || r.ID != 2 {
+		t.Fatalf("put /b: %+v %v", r, err)
+	}
+	mustClean(t, ix)
+	return ix
+}
+
+func TestCheckCatchesCorruption(t *testing.T) {
+	pv := func(count, length uint32) []byte { return index.PostingValue(count, length, true) }
+	rec := func(t *testing.T, ix *index.Index, path string) index.FileRecord {
+		r, err := ix.Lookup(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, c := range []struct {
+		name    string
+		corrupt func(t *testing.T, ix *index.Index) error
+		want    []string // each must appear in some problem line
+	}{
+		{"posting of a hash the file does not hold", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.PostingKey(0x50, 1), pv(1, 81))
+		}, []string{"posting 0000000000000050/1", "does not hold", "file-count 0000000000000050: 0, but 1 files"}},
+		{"posting of a missing file", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.PostingKey(0x10, 7), pv(1, 17))
+		}, []string{"posting 0000000000000010/7: file id 7 has no record"}},
+		{"missing posting", func(t *testing.T, ix *index.Index) error {
+			return ix.RawDelete(index.PostingKey(0x30, 1))
+		}, []string{"file id 1 (\"/a\"): forward entry 0000000000000030 has no posting", "file-count 0000000000000030: 1, but no file holds"}},
+		{"posting with the wrong count", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.PostingKey(0x20, 1), pv(3, 33))
+		}, []string{"posting 0000000000000020/1: count 3 length 33", "count 2 length 33"}},
+		{"undecodable posting", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.PostingKey(0x20, 2), []byte{0x80})
+		}, []string{"posting 0000000000000020/2:", "corrupt"}},
+		{"missing forward list", func(t *testing.T, ix *index.Index) error {
+			return ix.RawDelete(index.ForwardKey(2))
+		}, []string{"file id 2 (\"/b\"): no forward list"}},
+		{"undecodable forward list", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.ForwardKey(1), []byte{3, 1})
+		}, []string{"forward list of file id 1 (\"/a\")", "corrupt"}},
+		{"forward list of a missing file", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.ForwardKey(9), index.EncodeForward(nil, true))
+		}, []string{"forward list of file id 9: no record"}},
+		{"forward list that disagrees with the record", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.ForwardKey(2), index.EncodeForward([]fingerprint.Feature{{Hash: 0x20, Count: 1, Len: 33}}, true))
+		}, []string{"file id 2 (\"/b\"): record weight 98, forward list gives 33", "record says 2 features, forward list holds 1",
+			"posting 0000000000000040/2: file id 2 (\"/b\") does not hold"}},
+		{"file-count off by one", func(t *testing.T, ix *index.Index) error {
+			return ix.RawMergeCount(0x20, 1)
+		}, []string{"file-count 0000000000000020: 3, but 2 files hold the fingerprint"}},
+		{"file-count without postings", func(t *testing.T, ix *index.Index) error {
+			return ix.RawMergeCount(0x99, 2)
+		}, []string{"file-count 0000000000000099: 2, but no file holds the fingerprint"}},
+		{"missing file-count", func(t *testing.T, ix *index.Index) error {
+			return ix.RawDelete(index.DFKey(0x40))
+		}, []string{"file-count 0000000000000040: 0, but 1 files hold"}},
+		{"missing path key", func(t *testing.T, ix *index.Index) error {
+			return ix.RawDelete(index.PathKey("/a"))
+		}, []string{"file id 1 (\"/a\"): no path key"}},
+		{"path key of a missing file", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.PathKey("/c"), []byte{0, 0, 0, 5})
+		}, []string{"path \"/c\": file id 5 has no record"}},
+		{"path key naming another file", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.PathKey("/c"), []byte{0, 0, 0, 2})
+		}, []string{"path \"/c\": file id 2's record has path \"/b\"", "path \"/c\": file id 2 is named by path \"/b\" too"}},
+		{"undecodable path key value", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.PathKey("/b"), []byte{1})
+		}, []string{"path \"/b\":", "file id 2 (\"/b\"): no path key"}},
+		{"missing record", func(t *testing.T, ix *index.Index) error {
+			return ix.RawDelete(index.RecordKey(2))
+		}, []string{"path \"/b\": file id 2 has no record", "forward list of file id 2: no record", "posting 0000000000000040/2: file id 2 has no record"}},
+		{"undecodable record", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.RecordKey(1), []byte{1, 5})
+		}, []string{"file id 1: record:", "corrupt"}},
+		{"record with the wrong weight", func(t *testing.T, ix *index.Index) error {
+			r := rec(t, ix, "/a")
+			r.Weight++
+			return ix.RawSet(index.RecordKey(1), index.EncodeRecord(r))
+		}, []string{"file id 1 (\"/a\"): record weight 133, forward list gives 132"}},
+		{"missing identical-content key", func(t *testing.T, ix *index.Index) error {
+			return ix.RawDelete(index.StrongKey(strongOf("a"), 1))
+		}, []string{"file id 1 (\"/a\"): no identical-content key"}},
+		{"orphan identical-content key", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.StrongKey(strongOf("zz"), 2), nil)
+		}, []string{fmt.Sprintf("identical-content key %x/2: the record of file id 2 (\"/b\") has strong hash", strongOf("zz"))}},
+		{"unknown key prefix", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet([]byte("Zebra"), nil)
+		}, []string{"key 5a65627261: unknown prefix"}},
+		{"garbled parameters", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.MetaParamsKey, []byte("{"))
+		}, []string{"meta: fingerprint parameters \"{\" do not decode"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ix := corruptFixture(t)
+			if err := c.corrupt(t, ix); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := ix.Check()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.OK() {
+				t.Fatal("check found nothing wrong")
+			}
+			all := strings.Join(rep.Problems, "\n")
+			for _, w := range c.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("no problem mentions %q; problems:\n%s", w, all)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckCapsProblems(t *testing.T) {
+	ix := corruptFixture(t)
+	for i := 0; i < index.MaxProblems+20; i++ {
+		if err := ix.RawSet(index.PostingKey(uint64(0x1000+i), 9), index.PostingValue(1, 5, true)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := ix.Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each bad posting gives two problems: no record, and no file-count.
+	if len(rep.Problems) != index.MaxProblems || rep.More != 2*(index.MaxProblems+20)-index.MaxProblems {
+		t.Fatalf("%d problems and %d more, want %d and %d", len(rep.Problems), rep.More, index.MaxProblems, 2*(index.MaxProblems+20)-index.MaxProblems)
+	}
+	if rep.Postings != uint64(5+index.MaxProblems+20) || rep.Files != 2 {
+		t.Fatalf("report counts %+v", rep)
+	}
+}
+
+// TestCorruptionIsAnError: reads of undecodable values fail with ErrCorrupt,
+// never panic.
+func TestCorruptionIsAnError(t *testing.T) {
+	ix := corruptFixture(t)
+	if err := ix.RawSet(index.RecordKey(1), []byte{1, 200}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Lookup("/a"); !errors.Is(err, index.ErrCorrupt) {
+		t.Fatalf("lookup of a corrupt record: %v", err)
+	}
+	if _, err := ix.Put(index.FileMeta{Path: "/a"}, sketchOf(chunks, "x", 1)); !errors.Is(err, index.ErrCorrupt) {
+		t.Fatalf("put over a corrupt record: %v", err)
+	}
+	if err := ix.RawSet(index.PostingKey(0x40, 2), []byte{0}); err != nil {
+		t.Fatal(err)
+	}
+	q := sketchOf(chunks, "q", 100, fingerprint.Feature{Hash: 0x40, Count: 1})
+	if _, err := ix.Similar(index.Query{Sketch: q}, index.QueryOptions{MinFeatures: 1}); !errors.Is(err, index.ErrCorrupt) {
+		t.Fatalf("query over a corrupt posting: %v", err)
+	}
+	if _, err := ix.Groups(index.GroupOptions{}); !errors.Is(err, index.ErrCorrupt) {
+		t.Fatalf("groups over a corrupt record: %v", err)
+	}
+}

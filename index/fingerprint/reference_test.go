@@ -1,0 +1,298 @@
+package fingerprint
+
+// Naive reference implementations, written straight from the definitions,
+// and the helpers the tests share.
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/zeebo/xxh3"
+)
+
+// naiveManber recomputes every window's hash by Horner's rule, reducing mod
+// M = 2^ModBits at every step, and keeps candidates greedily without overlap.
+func naiveManber(data []byte, p Params) []Fingerprint {
+	pr, mod := uint64(manberPrime64), ^uint64(0)
+	if p.ModBits == 30 {
+		pr, mod = manberPrime30, 1<<30-1
+	}
+	sel := uint64(1)<<p.Bits - 1
+	var out []Fingerprint
+	next := 0 // the first window start that does not overlap a kept window
+	for i := 0; i+p.Window <= len(data); i++ {
+		var f uint64
+		for _, t := range data[i : i+p.Window] {
+			f = (f*pr + uint64(t)) & mod
+		}
+		if i >= next && f&sel == 0 {
+			out = append(out, Fingerprint{Hash: f >> p.Bits, Offset: int64(i), Len: uint32(p.Window)})
+			next = i + p.Window
+		}
+	}
+	return out
+}
+
+// naiveCandidates returns the start of every window whose hash has its low k
+// bits zero, overlapping or not.
+func naiveCandidates(data []byte, p Params) []int {
+	pr, mod := uint64(manberPrime64), ^uint64(0)
+	if p.ModBits == 30 {
+		pr, mod = manberPrime30, 1<<30-1
+	}
+	sel := uint64(1)<<p.Bits - 1
+	var out []int
+	for i := 0; i+p.Window <= len(data); i++ {
+		var f uint64
+		for _, t := range data[i : i+p.Window] {
+			f = (f*pr + uint64(t)) & mod
+		}
+		if f&sel == 0 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// naiveChunks cuts data one chunk at a time, restarting the gear hash for
+// each chunk, exactly as the chunking is defined.
+func naiveChunks(data []byte, p Params) []Fingerprint {
+	c := newChunker(p, func(Fingerprint) {})
+	var out []Fingerprint
+	for start := 0; start < len(data); {
+		n := len(data) - start
+		length := min(n, p.MaxChunk)
+		var h uint64
+		for i := p.MinChunk; i < min(n, p.MaxChunk); i++ {
+			h = h<<1 + gear[data[start+i]]
+			mask := c.maskL
+			if i < p.AvgChunk {
+				mask = c.maskS
+			}
+			if h&mask == 0 {
+				length = i
+				break
+			}
+		}
+		chunk := data[start : start+length]
+		out = append(out, Fingerprint{Hash: xxh3.Hash(chunk), Offset: int64(start), Len: uint32(length)})
+		start += length
+	}
+	return out
+}
+
+// naiveSum slides an 8-bit window over data one bit at a time and counts
+// each tag's matches, skipping the 7 bits after a counted match of that tag.
+func naiveSum(data []byte) SumTable {
+	var t SumTable
+	var next [NumTags]int
+	for b := 0; b+8 <= 8*len(data); b++ {
+		q, r := b/8, b%8
+		w := data[q]
+		if r > 0 {
+			w = data[q]<<r | data[q+1]>>(8-r)
+		}
+		for i, tag := range Tags {
+			if w == tag && b >= next[i] {
+				t[i]++
+				next[i] = b + 8
+			}
+		}
+	}
+	return t
+}
+
+// naiveType classifies data from the definition.
+func naiveType(data []byte) Type {
+	data = data[:min(len(data), 8192)]
+	ctrl := 0
+	for _, c := range data {
+		switch {
+		case c == 0:
+			return TypeBinary
+		case c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r' || c == '\b' || c == 0x1b:
+		case c < 0x20 || c == 0x7f:
+			ctrl++
+		}
+	}
+	if 10*ctrl > len(data) {
+		return TypeBinary
+	}
+	return TypeText
+}
+
+// naive returns the fingerprints the naive references give for p.
+func naive(data []byte, p Params) []Fingerprint {
+	if p.Scheme == Chunks {
+		return naiveChunks(data, p)
+	}
+	return naiveManber(data, p)
+}
+
+// sketch writes data through a Sketcher in pieces of the given sizes (the
+// rest in one Write) and returns the fingerprints and the Summary.
+func sketch(tb testing.TB, p Params, data []byte, sizes []int) ([]Fingerprint, Summary) {
+	tb.Helper()
+	var fps []Fingerprint
+	s, err := NewSketcher(p, func(f Fingerprint) { fps = append(fps, f) })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, n := range sizes {
+		n = min(n, len(data))
+		if k, err := s.Write(data[:n]); k != n || err != nil {
+			tb.Fatalf("Write(%d bytes) = %d, %v", n, k, err)
+		}
+		data = data[n:]
+	}
+	if _, err := s.Write(data); err != nil {
+		tb.Fatal(err)
+	}
+	return fps, s.Finish()
+}
+
+// randomSizes returns Write sizes summing to at least n: mostly small, some
+// empty, some large.
+func randomSizes(r *rand.Rand, n int) []int {
+	var sizes []int
+	for total := 0; total < n; {
+		var k int
+		switch r.IntN(4) {
+		case 0:
+			k = r.IntN(3)
+		case 1:
+			k = r.IntN(64)
+		case 2:
+			k = r.IntN(4096)
+		default:
+			k = r.IntN(200 << 10)
+		}
+		sizes = append(sizes, k)
+		total += k
+	}
+	return sizes
+}
+
+// randomBytes returns n bytes from a PCG seeded with seed.
+func randomBytes(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	b := make([]byte, n)
+	for i := 0; i < n; i += 8 {
+		x := r.Uint64()
+		for j := i; j < min(n, i+8); j++ {
+			b[j] = byte(x)
+			x >>= 8
+		}
+	}
+	return b
+}
+
+// textBytes returns about n bytes of text-like data: random words from a
+// random vocabulary, picked with a Zipf law, with spaces, punctuation and
+// line breaks.
+func textBytes(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, 0x7e47))
+	vocab := make([]string, 2000)
+	for i := range vocab {
+		w := make([]byte, 1+r.IntN(9))
+		for j := range w {
+			w[j] = "etaoinshrdlcumwfgypbvkjxqz"[min(r.IntN(26), r.IntN(26))]
+		}
+		vocab[i] = string(w)
+	}
+	z := rand.NewZipf(r, 1.1, 1, uint64(len(vocab)-1))
+	b := make([]byte, 0, n+16)
+	col := 0
+	for len(b) < n {
+		w := vocab[z.Uint64()]
+		b = append(b, w...)
+		col += len(w) + 1
+		switch {
+		case r.IntN(12) == 0:
+			b = append(b, ". "...)
+		case r.IntN(15) == 0:
+			b = append(b, ", "...)
+		case col > 72:
+			b = append(b, '\n')
+			col = 0
+		default:
+			b = append(b, ' ')
+		}
+	}
+	return b[:n]
+}
+
+// tagSoup returns n bytes drawn from the tags, their rotations and the bytes
+// that make long runs, so that SimiHash matches of one tag are dense and
+// often overlap.
+func tagSoup(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, 0x7a95))
+	var alphabet []byte
+	for _, t := range Tags {
+		for k := range 8 {
+			alphabet = append(alphabet, t<<k|t>>(8-k))
+		}
+	}
+	alphabet = append(alphabet, 0xff, ' ', '-', 0xaa, 0x55)
+	b := make([]byte, 0, n)
+	for len(b) < n {
+		c := alphabet[r.IntN(len(alphabet))]
+		k := 1
+		if r.IntN(4) == 0 {
+			k = r.IntN(40)
+		}
+		for range k {
+			b = append(b, c)
+		}
+	}
+	return b[:n]
+}
+
+// testInputs are named inputs that exercise the fast paths' corner cases.
+func testInputs() map[string][]byte {
+	zeros := make([]byte, 70000)
+	mixed := slices.Concat(randomBytes(7, 5000), make([]byte, 3000), textBytes(8, 5000), tagSoup(9, 5000))
+	periodic := make([]byte, 20000)
+	for i := range periodic {
+		periodic[i] = "ab\x00e\xe3t"[i%6]
+	}
+	return map[string][]byte{
+		"empty":    nil,
+		"one":      {0},
+		"random":   randomBytes(1, 300000),
+		"text":     textBytes(2, 200000),
+		"tagsoup":  tagSoup(3, 200000),
+		"zeros":    zeros,
+		"ones":     slices.Repeat([]byte{0xff}, 50000),
+		"mixed":    mixed,
+		"periodic": periodic,
+	}
+}
+
+// testParams are parameter sets the tests run every scheme with.
+func testParams() []Params {
+	return []Params{
+		{Scheme: Manber},
+		{Scheme: Manber, ModBits: 30},
+		{Scheme: Manber, Bits: 6},
+		{Scheme: Manber, Bits: 0},
+		{Scheme: Manber, Bits: 16, Window: 8},
+		{Scheme: Manber, Bits: 3, Window: 8, ModBits: 30},
+		{Scheme: Manber, Bits: 4, Window: 4096},
+		{Scheme: Chunks},
+		{Scheme: Chunks, AvgChunk: 1024},
+		{Scheme: Chunks, MinChunk: 1, AvgChunk: 16, MaxChunk: 17},
+		{Scheme: Chunks, MinChunk: 15, AvgChunk: 16, MaxChunk: 4096},
+		{Scheme: Chunks, MinChunk: 3000, AvgChunk: 4096, MaxChunk: 1 << 16},
+	}
+}
+
+func mustNormalize(tb testing.TB, p Params) Params {
+	tb.Helper()
+	q, err := p.Normalize()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return q
+}

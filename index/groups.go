@@ -1,0 +1,286 @@
+package index
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/sif-dev/sif/index/fingerprint"
+)
+
+// withDefaults validates o and fills in its defaults. Errors wrap
+// ErrBadQuery and name the field.
+func (o GroupOptions) withDefaults() (GroupOptions, error) {
+	if math.IsNaN(o.Threshold) || o.Threshold < 0 || o.Threshold > 1 {
+		return o, fmt.Errorf("%w: threshold %v: want 0..1", ErrBadQuery, o.Threshold)
+	}
+	if o.Threshold == 0 {
+		o.Threshold = DefaultThreshold
+	}
+	if o.MaxDF == 0 {
+		o.MaxDF = DefaultMaxDF
+	}
+	return o, nil
+}
+
+// groupNode is one distinct content among the files considered: a
+// representative file and its identical copies.
+type groupNode struct {
+	rec    FileRecord
+	copies []string
+	parent int // union-find
+	links  int
+}
+
+// Groups finds all groups of similar files (Manber §4): it scans the
+// postings once, in fingerprint order; for every fingerprint held by 2 to
+// MaxDF files it adds min(count a, count b) × weight to the shared weight of
+// every pair of those files. Identical files (equal strong hash and size)
+// are folded into one node first, so copies do not multiply links; they are
+// listed under the member's Copies. Two nodes are linked when either
+// contains at least Threshold of the other (and, with SameType, they have
+// one type), and linked nodes are merged into groups with union-find
+// (Forman et al. §3), so a group can hold files that are not similar to one
+// another directly. Identical files with nothing else similar form no
+// group: Dupes reports them.
+//
+// Each group's reference is the member with the most links (then the larger
+// weight, then the first path). The output is deterministic: groups by
+// size, descending, then by reference path; members by Percent, descending,
+// then by path. Groups sees one consistent state of the index; it holds
+// every record under the prefix and every linked pair in memory.
+func (ix *Index) Groups(opts GroupOptions) ([]Group, error) {
+	gs, err := ix.groups(opts)
+	if err != nil {
+		return nil, fmt.Errorf("index.Groups: %w", err)
+	}
+	return gs, nil
+}
+
+func (ix *Index) groups(opts GroupOptions) ([]Group, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := ix.acquire(); err != nil {
+		return nil, err
+	}
+	defer ix.release()
+	snap := ix.db.NewSnapshot()
+	defer snap.Close()
+
+	nodes, nodeOf, err := ix.groupNodes(snap, opts.PathPrefix)
+	if err != nil {
+		return nil, err
+	}
+	shared, err := ix.pairShares(snap, opts.MaxDF, nodeOf)
+	if err != nil {
+		return nil, err
+	}
+
+	// Link the pairs that pass, and merge them with union-find.
+	type link struct {
+		a, b    int
+		percent float64
+	}
+	var links []link
+	for key, sh := range shared {
+		a, b := int(key>>32), int(key&math.MaxUint32)
+		na, nb := &nodes[a], &nodes[b]
+		if opts.SameType && na.rec.Type != nb.rec.Type {
+			continue
+		}
+		p := max(fingerprint.Ratio(sh, na.rec.Weight), fingerprint.Ratio(sh, nb.rec.Weight))
+		if p < opts.Threshold {
+			continue
+		}
+		links = append(links, link{a, b, p})
+		na.links++
+		nb.links++
+		union(nodes, a, b)
+	}
+	slices.SortFunc(links, func(x, y link) int {
+		return cmp.Or(cmp.Compare(x.a, y.a), cmp.Compare(x.b, y.b))
+	})
+
+	// Collect the groups, and each member's links.
+	members := make(map[int][]int) // root → node indexes
+	for i := range nodes {
+		if nodes[i].links > 0 {
+			r := find(nodes, i)
+			members[r] = append(members[r], i)
+		}
+	}
+	percentTo := make(map[int]map[int]float64) // node → linked node → percent
+	for _, l := range links {
+		for _, e := range [][2]int{{l.a, l.b}, {l.b, l.a}} {
+			m := percentTo[e[0]]
+			if m == nil {
+				m = make(map[int]float64)
+				percentTo[e[0]] = m
+			}
+			m[e[1]] = l.percent
+		}
+	}
+
+	groups := make([]Group, 0, len(members))
+	for _, ms := range members {
+		ref := slices.MinFunc(ms, func(x, y int) int {
+			nx, ny := &nodes[x], &nodes[y]
+			return cmp.Or(-cmp.Compare(nx.links, ny.links), -cmp.Compare(nx.rec.Weight, ny.rec.Weight),
+				strings.Compare(nx.rec.Path, ny.rec.Path))
+		})
+		g := Group{Reference: nodes[ref].member(1, "")}
+		for _, m := range ms {
+			if m == ref {
+				continue
+			}
+			if p, ok := percentTo[m][ref]; ok {
+				g.Members = append(g.Members, nodes[m].member(p, ""))
+				continue
+			}
+			// Not linked to the reference: name the strongest link.
+			best, bestP := -1, -1.0
+			for o, p := range percentTo[m] {
+				if p > bestP || p == bestP && nodes[o].rec.Path < nodes[best].rec.Path {
+					best, bestP = o, p
+				}
+			}
+			g.Members = append(g.Members, nodes[m].member(0, nodes[best].rec.Path))
+		}
+		slices.SortFunc(g.Members, func(x, y GroupMember) int {
+			return cmp.Or(-cmp.Compare(x.Percent, y.Percent), strings.Compare(x.Path, y.Path))
+		})
+		groups = append(groups, g)
+	}
+	slices.SortFunc(groups, func(x, y Group) int {
+		return cmp.Or(-cmp.Compare(len(x.Members), len(y.Members)), strings.Compare(x.Reference.Path, y.Reference.Path))
+	})
+	return groups, nil
+}
+
+func (n *groupNode) member(percent float64, via string) GroupMember {
+	return GroupMember{FileRecord: n.rec, Percent: percent, Via: via, Copies: n.copies}
+}
+
+// groupNodes loads the records under prefix and folds identical files into
+// nodes. nodeOf maps a file id to its node's index; files outside the prefix
+// are absent.
+func (ix *Index) groupNodes(r pebble.Reader, prefix string) ([]groupNode, map[uint32]int, error) {
+	var recs []FileRecord
+	lo := pathKey(prefix)
+	err := scan(r, lo, prefixEnd(lo), func(k, v []byte) error {
+		id, err := decodeID(v)
+		if err != nil {
+			return fmt.Errorf("path %q: %w", k[1:], err)
+		}
+		rec, found, err := readRecord(r, id)
+		if err != nil {
+			return err
+		}
+		if found {
+			recs = append(recs, rec) // in path order
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	type content struct {
+		strong [32]byte
+		size   int64
+	}
+	byContent := make(map[content]int)
+	nodeOf := make(map[uint32]int, len(recs))
+	var nodes []groupNode
+	for _, rec := range recs {
+		c := content{rec.Strong, rec.Summary.Size}
+		if n, ok := byContent[c]; ok && rec.Strong != ([32]byte{}) {
+			nodes[n].copies = append(nodes[n].copies, rec.Path) // recs are in path order
+			nodeOf[rec.ID] = n
+			continue
+		}
+		byContent[c] = len(nodes)
+		nodeOf[rec.ID] = len(nodes)
+		nodes = append(nodes, groupNode{rec: rec, parent: len(nodes)})
+	}
+	return nodes, nodeOf, nil
+}
+
+// pairShares scans the postings once and returns, for every pair of nodes
+// that share a fingerprint held by 2 to maxDF files, their shared weight,
+// keyed by a<<32|b with a < b.
+func (ix *Index) pairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int) (map[uint64]uint64, error) {
+	type holder struct {
+		node  int
+		count uint32
+	}
+	shared := make(map[uint64]uint64)
+	var (
+		cur     []byte // posting prefix of the current fingerprint
+		n       int    // its postings, all files
+		weight  uint64
+		holders []holder
+	)
+	flush := func() {
+		if n < 2 || maxDF >= 0 && n > maxDF || len(holders) < 2 {
+			return
+		}
+		slices.SortFunc(holders, func(x, y holder) int { return cmp.Compare(x.node, y.node) })
+		holders = slices.CompactFunc(holders, func(x, y holder) bool { return x.node == y.node })
+		for i, a := range holders {
+			for _, b := range holders[i+1:] {
+				shared[uint64(a.node)<<32|uint64(b.node)] += uint64(min(a.count, b.count)) * weight
+			}
+		}
+	}
+	lo, hi := keyspace(prefixPosting)
+	err := scan(r, lo, hi, func(k, v []byte) error {
+		hash, id, err := parsePostingKey(k)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(k[:9], cur) {
+			flush()
+			cur = append(cur[:0], k[:9]...)
+			n, weight, holders = 0, 0, holders[:0]
+		}
+		n++
+		node, ok := nodeOf[id]
+		if !ok || maxDF >= 0 && n > maxDF {
+			return nil
+		}
+		f, err := decodePosting(v, ix.knowsLengths)
+		if err != nil {
+			return fmt.Errorf("posting %016x/%d: %w", hash, id, err)
+		}
+		weight = ix.params.Weight(f)
+		holders = append(holders, holder{node, f.Count})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	flush()
+	return shared, nil
+}
+
+func find(nodes []groupNode, i int) int {
+	for nodes[i].parent != i {
+		nodes[i].parent = nodes[nodes[i].parent].parent
+		i = nodes[i].parent
+	}
+	return i
+}
+
+func union(nodes []groupNode, a, b int) {
+	ra, rb := find(nodes, a), find(nodes, b)
+	if ra != rb {
+		nodes[max(ra, rb)].parent = min(ra, rb)
+	}
+}

@@ -1,0 +1,261 @@
+package index_test
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/sif-dev/sif/index"
+	"github.com/sif-dev/sif/index/fingerprint"
+)
+
+var (
+	manber = fingerprint.DefaultParams()
+	chunks = mustParams(fingerprint.Params{Scheme: fingerprint.Chunks})
+)
+
+func mustParams(p fingerprint.Params) fingerprint.Params {
+	p, err := p.Normalize()
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// openMem opens an index in /db on fs (a new MemFS when nil) and closes it
+// when the test ends.
+func openMem(t testing.TB, fs vfs.FS, p fingerprint.Params) *index.Index {
+	t.Helper()
+	if fs == nil {
+		fs = vfs.NewMem()
+	}
+	ix, err := index.Open("/db", &index.Options{FS: fs, Params: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ix.Close(); err != nil && !errors.Is(err, index.ErrClosed) {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return ix
+}
+
+func strongOf(label string) [32]byte {
+	if label == "" {
+		return [32]byte{}
+	}
+	return sha256.Sum256([]byte(label))
+}
+
+// lenOf is the chunk length of a hash in test sketches: equal hashes must
+// have equal lengths.
+func lenOf(h uint64) uint32 { return 1 + uint32(h%3000) }
+
+// sketchOf builds a sketch by hand. For chunks, features without a length
+// get lenOf(hash).
+func sketchOf(p fingerprint.Params, label string, size int64, fs ...fingerprint.Feature) *fingerprint.Sketch {
+	sk := &fingerprint.Sketch{Params: p, Features: slices.Clone(fs)}
+	sk.Size = size
+	sk.Strong = strongOf(label)
+	sk.Type = fingerprint.TypeText
+	for i := range sk.Features {
+		if p.KnowsLengths() && sk.Features[i].Len == 0 {
+			sk.Features[i].Len = lenOf(sk.Features[i].Hash)
+		}
+		if !p.KnowsLengths() {
+			sk.Features[i].Len = uint32(p.Window)
+		}
+	}
+	slices.SortFunc(sk.Features, func(a, b fingerprint.Feature) int {
+		return cmpU64(a.Hash, b.Hash)
+	})
+	return sk
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// randSketch draws n distinct features from a pool of poolSize hashes, so
+// random sketches overlap, with a random strong hash.
+func randSketch(rng *rand.Rand, p fingerprint.Params, n, poolSize int) *fingerprint.Sketch {
+	seen := map[uint64]bool{}
+	var fs []fingerprint.Feature
+	for len(fs) < n && len(seen) < poolSize {
+		h := poolHash(rng.IntN(poolSize))
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		c := uint32(1)
+		if rng.IntN(5) == 0 {
+			c += uint32(rng.IntN(3))
+		}
+		fs = append(fs, fingerprint.Feature{Hash: h, Count: c})
+	}
+	sk := sketchOf(p, fmt.Sprint(rng.Uint64()), int64(256*n+rng.IntN(256)), fs...)
+	if rng.IntN(4) == 0 {
+		sk.Type = fingerprint.TypeBinary
+	}
+	sk.Key = rng.Uint32()
+	sk.Sum[rng.IntN(fingerprint.NumTags)] = rng.Uint32()
+	return sk
+}
+
+// poolHash spreads small numbers over the hash space.
+func poolHash(i int) uint64 { return uint64(i+1) * 0x9e3779b97f4a7c15 }
+
+// mustClean fails the test when Check finds a problem.
+func mustClean(t testing.TB, ix *index.Index) *index.CheckReport {
+	t.Helper()
+	rep, err := ix.Check()
+	if err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	if !rep.OK() {
+		t.Fatalf("check found %d problems (+%d):\n%s", len(rep.Problems), rep.More, strings.Join(rep.Problems, "\n"))
+	}
+	return rep
+}
+
+// model is what an index should hold: path → file.
+type model map[string]modelFile
+
+type modelFile struct {
+	meta index.FileMeta
+	sk   *fingerprint.Sketch
+}
+
+func (m model) clone() model { return maps.Clone(m) }
+
+func metaFor(path string, sk *fingerprint.Sketch, rng *rand.Rand) index.FileMeta {
+	return index.FileMeta{Path: path, Size: sk.Size, MtimeNs: rng.Int64(), Dev: 1, Ino: rng.Uint64(), Mode: 0o644}
+}
+
+// verifyModel checks that ix holds exactly m: records, forward lists, file
+// listing and counts.
+func verifyModel(t testing.TB, ix *index.Index, m model) {
+	t.Helper()
+	p := ix.Params()
+	var listed []string
+	err := ix.Files("", func(r index.FileRecord) error {
+		listed = append(listed, r.Path)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Sorted(maps.Keys(m))
+	if !slices.Equal(listed, want) {
+		t.Fatalf("files:\n got %q\nwant %q", listed, want)
+	}
+	var bytes, features uint64
+	fps := map[uint64]bool{}
+	for _, path := range want {
+		f := m[path]
+		rec, err := ix.Lookup(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.FileMeta != f.meta || rec.Summary != f.sk.Summary {
+			t.Fatalf("%q: record %+v, want %+v %+v", path, rec, f.meta, f.sk.Summary)
+		}
+		if rec.Weight != f.sk.Weight() || int(rec.Features) != len(f.sk.Features) {
+			t.Fatalf("%q: weight %d features %d, want %d %d", path, rec.Weight, rec.Features, f.sk.Weight(), len(f.sk.Features))
+		}
+		fwd, err := ix.ForwardList(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fwd) != len(f.sk.Features) {
+			t.Fatalf("%q: forward list of %d, want %d", path, len(fwd), len(f.sk.Features))
+		}
+		for i, g := range fwd {
+			w := f.sk.Features[i]
+			if !p.KnowsLengths() {
+				w.Len = 0
+			}
+			if g != w {
+				t.Fatalf("%q: forward entry %d is %+v, want %+v", path, i, g, w)
+			}
+			fps[g.Hash] = true
+		}
+		bytes += uint64(f.meta.Size)
+		features += uint64(len(f.sk.Features))
+	}
+	st, err := ix.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Files != uint64(len(m)) || st.Bytes != bytes || st.Features != features || st.Fingerprints != uint64(len(fps)) {
+		t.Fatalf("stats %+v, want files %d bytes %d features %d fingerprints %d", st, len(m), bytes, features, len(fps))
+	}
+}
+
+// verifySimilar runs q against ix with no document-frequency cap and the
+// least threshold, and checks that every file sharing weight with q (or
+// identical to it) is listed with exactly fingerprint.Compare's numbers, in
+// order.
+func verifySimilar(t testing.TB, ix *index.Index, m model, qpath string, q *fingerprint.Sketch) {
+	t.Helper()
+	res, err := ix.Similar(index.Query{Path: qpath, Sketch: q}, index.QueryOptions{Threshold: 1e-12, MaxDF: -1, MinFeatures: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]fingerprint.Comparison{}
+	for path, f := range m {
+		if path == qpath {
+			continue
+		}
+		c := fingerprint.Compare(q, f.sk)
+		if c.SharedWeight > 0 || c.Identical {
+			want[path] = c
+		}
+	}
+	if res.QueryWeight != q.Weight() || res.QueryFeatures != len(q.Features) || res.Skipped != 0 {
+		t.Fatalf("query %q: weight %d features %d skipped %d, want %d %d 0",
+			qpath, res.QueryWeight, res.QueryFeatures, res.Skipped, q.Weight(), len(q.Features))
+	}
+	if len(res.Matches) != len(want) {
+		var got []string
+		for _, mt := range res.Matches {
+			got = append(got, mt.Path)
+		}
+		t.Fatalf("query %q: %d matches %q, want %d", qpath, len(res.Matches), got, len(want))
+	}
+	for i, mt := range res.Matches {
+		c, ok := want[mt.Path]
+		if !ok {
+			t.Fatalf("query %q: unexpected match %q", qpath, mt.Path)
+		}
+		if mt.SharedWeight != c.SharedWeight || mt.Containment != c.AInB || mt.ReverseContainment != c.BInA ||
+			mt.Resemblance != c.Resemblance || mt.SharedBytes != c.SharedBytes || mt.Identical != c.Identical {
+			t.Fatalf("query %q, match %q: got shared %d contain %v reverse %v resemble %v bytes %d identical %v; Compare says %+v",
+				qpath, mt.Path, mt.SharedWeight, mt.Containment, mt.ReverseContainment, mt.Resemblance, mt.SharedBytes, mt.Identical, c)
+		}
+		if i > 0 {
+			prev := res.Matches[i-1]
+			ordered := prev.Identical && !mt.Identical ||
+				prev.Identical == mt.Identical && (prev.Containment > mt.Containment ||
+					prev.Containment == mt.Containment && (prev.SharedWeight > mt.SharedWeight ||
+						prev.SharedWeight == mt.SharedWeight && prev.Path < mt.Path))
+			if !ordered {
+				t.Fatalf("query %q: match %q listed before %q", qpath, prev.Path, mt.Path)
+			}
+		}
+	}
+}

@@ -1,0 +1,286 @@
+package index_test
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/sif-dev/sif/index"
+	"github.com/sif-dev/sif/index/fingerprint"
+)
+
+func TestOpenStoresParams(t *testing.T) {
+	fs := vfs.NewMem()
+	ix, err := index.Open("/db", &index.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ix.Params() != fingerprint.DefaultParams() {
+		t.Fatalf("new index with zero params has %s, want the defaults %s", ix.Params(), fingerprint.DefaultParams())
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Zero params on an existing index: whatever is stored. Equal params
+	// (after normalization): fine.
+	for _, p := range []fingerprint.Params{{}, {Scheme: fingerprint.Manber}, fingerprint.DefaultParams()} {
+		ix, err := index.Open("/db", &index.Options{FS: fs, Params: p})
+		if err != nil {
+			t.Fatalf("reopen with %+v: %v", p, err)
+		}
+		if ix.Params() != fingerprint.DefaultParams() {
+			t.Fatalf("reopened index has %s", ix.Params())
+		}
+		if err := ix.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Other params: a clear error naming both.
+	want := fingerprint.Params{Scheme: fingerprint.Manber, Window: 32}
+	_, err = index.Open("/db", &index.Options{FS: fs, Params: want})
+	if !errors.Is(err, index.ErrParamsMismatch) {
+		t.Fatalf("open with other params: %v, want ErrParamsMismatch", err)
+	}
+	msg := err.Error()
+	for _, s := range []string{"/db", fingerprint.DefaultParams().String(), mustParams(want).String(), "rebuild"} {
+		if !strings.Contains(msg, s) {
+			t.Errorf("params mismatch error %q does not mention %q", msg, s)
+		}
+	}
+	// The failed open released the lock.
+	ix, err = index.Open("/db", &index.Options{FS: fs})
+	if err != nil {
+		t.Fatalf("open after a failed open: %v", err)
+	}
+	ix.Close()
+
+	// Invalid params are rejected before anything is opened.
+	if _, err := index.Open("/other", &index.Options{FS: fs, Params: fingerprint.Params{Scheme: "nope"}}); !errors.Is(err, fingerprint.ErrParams) {
+		t.Fatalf("open with an invalid scheme: %v", err)
+	}
+}
+
+func TestChunksParamsPersist(t *testing.T) {
+	fs := vfs.NewMem()
+	ix := openMem(t, fs, chunks)
+	sk := sketchOf(chunks, "a", 100, fingerprint.Feature{Hash: 1, Count: 2, Len: 40})
+	if _, err := ix.Put(index.FileMeta{Path: "/a"}, sk); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ix2, err := index.Open("/db", &index.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix2.Close()
+	if ix2.Params() != chunks {
+		t.Fatalf("reopened chunks index has %s", ix2.Params())
+	}
+	if r, err := ix2.Lookup("/a"); err != nil || r.Weight != 80 {
+		t.Fatalf("lookup after reopen: %+v, %v; want weight 80", r, err)
+	}
+	fwd, _ := ix2.ForwardList("/a")
+	if len(fwd) != 1 || fwd[0].Len != 40 {
+		t.Fatalf("forward list after reopen: %v", fwd)
+	}
+	mustClean(t, ix2)
+}
+
+func TestLocked(t *testing.T) {
+	t.Run("mem", func(t *testing.T) {
+		fs := vfs.NewMem()
+		ix := openMem(t, fs, manber)
+		_, err := index.Open("/db", &index.Options{FS: fs})
+		if !errors.Is(err, index.ErrLocked) || !strings.Contains(err.Error(), "/db") {
+			t.Fatalf("second open: %v, want ErrLocked naming /db", err)
+		}
+		ix.Close()
+		ix2, err := index.Open("/db", &index.Options{FS: fs})
+		if err != nil {
+			t.Fatalf("open after close: %v", err)
+		}
+		ix2.Close()
+	})
+	t.Run("disk", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "db")
+		ix, err := index.Open(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = index.Open(dir, nil)
+		if !errors.Is(err, index.ErrLocked) || !strings.Contains(err.Error(), dir) {
+			t.Fatalf("second open: %v, want ErrLocked naming %s", err, dir)
+		}
+		if err := ix.Close(); err != nil {
+			t.Fatal(err)
+		}
+		ix, err = index.Open(dir, &index.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatalf("read-only open after close: %v", err)
+		}
+		ix.Close()
+	})
+}
+
+func TestReadOnly(t *testing.T) {
+	fs := vfs.NewMem()
+	if _, err := index.Open("/missing", &index.Options{FS: fs, ReadOnly: true}); err == nil ||
+		!errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "/missing") || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("read-only open of a missing directory: %v", err)
+	}
+	if err := fs.MkdirAll("/empty", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := index.Open("/empty", &index.Options{FS: fs, ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "no index") {
+		t.Fatalf("read-only open of an empty directory: %v", err)
+	}
+
+	ix, err := index.Open("/db", &index.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk := sketchOf(manber, "a", 10, fingerprint.Feature{Hash: 1, Count: 1})
+	if _, err := ix.Put(index.FileMeta{Path: "/a"}, sk); err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	ro, err := index.Open("/db", &index.Options{FS: fs, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if _, err := ro.Put(index.FileMeta{Path: "/b"}, sk); !errors.Is(err, index.ErrReadOnly) {
+		t.Fatalf("put on a read-only index: %v", err)
+	}
+	if err := ro.Remove("/a"); !errors.Is(err, index.ErrReadOnly) {
+		t.Fatalf("remove on a read-only index: %v", err)
+	}
+	if _, err := ro.Lookup("/a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ro.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	mustClean(t, ro)
+}
+
+func TestClosed(t *testing.T) {
+	ix := openMem(t, nil, manber)
+	if err := ix.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sk := sketchOf(manber, "a", 10)
+	checks := map[string]error{
+		"close":  ix.Close(),
+		"sync":   ix.Sync(),
+		"remove": ix.Remove("/a"),
+		"rename": ix.Rename("/a", index.FileMeta{Path: "/b"}),
+		"files":  ix.Files("", func(index.FileRecord) error { return nil }),
+	}
+	_, checks["put"] = ix.Put(index.FileMeta{Path: "/a"}, sk)
+	_, checks["lookup"] = ix.Lookup("/a")
+	_, checks["similar"] = ix.Similar(index.Query{Sketch: sk}, index.QueryOptions{})
+	_, checks["groups"] = ix.Groups(index.GroupOptions{})
+	_, checks["dupes"] = ix.Dupes("")
+	_, checks["stats"] = ix.Stats()
+	_, checks["check"] = ix.Check()
+	for op, err := range checks {
+		if !errors.Is(err, index.ErrClosed) {
+			t.Errorf("%s after close: %v, want ErrClosed", op, err)
+		}
+	}
+	if ix.Params() != manber {
+		t.Errorf("params after close: %s", ix.Params())
+	}
+}
+
+// TestCloseWaitsForReaders: Close waits for a Files callback to return, and
+// calls made from the callback after Close began fail with ErrClosed rather
+// than deadlocking.
+func TestCloseWaitsForReaders(t *testing.T) {
+	ix := openMem(t, nil, manber)
+	sk := sketchOf(manber, "a", 10, fingerprint.Feature{Hash: 1, Count: 1})
+	ix.Put(index.FileMeta{Path: "/a"}, sk)
+	ix.Put(index.FileMeta{Path: "/b"}, sk)
+	inside := make(chan struct{})
+	closed := make(chan error)
+	n := 0
+	err := ix.Files("", func(index.FileRecord) error {
+		n++
+		if n == 1 {
+			go func() { close(inside); closed <- ix.Close() }()
+			<-inside
+			for { // wait until Close has begun
+				if _, err := ix.Stats(); errors.Is(err, index.ErrClosed) {
+					break
+				}
+			}
+			select {
+			case err := <-closed:
+				t.Errorf("Close returned (%v) while Files was running", err)
+			default:
+			}
+		}
+		return nil
+	})
+	if err != nil || n != 2 {
+		t.Fatalf("files: %v after %d calls", err, n)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoggerReceivesPebbleLines(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	fs := vfs.NewMem()
+	ix, err := index.Open("/db", &index.Options{FS: fs, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	if !strings.Contains(buf.String(), "index opened") {
+		t.Fatalf("log: %q", buf.String())
+	}
+}
+
+// TestStatsCountsSurviveReopen: the counts computed at Open equal those kept
+// by the writes.
+func TestStatsCountsSurviveReopen(t *testing.T) {
+	fs := vfs.NewMem()
+	ix := openMem(t, fs, chunks)
+	for i, label := range []string{"a", "b", "c"} {
+		sk := sketchOf(chunks, label, int64(100*(i+1)),
+			fingerprint.Feature{Hash: 1, Count: 1}, fingerprint.Feature{Hash: uint64(10 + i), Count: 2})
+		if _, err := ix.Put(index.FileMeta{Path: "/" + label, Size: int64(100 * (i + 1))}, sk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix.Remove("/b")
+	before, _ := ix.Stats()
+	ix.Close()
+	ix2, err := index.Open("/db", &index.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix2.Close()
+	after, _ := ix2.Stats()
+	before.DiskBytes, after.DiskBytes = 0, 0
+	if before != after || after.Files != 2 || after.Bytes != 400 || after.Features != 4 || after.Fingerprints != 3 {
+		t.Fatalf("stats before close %+v, after reopen %+v", before, after)
+	}
+}

@@ -1,0 +1,164 @@
+package index
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Key prefixes: the first byte of every key names its keyspace. See doc.go
+// for what each keyspace holds.
+const (
+	prefixPosting = 'P' // 'P' hash(8) id(4) → posting value
+	prefixDF      = 'd' // 'd' hash(8) → fingerprint file-count (merge operand)
+	prefixForward = 'f' // 'f' id(4) → forward list
+	prefixMeta    = 'm' // 'm' name → metadata
+	prefixPath    = 'p' // 'p' path → id(4)
+	prefixRecord  = 'r' // 'r' id(4) → file record
+	prefixStrong  = 's' // 's' strong(32) id(4) → empty
+)
+
+// Key lengths of the fixed-size keyspaces.
+const (
+	postingKeyLen = 1 + 8 + 4
+	dfKeyLen      = 1 + 8
+	idKeyLen      = 1 + 4 // record and forward keys
+	strongKeyLen  = 1 + 32 + 4
+)
+
+// Metadata key names.
+var (
+	metaVersionKey = []byte{prefixMeta, 'v', 'e', 'r', 's', 'i', 'o', 'n'}
+	metaParamsKey  = []byte{prefixMeta, 'p', 'a', 'r', 'a', 'm', 's'}
+)
+
+func pathKey(path string) []byte {
+	k := make([]byte, 1+len(path))
+	k[0] = prefixPath
+	copy(k[1:], path)
+	return k
+}
+
+func appendIDKey(dst []byte, prefix byte, id uint32) []byte {
+	dst = append(dst, prefix)
+	return binary.BigEndian.AppendUint32(dst, id)
+}
+
+func recordKey(id uint32) []byte  { return appendIDKey(make([]byte, 0, idKeyLen), prefixRecord, id) }
+func forwardKey(id uint32) []byte { return appendIDKey(make([]byte, 0, idKeyLen), prefixForward, id) }
+
+// appendPostingKey appends the posting key of (hash, id) to dst.
+func appendPostingKey(dst []byte, hash uint64, id uint32) []byte {
+	dst = append(dst, prefixPosting)
+	dst = binary.BigEndian.AppendUint64(dst, hash)
+	return binary.BigEndian.AppendUint32(dst, id)
+}
+
+// appendPostingPrefix appends the prefix shared by every posting of hash.
+func appendPostingPrefix(dst []byte, hash uint64) []byte {
+	dst = append(dst, prefixPosting)
+	return binary.BigEndian.AppendUint64(dst, hash)
+}
+
+func appendDFKey(dst []byte, hash uint64) []byte {
+	dst = append(dst, prefixDF)
+	return binary.BigEndian.AppendUint64(dst, hash)
+}
+
+func strongKey(strong [32]byte, id uint32) []byte {
+	k := make([]byte, 0, strongKeyLen)
+	k = append(k, prefixStrong)
+	k = append(k, strong[:]...)
+	return binary.BigEndian.AppendUint32(k, id)
+}
+
+func strongPrefix(strong [32]byte) []byte {
+	k := make([]byte, 0, 1+32)
+	k = append(k, prefixStrong)
+	return append(k, strong[:]...)
+}
+
+// parsePostingKey splits a posting key into its hash and file id.
+func parsePostingKey(k []byte) (hash uint64, id uint32, err error) {
+	if len(k) != postingKeyLen || k[0] != prefixPosting {
+		return 0, 0, fmt.Errorf("%w: posting key %x: want %d bytes", ErrCorrupt, k, postingKeyLen)
+	}
+	return binary.BigEndian.Uint64(k[1:9]), binary.BigEndian.Uint32(k[9:]), nil
+}
+
+// parseDFKey returns the hash of a fingerprint file-count key.
+func parseDFKey(k []byte) (uint64, error) {
+	if len(k) != dfKeyLen || k[0] != prefixDF {
+		return 0, fmt.Errorf("%w: file-count key %x: want %d bytes", ErrCorrupt, k, dfKeyLen)
+	}
+	return binary.BigEndian.Uint64(k[1:]), nil
+}
+
+// parseIDKey returns the id of a record or forward key with the given prefix.
+func parseIDKey(k []byte, prefix byte) (uint32, error) {
+	if len(k) != idKeyLen || k[0] != prefix {
+		return 0, fmt.Errorf("%w: %c key %x: want %d bytes", ErrCorrupt, prefix, k, idKeyLen)
+	}
+	return binary.BigEndian.Uint32(k[1:]), nil
+}
+
+// parseStrongKey splits an identical-content key.
+func parseStrongKey(k []byte) (strong [32]byte, id uint32, err error) {
+	if len(k) != strongKeyLen || k[0] != prefixStrong {
+		return strong, 0, fmt.Errorf("%w: identical-content key %x: want %d bytes", ErrCorrupt, k, strongKeyLen)
+	}
+	copy(strong[:], k[1:33])
+	return strong, binary.BigEndian.Uint32(k[33:]), nil
+}
+
+// encodeID and decodeID are the value of a path key.
+func encodeID(id uint32) []byte { return binary.BigEndian.AppendUint32(nil, id) }
+
+func decodeID(v []byte) (uint32, error) {
+	if len(v) != 4 {
+		return 0, fmt.Errorf("%w: file id %x: want 4 bytes", ErrCorrupt, v)
+	}
+	return binary.BigEndian.Uint32(v), nil
+}
+
+// prefixEnd returns the least key greater than every key starting with p, or
+// nil when there is none (p is all 0xff).
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// keyspace returns the bounds [lower, upper) of one prefix byte's keyspace.
+func keyspace(prefix byte) (lower, upper []byte) {
+	return []byte{prefix}, []byte{prefix + 1}
+}
+
+// comparer orders keys bytewise, as Pebble's default comparer does, but
+// splits a posting key after its hash: the hash is the key's prefix and the
+// file id its suffix. Pebble's bloom filters are built on prefixes, so
+// SeekPrefixGE on a hash skips every table that holds no posting of it —
+// most tables, for a fingerprint new to the index. Every other key is its
+// own prefix. Pebble records the comparer's name in the database.
+var comparer = func() *pebble.Comparer {
+	c := *pebble.DefaultComparer
+	c.Name = "sif.keys.v1"
+	c.Split = splitKey
+	return &c
+}()
+
+// splitKey returns the length of k's prefix: 9 for any key starting with 'P'
+// that long (so the split is consistent with bytewise order even for
+// malformed keys), else all of k.
+func splitKey(k []byte) int {
+	if len(k) >= 1+8 && k[0] == prefixPosting {
+		return 1 + 8
+	}
+	return len(k)
+}

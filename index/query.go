@@ -1,0 +1,394 @@
+package index
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/sif-dev/sif/index/fingerprint"
+)
+
+// withDefaults validates o and fills in its defaults. Errors wrap
+// ErrBadQuery and name the field.
+func (o QueryOptions) withDefaults() (QueryOptions, error) {
+	switch {
+	case math.IsNaN(o.Threshold) || o.Threshold < 0 || o.Threshold > 1:
+		return o, fmt.Errorf("%w: threshold %v: want 0..1", ErrBadQuery, o.Threshold)
+	case o.Limit < 0:
+		return o, fmt.Errorf("%w: limit %d: want 0 (no limit) or more", ErrBadQuery, o.Limit)
+	case math.IsNaN(o.SizeRatio) || o.SizeRatio < 0 || o.SizeRatio > 0 && o.SizeRatio < 1:
+		return o, fmt.Errorf("%w: size ratio %v: want 0 (any size) or at least 1", ErrBadQuery, o.SizeRatio)
+	case o.MinFeatures < 0:
+		return o, fmt.Errorf("%w: min features %d: want 0 (the default) or more", ErrBadQuery, o.MinFeatures)
+	}
+	if o.Threshold == 0 {
+		o.Threshold = DefaultThreshold
+	}
+	if o.MaxDF == 0 {
+		o.MaxDF = DefaultMaxDF
+	}
+	if o.MinFeatures == 0 {
+		o.MinFeatures = DefaultMinFeatures
+	}
+	return o, nil
+}
+
+// queryState is the scratch space of one query, pooled so a query allocates
+// little beyond its result.
+type queryState struct {
+	shared   map[uint32]uint64 // candidate file id → shared weight
+	postings []posting
+	ids      []uint32
+	key      []byte
+}
+
+type posting struct {
+	id    uint32
+	count uint32
+}
+
+var queryStates = sync.Pool{New: func() any {
+	return &queryState{shared: make(map[uint32]uint64, 256), key: make([]byte, 0, strongKeyLen)}
+}}
+
+func putQueryState(s *queryState) {
+	if len(s.shared) > 1<<16 || cap(s.postings) > 1<<16 {
+		return // do not keep the scratch of an unusual query alive
+	}
+	clear(s.shared)
+	queryStates.Put(s)
+}
+
+// Similar answers a one-against-all query: the indexed files that contain a
+// good part of q (Manber §3, with the options' filters). q.Sketch must have
+// been made with the index's parameters (zero Params are taken to be them).
+// When q.Sketch.Strong is all zero, identical files are not looked for.
+//
+// For every query feature that occurs in at most MaxDF files (the query's
+// own file, when indexed, counts), a candidate's shared weight grows by
+// min(count in query, count in candidate) × weight; the others are Skipped
+// but stay in the denominator of Containment. Files identical to the query
+// are always listed, first, whatever the threshold and even when the query
+// has too few features; their numbers are computed from their forward lists,
+// as fingerprint.Compare would. The file at q.Path is never listed.
+//
+// Similar sees one consistent state of the index. The caller owns the
+// result.
+func (ix *Index) Similar(q Query, opts QueryOptions) (*Result, error) {
+	res, err := ix.similar(q, opts)
+	if err != nil {
+		return nil, fmt.Errorf("index.Similar %q: %w", q.Path, err)
+	}
+	return res, nil
+}
+
+func (ix *Index) similar(q Query, opts QueryOptions) (*Result, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if q.Sketch == nil {
+		return nil, fmt.Errorf("%w: no sketch", ErrBadQuery)
+	}
+	features, err := ix.sketchFeatures(q.Sketch)
+	if err != nil {
+		return nil, err
+	}
+	if err := ix.acquire(); err != nil {
+		return nil, err
+	}
+	defer ix.release()
+
+	res := &Result{QueryFeatures: len(features), QueryWeight: totalWeight(ix.params, features)}
+	it, err := ix.db.NewIter(&pebble.IterOptions{UseL6Filters: true})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	st := queryStates.Get().(*queryState)
+	defer putQueryState(st)
+	qs := querySearch{ix: ix, it: it, st: st, q: q, opts: opts, features: features, res: res}
+	if err := qs.run(); err != nil {
+		return nil, err
+	}
+	return res, it.Error()
+}
+
+// querySearch is one run of Similar over one iterator.
+type querySearch struct {
+	ix       *Index
+	it       *pebble.Iterator
+	st       *queryState
+	q        Query
+	opts     QueryOptions
+	features []fingerprint.Feature
+	res      *Result
+
+	selfID  uint32
+	hasSelf bool
+	ext     string
+}
+
+func (s *querySearch) run() error {
+	if s.q.Path != "" {
+		v, ok, err := s.get(pathKey(s.q.Path))
+		if err != nil {
+			return err
+		}
+		if ok {
+			if s.selfID, err = decodeID(v); err != nil {
+				return err
+			}
+			s.hasSelf = true
+		}
+	}
+	if s.opts.SameExt {
+		s.ext = strings.ToLower(filepath.Ext(s.q.Path))
+	}
+	identical, err := s.identical()
+	if err != nil {
+		return err
+	}
+	if len(s.features) < s.opts.MinFeatures {
+		s.res.TooFew = true
+	} else if err := s.accumulate(); err != nil {
+		return err
+	}
+	s.res.Candidates = len(s.st.shared)
+
+	// Load the records of the candidates that can pass the threshold, in id
+	// order (so the seeks move forward).
+	ids := s.st.ids[:0]
+	for id, shared := range s.st.shared {
+		if fingerprint.Ratio(shared, s.res.QueryWeight) >= s.opts.Threshold {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	s.st.ids = ids
+	matches := identical
+	for _, id := range ids {
+		if slices.ContainsFunc(identical, func(m Match) bool { return m.ID == id }) {
+			continue
+		}
+		rec, ok, err := s.record(id)
+		if err != nil {
+			return err
+		}
+		if !ok || !s.keep(&rec) {
+			continue
+		}
+		matches = append(matches, s.match(rec, s.st.shared[id]))
+	}
+	slices.SortFunc(matches, compareMatches)
+	if s.opts.Limit > 0 && len(matches) > s.opts.Limit {
+		matches = matches[:s.opts.Limit]
+	}
+	s.res.Matches = matches
+	return nil
+}
+
+// identical returns the files identical to the query that pass the filters,
+// with their shared weight computed from their forward lists.
+func (s *querySearch) identical() ([]Match, error) {
+	sum := &s.q.Sketch.Summary
+	if sum.Strong == ([32]byte{}) {
+		return nil, nil
+	}
+	prefix := strongPrefix(sum.Strong)
+	var ids []uint32
+	for ok := s.it.SeekGE(prefix); ok && bytes.HasPrefix(s.it.Key(), prefix); ok = s.it.Next() {
+		_, id, err := parseStrongKey(s.it.Key())
+		if err != nil {
+			return nil, err
+		}
+		if !s.hasSelf || id != s.selfID {
+			ids = append(ids, id)
+		}
+	}
+	if err := s.it.Error(); err != nil {
+		return nil, err
+	}
+	var out []Match
+	for _, id := range ids {
+		rec, ok, err := s.record(id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || rec.Summary.Size != sum.Size || !s.keep(&rec) {
+			continue
+		}
+		v, ok, err := s.get(forwardKey(id))
+		if err != nil {
+			return nil, err
+		}
+		var shared uint64
+		if ok {
+			if shared, err = s.sharedWith(v); err != nil {
+				return nil, fmt.Errorf("forward list of file id %d: %w", id, err)
+			}
+		}
+		out = append(out, s.match(rec, shared))
+	}
+	return out, nil
+}
+
+// sharedWith returns the weight the query shares with a forward list.
+func (s *querySearch) sharedWith(forward []byte) (uint64, error) {
+	r := newForwardReader(forward, s.ix.knowsLengths)
+	fs := s.features
+	var shared uint64
+	i := 0
+	for {
+		f, ok := r.next()
+		if !ok {
+			break
+		}
+		for i < len(fs) && fs[i].Hash < f.Hash {
+			i++
+		}
+		if i < len(fs) && fs[i].Hash == f.Hash {
+			shared += uint64(min(fs[i].Count, f.Count)) * s.ix.params.Weight(fs[i])
+		}
+	}
+	return shared, r.err()
+}
+
+// accumulate walks the postings of every query feature and adds the shared
+// weight of each file to s.st.shared.
+func (s *querySearch) accumulate() error {
+	maxDF := s.opts.MaxDF
+	st := s.st
+	for _, f := range s.features {
+		w := s.ix.params.Weight(f)
+		st.key = appendPostingPrefix(st.key[:0], f.Hash)
+		st.postings = st.postings[:0]
+		n := 0
+		for ok := s.it.SeekPrefixGE(st.key); ok && bytes.HasPrefix(s.it.Key(), st.key); ok = s.it.Next() {
+			n++
+			if maxDF >= 0 && n > maxDF {
+				break
+			}
+			k := s.it.Key()
+			if len(k) != postingKeyLen {
+				return fmt.Errorf("%w: posting key %x", ErrCorrupt, k)
+			}
+			v, err := s.it.ValueAndErr()
+			if err != nil {
+				return err
+			}
+			c, m := binary.Uvarint(v)
+			if m <= 0 || c == 0 || c > math.MaxUint32 {
+				return fmt.Errorf("%w: posting %x: bad count %x", ErrCorrupt, k, v)
+			}
+			st.postings = append(st.postings, posting{id: binary.BigEndian.Uint32(k[9:]), count: uint32(c)})
+		}
+		if err := s.it.Error(); err != nil {
+			return err
+		}
+		if maxDF >= 0 && n > maxDF {
+			s.res.Skipped++
+			s.res.SkippedWeight += uint64(f.Count) * w
+			continue
+		}
+		for _, p := range st.postings {
+			if s.hasSelf && p.id == s.selfID {
+				continue
+			}
+			st.shared[p.id] += uint64(min(f.Count, p.count)) * w
+		}
+	}
+	return nil
+}
+
+// keep applies the filters other than the threshold.
+func (s *querySearch) keep(rec *FileRecord) bool {
+	o := &s.opts
+	switch {
+	case rec.Path == s.q.Path:
+		return false
+	case !strings.HasPrefix(rec.Path, o.PathPrefix):
+		return false
+	case o.SameType && rec.Type != s.q.Sketch.Type:
+		return false
+	case o.SameExt && strings.ToLower(filepath.Ext(rec.Path)) != s.ext:
+		return false
+	case o.SizeRatio > 0:
+		a, b := float64(max(rec.Summary.Size, 1)), float64(max(s.q.Sketch.Size, 1))
+		return max(a, b)/min(a, b) <= o.SizeRatio
+	}
+	return true
+}
+
+func (s *querySearch) match(rec FileRecord, shared uint64) Match {
+	qw := s.res.QueryWeight
+	m := Match{
+		FileRecord:         rec,
+		SharedWeight:       shared,
+		Containment:        fingerprint.Ratio(shared, qw),
+		ReverseContainment: fingerprint.Ratio(shared, rec.Weight),
+		Resemblance:        fingerprint.Ratio(shared, qw+rec.Weight-shared),
+		SharedBytes:        -1,
+		Identical:          isIdentical(&rec.Summary, &s.q.Sketch.Summary),
+	}
+	if s.ix.knowsLengths {
+		m.SharedBytes = int64(shared)
+	}
+	return m
+}
+
+// isIdentical reports whether two summaries have equal, known strong hashes
+// and equal sizes.
+func isIdentical(a, b *fingerprint.Summary) bool {
+	return a.Strong != [32]byte{} && a.Strong == b.Strong && a.Size == b.Size
+}
+
+// compareMatches orders identical files first, then by containment and
+// shared weight, descending, then by path.
+func compareMatches(a, b Match) int {
+	switch {
+	case a.Identical != b.Identical:
+		if a.Identical {
+			return -1
+		}
+		return 1
+	case a.Containment != b.Containment:
+		return -cmp.Compare(a.Containment, b.Containment)
+	case a.SharedWeight != b.SharedWeight:
+		return -cmp.Compare(a.SharedWeight, b.SharedWeight)
+	}
+	return strings.Compare(a.Path, b.Path)
+}
+
+// get reads one key through the query's iterator. The value is valid until
+// the iterator moves.
+func (s *querySearch) get(key []byte) ([]byte, bool, error) {
+	if !s.it.SeekGE(key) || !bytes.Equal(s.it.Key(), key) {
+		return nil, false, s.it.Error()
+	}
+	v, err := s.it.ValueAndErr()
+	return v, err == nil, err
+}
+
+// record reads the record of file id through the query's iterator. A
+// missing record (the file was removed) is not an error.
+func (s *querySearch) record(id uint32) (FileRecord, bool, error) {
+	s.st.key = appendIDKey(s.st.key[:0], prefixRecord, id)
+	v, ok, err := s.get(s.st.key)
+	if err != nil || !ok {
+		return FileRecord{}, false, err
+	}
+	rec, err := decodeRecord(id, v)
+	if err != nil {
+		return FileRecord{}, false, fmt.Errorf("file id %d: %w", id, err)
+	}
+	return rec, true, nil
+}

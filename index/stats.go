@@ -1,0 +1,91 @@
+package index
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// counts are the totals Stats reports, computed by scanning at Open and
+// kept current by every write.
+type counts struct {
+	Files        uint64
+	Features     uint64 // sum of the records' Features
+	Fingerprints uint64 // fingerprint file-counts above zero
+	Bytes        uint64 // sum of the records' sizes
+}
+
+// fileBytes is what a file adds to counts.Bytes.
+func fileBytes(m FileMeta) uint64 { return uint64(max(m.Size, 0)) }
+
+// scanCounts computes counts from the records and file-counts in r.
+func scanCounts(r pebble.Reader) (counts, error) {
+	var c counts
+	lo, hi := keyspace(prefixRecord)
+	err := scan(r, lo, hi, func(k, v []byte) error {
+		id, err := parseIDKey(k, prefixRecord)
+		if err != nil {
+			return err
+		}
+		rec, err := decodeRecord(id, v)
+		if err != nil {
+			return fmt.Errorf("file id %d: %w", id, err)
+		}
+		c.Files++
+		c.Features += uint64(rec.Features)
+		c.Bytes += fileBytes(rec.FileMeta)
+		return nil
+	})
+	if err != nil {
+		return c, err
+	}
+	lo, hi = keyspace(prefixDF)
+	err = scan(r, lo, hi, func(k, v []byte) error {
+		if n, err := decodeCount(v); err == nil && n > 0 {
+			c.Fingerprints++
+		}
+		return nil
+	})
+	return c, err
+}
+
+// scan calls fn for every key in [lo, hi) of r, in order. fn must not retain
+// k or v. It stops at fn's first error and returns it.
+func scan(r pebble.Reader, lo, hi []byte, fn func(k, v []byte) error) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			_ = it.Close()
+			return err
+		}
+		if err := fn(it.Key(), v); err != nil {
+			_ = it.Close()
+			return err
+		}
+	}
+	return it.Close()
+}
+
+// Stats returns what the index holds. Files, Features and Bytes are exact;
+// DiskBytes is Pebble's current disk usage (tables and write-ahead log).
+func (ix *Index) Stats() (Stats, error) {
+	if err := ix.acquire(); err != nil {
+		return Stats{}, fmt.Errorf("index.Stats: %w", err)
+	}
+	defer ix.release()
+	ix.countsMu.Lock()
+	c := ix.counts
+	ix.countsMu.Unlock()
+	return Stats{
+		Params:       ix.params,
+		Files:        c.Files,
+		Features:     c.Features,
+		Fingerprints: c.Fingerprints,
+		Bytes:        c.Bytes,
+		DiskBytes:    ix.db.Metrics().DiskSpaceUsage(),
+	}, nil
+}

@@ -1,0 +1,308 @@
+package index_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/sif-dev/sif/index"
+	"github.com/sif-dev/sif/index/fingerprint"
+)
+
+// TestWritesFollowModel runs random Puts, replacements, Removes and Renames
+// against an index and a model, and after each checks that the index holds
+// the model, that Check is clean, and that Similar agrees with
+// fingerprint.Compare.
+func TestWritesFollowModel(t *testing.T) {
+	for _, p := range []fingerprint.Params{manber, chunks} {
+		t.Run(p.String(), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(11, uint64(len(p.Scheme))))
+			ix := openMem(t, nil, p)
+			m := model{}
+			paths := []string{"/a/x.go", "/a/y.go", "/b/z.txt", "/b/\xff\xfe.bin", "/c", "/c/d/e.GO"}
+			var copies []*fingerprint.Sketch
+			for step := 0; step < 300; step++ {
+				path := paths[rng.IntN(len(paths))]
+				switch op := rng.IntN(10); {
+				case op < 5: // add or replace
+					sk := randSketch(rng, p, rng.IntN(30), 60)
+					if len(copies) > 0 && rng.IntN(4) == 0 {
+						sk = copies[rng.IntN(len(copies))] // an identical copy
+					}
+					copies = append(copies, sk)
+					meta := metaFor(path, sk, rng)
+					rec, err := ix.Put(meta, sk)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if rec.Path != path || rec.Weight != sk.Weight() {
+						t.Fatalf("put returned %+v", rec)
+					}
+					m[path] = modelFile{meta, sk}
+				case op < 7:
+					err := ix.Remove(path)
+					if _, ok := m[path]; !ok {
+						if !errors.Is(err, index.ErrNotFound) {
+							t.Fatalf("remove of absent %q: %v, want ErrNotFound", path, err)
+						}
+						continue
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					delete(m, path)
+				default:
+					to := paths[rng.IntN(len(paths))]
+					f, ok := m[path]
+					meta := index.FileMeta{Path: to, Size: 1 + rng.Int64N(1000), MtimeNs: rng.Int64(), Ino: rng.Uint64()}
+					err := ix.Rename(path, meta)
+					if !ok {
+						if !errors.Is(err, index.ErrNotFound) {
+							t.Fatalf("rename of absent %q: %v, want ErrNotFound", path, err)
+						}
+						continue
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					delete(m, path)
+					m[to] = modelFile{meta, f.sk}
+				}
+				verifyModel(t, ix, m)
+				mustClean(t, ix)
+				for path, f := range m {
+					verifySimilar(t, ix, m, path, f.sk)
+				}
+				verifySimilar(t, ix, m, "", randSketch(rng, p, 20, 60))
+			}
+		})
+	}
+}
+
+func TestPutKeepsID(t *testing.T) {
+	ix := openMem(t, nil, manber)
+	rng := rand.New(rand.NewPCG(1, 1))
+	a, _ := ix.Put(metaFor("/a", randSketch(rng, manber, 10, 100), rng), randSketch(rng, manber, 10, 100))
+	b, _ := ix.Put(metaFor("/b", randSketch(rng, manber, 10, 100), rng), randSketch(rng, manber, 10, 100))
+	if a.ID == b.ID {
+		t.Fatalf("two files with id %d", a.ID)
+	}
+	a2, err := ix.Put(metaFor("/a", randSketch(rng, manber, 5, 100), rng), randSketch(rng, manber, 5, 100))
+	if err != nil || a2.ID != a.ID {
+		t.Fatalf("replace: id %d (%v), want %d", a2.ID, err, a.ID)
+	}
+	if err := ix.Rename("/a", index.FileMeta{Path: "/b", Size: 3}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ix.Lookup("/b")
+	if err != nil || r.ID != a.ID || r.FileMeta.Size != 3 {
+		t.Fatalf("after rename over /b: %+v, %v; want id %d", r, err, a.ID)
+	}
+	if _, err := ix.Lookup("/a"); !errors.Is(err, index.ErrNotFound) {
+		t.Fatalf("lookup of renamed-away path: %v", err)
+	}
+	// Rename to itself updates the metadata only.
+	if err := ix.Rename("/b", index.FileMeta{Path: "/b", Size: 9}); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := ix.Lookup("/b"); r.FileMeta.Size != 9 || r.ID != a.ID {
+		t.Fatalf("after rename to itself: %+v", r)
+	}
+	mustClean(t, ix)
+	st, _ := ix.Stats()
+	if st.Files != 1 || st.Bytes != 9 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestFilesPrefixAndStop(t *testing.T) {
+	ix := openMem(t, nil, manber)
+	rng := rand.New(rand.NewPCG(2, 2))
+	paths := []string{"/a/1", "/a/2", "/a\xff", "/ab", "/b", "/a/\x00"}
+	for _, p := range paths {
+		sk := randSketch(rng, manber, 3, 10)
+		if _, err := ix.Put(metaFor(p, sk, rng), sk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	collect := func(prefix string) []string {
+		var out []string
+		if err := ix.Files(prefix, func(r index.FileRecord) error { out = append(out, r.Path); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got, want := collect("/a/"), []string{"/a/\x00", "/a/1", "/a/2"}; !slices.Equal(got, want) {
+		t.Fatalf("files /a/: %q, want %q", got, want)
+	}
+	if got := collect(""); !slices.IsSorted(got) || len(got) != len(paths) {
+		t.Fatalf("files: %q", got)
+	}
+	stop := errors.New("stop")
+	n := 0
+	err := ix.Files("", func(index.FileRecord) error { n++; return stop })
+	if err != stop || n != 1 {
+		t.Fatalf("files stopped with %v after %d calls, want stop after 1", err, n)
+	}
+}
+
+func TestSketchParamsMustMatch(t *testing.T) {
+	ix := openMem(t, nil, manber)
+	sk := sketchOf(chunks, "x", 10, fingerprint.Feature{Hash: 1, Count: 1})
+	if _, err := ix.Put(index.FileMeta{Path: "/x"}, sk); !errors.Is(err, index.ErrParamsMismatch) {
+		t.Fatalf("put of a chunks sketch into a manber index: %v", err)
+	}
+	if _, err := ix.Similar(index.Query{Sketch: sk}, index.QueryOptions{}); !errors.Is(err, index.ErrParamsMismatch) {
+		t.Fatalf("query with a chunks sketch: %v", err)
+	}
+	// Zero Params are taken to be the index's.
+	sk.Params = fingerprint.Params{}
+	if _, err := ix.Put(index.FileMeta{Path: "/x"}, sk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Put(index.FileMeta{Path: ""}, sk); err == nil {
+		t.Fatal("put with an empty path succeeded")
+	}
+	if _, err := ix.Put(index.FileMeta{Path: "/y"}, nil); err == nil {
+		t.Fatal("put with no sketch succeeded")
+	}
+	mustClean(t, ix)
+}
+
+// TestUnsortedFeatures: a sketch with unsorted, repeated features is stored
+// and queried as its canonical form.
+func TestUnsortedFeatures(t *testing.T) {
+	ix := openMem(t, nil, manber)
+	sk := &fingerprint.Sketch{Params: manber, Features: []fingerprint.Feature{
+		{Hash: 9, Count: 1}, {Hash: 3, Count: 1}, {Hash: 9, Count: 2}, {Hash: 5, Count: 0}, {Hash: 4, Count: 1}, {Hash: 7, Count: 1},
+	}}
+	sk.Strong = strongOf("u")
+	rec, err := ix.Put(index.FileMeta{Path: "/u"}, sk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Features != 4 || rec.Weight != 6 {
+		t.Fatalf("record %+v, want 4 features of weight 6", rec)
+	}
+	fwd, _ := ix.ForwardList("/u")
+	if want := []fingerprint.Feature{{Hash: 3, Count: 1}, {Hash: 4, Count: 1}, {Hash: 7, Count: 1}, {Hash: 9, Count: 3}}; !slices.Equal(fwd, want) {
+		t.Fatalf("forward list %v, want %v", fwd, want)
+	}
+	mustClean(t, ix)
+}
+
+// TestZeroCountsVanish: once every file holding a fingerprint is gone and
+// the database is compacted, its file-count key is gone too (the merge
+// operator deletes a zero that includes the base), and so are all postings.
+func TestZeroCountsVanish(t *testing.T) {
+	ix := openMem(t, nil, chunks)
+	rng := rand.New(rand.NewPCG(3, 3))
+	for i := 0; i < 50; i++ {
+		sk := randSketch(rng, chunks, 20, 100)
+		if _, err := ix.Put(metaFor(fmt.Sprint("/f", i%20), sk, rng), sk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ix.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		if err := ix.Remove(fmt.Sprint("/f", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ := ix.RawKeys('d'); n != 0 {
+		t.Fatalf("%d file-counts visible after removing every file", n)
+	}
+	if err := ix.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	ranges, err := ix.TableKeyRanges()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range ranges {
+		if r[0][0] != 'm' || r[1][0] != 'm' {
+			t.Fatalf("after compaction a table spans %q..%q; only metadata should be left", r[0], r[1])
+		}
+	}
+	st, _ := ix.Stats()
+	if st.Files != 0 || st.Fingerprints != 0 || st.Features != 0 || st.Bytes != 0 {
+		t.Fatalf("stats of an emptied index: %+v", st)
+	}
+	mustClean(t, ix)
+}
+
+// TestConcurrentUse runs writers and readers together (meant for -race).
+func TestConcurrentUse(t *testing.T) {
+	ix := openMem(t, nil, manber)
+	done := make(chan error, 8)
+	for w := 0; w < 4; w++ {
+		go func(w int) {
+			rng := rand.New(rand.NewPCG(uint64(w), 9))
+			for i := 0; i < 100; i++ {
+				sk := randSketch(rng, manber, 20, 200)
+				path := fmt.Sprintf("/w%d/%d", w, rng.IntN(10))
+				var err error
+				switch rng.IntN(4) {
+				case 0:
+					err = ix.Remove(path)
+					if errors.Is(err, index.ErrNotFound) {
+						err = nil
+					}
+				case 1:
+					err = ix.Rename(path, index.FileMeta{Path: fmt.Sprintf("/w%d/%d", w, rng.IntN(10))})
+					if errors.Is(err, index.ErrNotFound) {
+						err = nil
+					}
+				default:
+					_, err = ix.Put(metaFor(path, sk, rng), sk)
+				}
+				if err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}(w)
+		go func(w int) {
+			rng := rand.New(rand.NewPCG(uint64(w), 10))
+			for i := 0; i < 100; i++ {
+				var err error
+				switch i % 4 {
+				case 0:
+					_, err = ix.Similar(index.Query{Sketch: randSketch(rng, manber, 20, 200)}, index.QueryOptions{})
+				case 1:
+					_, err = ix.Groups(index.GroupOptions{})
+				case 2:
+					_, err = ix.Stats()
+				case 3:
+					var rep *index.CheckReport
+					if rep, err = ix.Check(); err == nil && !rep.OK() {
+						err = fmt.Errorf("check during writes: %q", rep.Problems)
+					}
+				}
+				if err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}(w)
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustClean(t, ix)
+	// The counts kept in memory equal the counts computed from scratch.
+	st, _ := ix.Stats()
+	var files, bytes uint64
+	_ = ix.Files("", func(r index.FileRecord) error { files++; bytes += uint64(r.FileMeta.Size); return nil })
+	if st.Files != files || st.Bytes != bytes {
+		t.Fatalf("stats %+v, files %d bytes %d", st, files, bytes)
+	}
+}

@@ -1,0 +1,265 @@
+package ipc
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sif-dev/sif/index/fingerprint"
+)
+
+// Code is a stable error code carried across the socket.
+type Code string
+
+const (
+	CodeBadRequest     Code = "bad_request"     // the request is malformed or a field is invalid
+	CodeParamsMismatch Code = "params_mismatch" // fingerprints made with other parameters than the index's
+	CodeNotFound       Code = "not_found"       // no such route or object
+	CodeMethod         Code = "method_not_allowed"
+	CodeUnavailable    Code = "unavailable" // the daemon is shutting down
+	CodeInternal       Code = "internal"    // the daemon failed; see its log
+)
+
+// Error is an error reported by the daemon.
+type Error struct {
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("sifd: %s (%s)", e.Message, e.Code) }
+
+type errorBody struct {
+	Error *Error `json:"error"`
+}
+
+// PathFields splits a file path into its wire fields: the path itself when
+// it is valid UTF-8, else a lossy rendering and the exact bytes in base64.
+func PathFields(p string) (display string, raw string) {
+	if utf8.ValidString(p) {
+		return p, ""
+	}
+	return string([]rune(p)), base64.StdEncoding.EncodeToString([]byte(p))
+}
+
+// JoinPath is the inverse of PathFields: the exact path from its wire
+// fields.
+func JoinPath(display, raw string) (string, error) {
+	if raw == "" {
+		return display, nil
+	}
+	b, err := base64.StdEncoding.DecodeString(raw)
+	if err != nil {
+		return "", fmt.Errorf("path_raw: %w", err)
+	}
+	return string(b), nil
+}
+
+// Feature is one fingerprint of a query, with its count and the bytes one
+// occurrence covers.
+type Feature struct {
+	Hash  string `json:"hash"` // 16 hex digits
+	Count uint32 `json:"count"`
+	Len   uint32 `json:"len,omitempty"`
+}
+
+// EncodeFeatures converts features to their wire form.
+func EncodeFeatures(fs []fingerprint.Feature) []Feature {
+	out := make([]Feature, len(fs))
+	for i, f := range fs {
+		out[i] = Feature{Hash: fmt.Sprintf("%016x", f.Hash), Count: f.Count, Len: f.Len}
+	}
+	return out
+}
+
+// DecodeFeatures converts wire features back, checking each.
+func DecodeFeatures(ws []Feature) ([]fingerprint.Feature, error) {
+	out := make([]fingerprint.Feature, len(ws))
+	for i, w := range ws {
+		var b [8]byte
+		if len(w.Hash) != 16 {
+			return nil, fmt.Errorf("features[%d].hash %q: want 16 hex digits", i, w.Hash)
+		}
+		if _, err := hex.Decode(b[:], []byte(w.Hash)); err != nil {
+			return nil, fmt.Errorf("features[%d].hash %q: want 16 hex digits", i, w.Hash)
+		}
+		if w.Count == 0 {
+			return nil, fmt.Errorf("features[%d].count: must be at least 1", i)
+		}
+		var h uint64
+		for _, c := range b {
+			h = h<<8 | uint64(c)
+		}
+		out[i] = fingerprint.Feature{Hash: h, Count: w.Count, Len: w.Len}
+	}
+	return out, nil
+}
+
+// Info describes the daemon and its index: what a client needs to
+// fingerprint a query the same way.
+type Info struct {
+	Version string             `json:"version"`
+	Params  fingerprint.Params `json:"params"`
+	Index   IndexStats         `json:"index"`
+}
+
+// IndexStats counts what the index holds.
+type IndexStats struct {
+	Files        uint64 `json:"files"`
+	Bytes        uint64 `json:"bytes"`
+	Postings     uint64 `json:"postings"`
+	Fingerprints uint64 `json:"fingerprints"`
+	DiskBytes    uint64 `json:"disk_bytes"`
+}
+
+// SimilarRequest is a one-against-all query.
+type SimilarRequest struct {
+	// Params are the parameters the features were made with; they must equal
+	// the index's (see Info).
+	Params fingerprint.Params `json:"params"`
+	// Path of the query file, if it has one on this machine: that file is
+	// not listed as its own match, and it decides the extension for
+	// same_ext.
+	Path    string `json:"path,omitempty"`
+	PathRaw string `json:"path_raw,omitempty"`
+	// Size, Strong (64 hex digits, SHA-256) and Type of the query content.
+	Size     int64            `json:"size"`
+	Strong   string           `json:"strong"`
+	Type     fingerprint.Type `json:"type"`
+	Features []Feature        `json:"features"`
+
+	// Threshold is the least containment of the query in a match, in
+	// percent; absent means 25.
+	Threshold *float64 `json:"threshold,omitempty"`
+	Limit     int      `json:"limit,omitempty"`
+	// SizeRatio, when > 1, drops files whose size differs from the query's
+	// by more than this factor.
+	SizeRatio  float64 `json:"size_ratio,omitempty"`
+	SameExt    bool    `json:"same_ext,omitempty"`
+	SameType   bool    `json:"same_type,omitempty"`
+	PathPrefix string  `json:"path_prefix,omitempty"`
+	// MaxDF skips fingerprints found in more files than this; 0 means the
+	// daemon's default, -1 no cap.
+	MaxDF int `json:"max_df,omitempty"`
+}
+
+// Match is one file similar to a query.
+type Match struct {
+	Path               string  `json:"path"`
+	PathRaw            string  `json:"path_raw,omitempty"`
+	Size               int64   `json:"size"`
+	Containment        float64 `json:"containment"`         // percent of the query found in this file
+	ReverseContainment float64 `json:"reverse_containment"` // percent of this file found in the query
+	Resemblance        float64 `json:"resemblance"`         // percent, shared over union
+	SharedBytes        *int64  `json:"shared_bytes"`        // null when the scheme does not know lengths
+	Identical          bool    `json:"identical"`
+	Type               string  `json:"type"`
+	MtimeNs            int64   `json:"mtime_ns"`
+}
+
+// SimilarResponse answers a SimilarRequest.
+type SimilarResponse struct {
+	Matches []Match `json:"matches"`
+	// Fingerprints is the number of distinct query fingerprints, Skipped how
+	// many were ignored because they occur in more than MaxDF files.
+	Fingerprints int `json:"fingerprints"`
+	Skipped      int `json:"skipped"`
+	MaxDF        int `json:"max_df"`
+	// TooFew is set when the query has too few fingerprints to carry
+	// evidence of similarity (MinFingerprints); only identical files are
+	// then listed.
+	TooFew          bool  `json:"too_few"`
+	MinFingerprints int   `json:"min_fingerprints"`
+	Candidates      int   `json:"candidates"`
+	ElapsedNs       int64 `json:"elapsed_ns"` // time spent in the daemon
+}
+
+// GroupFile is one file of a group.
+type GroupFile struct {
+	Path    string  `json:"path"`
+	PathRaw string  `json:"path_raw,omitempty"`
+	Size    int64   `json:"size"`
+	Percent float64 `json:"percent"`
+	// Via names the file this one is most similar to when it is linked to
+	// the group but not to its reference.
+	Via    string   `json:"via,omitempty"`
+	Copies []string `json:"copies,omitempty"` // identical files
+}
+
+// Group is a set of similar files with a reference file (Manber's "R").
+type Group struct {
+	Reference GroupFile   `json:"reference"`
+	Members   []GroupFile `json:"members"`
+}
+
+// GroupsResponse answers GET /v1/groups.
+type GroupsResponse struct {
+	Threshold float64 `json:"threshold"`
+	Groups    []Group `json:"groups"`
+	ElapsedNs int64   `json:"elapsed_ns"`
+}
+
+// DupeSet is a set of identical files.
+type DupeSet struct {
+	Size   int64    `json:"size"`
+	Strong string   `json:"strong"`
+	Paths  []string `json:"paths"`
+}
+
+// DupesResponse answers GET /v1/dupes.
+type DupesResponse struct {
+	Sets []DupeSet `json:"sets"`
+}
+
+// Status is what the daemon is doing.
+type Status struct {
+	Version   string       `json:"version"`
+	PID       int          `json:"pid"`
+	Started   time.Time    `json:"started"`
+	State     string       `json:"state"` // "scanning" or "ready"
+	DB        string       `json:"db"`
+	Socket    string       `json:"socket"`
+	Params    string       `json:"params"`
+	Roots     []RootStatus `json:"roots"`
+	Counters  Counters     `json:"counters"`
+	Index     IndexStats   `json:"index"`
+	LastError []string     `json:"last_errors,omitempty"`
+}
+
+// RootStatus is one watched root.
+type RootStatus struct {
+	Path       string  `json:"path"`
+	State      string  `json:"state"` // "scanning", "ready" or "failed"
+	FilesSeen  uint64  `json:"files_seen"`
+	BytesSeen  uint64  `json:"bytes_seen"`
+	FilesRead  uint64  `json:"files_read"`
+	BytesRead  uint64  `json:"bytes_read"`
+	ScanSecs   float64 `json:"scan_seconds"`
+	LastError  string  `json:"last_error,omitempty"`
+	ScanFinish string  `json:"scan_finished,omitempty"`
+}
+
+// Counters count what the scans did since the daemon started.
+type Counters struct {
+	Indexed           uint64 `json:"indexed"`             // files read and (re)indexed
+	Unchanged         uint64 `json:"unchanged"`           // skipped: size, mtime and inode as indexed
+	Removed           uint64 `json:"removed"`             // records of vanished files removed
+	Unreadable        uint64 `json:"unreadable"`          // files or directories that could not be opened or read
+	Special           uint64 `json:"special"`             // fifos, sockets, devices
+	Symlinks          uint64 `json:"symlinks"`            // not followed
+	Vanished          uint64 `json:"vanished"`            // gone between listing and reading
+	ChangedDuringRead uint64 `json:"changed_during_read"` // still changing after retries
+	TooLarge          uint64 `json:"too_large"`           // above the size limit
+	Errors            uint64 `json:"errors"`              // index write failures
+}
+
+// MarshalJSONLine encodes v as one line of JSON with a trailing newline.
+func MarshalJSONLine(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}

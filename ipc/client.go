@@ -1,0 +1,216 @@
+package ipc
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/sif-dev/sif/index/fingerprint"
+)
+
+// Client errors. Check them with errors.Is; errors the daemon reports are
+// *Error values.
+var (
+	// ErrNoDaemon: nothing listens on the socket.
+	ErrNoDaemon = errors.New("ipc: no sifd is listening")
+	// ErrNotSif: something answers on the socket, but not sif's API.
+	ErrNotSif = errors.New("ipc: the socket does not speak sif's API")
+)
+
+// Client talks to one daemon. It is safe for concurrent use.
+type Client struct {
+	socket string
+	hc     *http.Client
+}
+
+// NewClient returns a client for the daemon listening on socket. It does not
+// connect until a request is made.
+func NewClient(socket string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+		MaxIdleConns:    2,
+		IdleConnTimeout: 30 * time.Second,
+	}
+	return &Client{socket: socket, hc: &http.Client{Transport: tr}}
+}
+
+// Socket returns the socket path the client talks to.
+func (c *Client) Socket() string { return c.socket }
+
+// Info returns the daemon's parameters and counts.
+func (c *Client) Info(ctx context.Context) (*Info, error) {
+	var out Info
+	if err := c.do(ctx, http.MethodGet, "/v1/info", nil, &out); err != nil {
+		return nil, err
+	}
+	if out.Params.Scheme == "" {
+		return nil, fmt.Errorf("%w: %s: /v1/info has no params", ErrNotSif, c.socket)
+	}
+	return &out, nil
+}
+
+// Similar sends a one-against-all query.
+func (c *Client) Similar(ctx context.Context, req *SimilarRequest) (*SimilarResponse, error) {
+	var out SimilarResponse
+	if err := c.do(ctx, http.MethodPost, "/v1/similar", req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GroupsOptions shape Groups; the zero value means the daemon's defaults.
+type GroupsOptions struct {
+	Threshold float64 // percent; 0 means 25
+	MaxDF     int
+	AllTypes  bool // link text and binary files too
+	Prefix    string
+}
+
+// Groups asks for all groups of similar files.
+func (c *Client) Groups(ctx context.Context, o GroupsOptions) (*GroupsResponse, error) {
+	v := url.Values{}
+	if o.Threshold != 0 {
+		v.Set("threshold", strconv.FormatFloat(o.Threshold, 'f', -1, 64))
+	}
+	if o.MaxDF != 0 {
+		v.Set("max_df", strconv.Itoa(o.MaxDF))
+	}
+	if o.AllTypes {
+		v.Set("all_types", "1")
+	}
+	if o.Prefix != "" {
+		v.Set("prefix", o.Prefix)
+	}
+	var out GroupsResponse
+	if err := c.do(ctx, http.MethodGet, "/v1/groups?"+v.Encode(), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Dupes asks for the sets of identical files under prefix ("" for all).
+func (c *Client) Dupes(ctx context.Context, prefix string) (*DupesResponse, error) {
+	p := "/v1/dupes"
+	if prefix != "" {
+		p += "?" + url.Values{"prefix": {prefix}}.Encode()
+	}
+	var out DupesResponse
+	if err := c.do(ctx, http.MethodGet, p, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Status asks what the daemon is doing.
+func (c *Client) Status(ctx context.Context) (*Status, error) {
+	var out Status
+	if err := c.do(ctx, http.MethodGet, "/v1/status", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// NewSimilarRequest builds a query from a sketch. path may be empty.
+func NewSimilarRequest(path string, sk *fingerprint.Sketch) *SimilarRequest {
+	p, raw := PathFields(path)
+	return &SimilarRequest{
+		Params:   sk.Params,
+		Path:     p,
+		PathRaw:  raw,
+		Size:     sk.Size,
+		Strong:   hex.EncodeToString(sk.Strong[:]),
+		Type:     sk.Type,
+		Features: EncodeFeatures(sk.Features),
+	}
+}
+
+// SketchFile reads and fingerprints the regular file at path with p. It
+// refuses directories and special files, naming the path and what it is.
+func SketchFile(path string, p fingerprint.Params) (*fingerprint.Sketch, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%s: %w", path, pe.Err)
+		}
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	switch m := st.Mode(); {
+	case m.IsDir():
+		return nil, fmt.Errorf("%s: is a directory", path)
+	case !m.IsRegular():
+		return nil, fmt.Errorf("%s: not a regular file (%s)", path, m.Type())
+	}
+	sk, err := fingerprint.SketchReader(f, p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return sk, nil
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("ipc: encoding request: %w", err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://sifd"+path, body)
+	if err != nil {
+		return fmt.Errorf("ipc: %w", err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if isNoDaemon(err) {
+			return fmt.Errorf("%w at %s", ErrNoDaemon, c.socket)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: %s: %v", ErrNotSif, c.socket, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
+	if err != nil {
+		return fmt.Errorf("ipc: reading response from %s: %w", c.socket, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var eb errorBody
+		if json.Unmarshal(b, &eb) == nil && eb.Error != nil && eb.Error.Code != "" {
+			return eb.Error
+		}
+		return fmt.Errorf("%w: %s answered %s", ErrNotSif, c.socket, resp.Status)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrNotSif, c.socket, err)
+	}
+	return nil
+}
+
+func isNoDaemon(err error) bool {
+	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist)
+}

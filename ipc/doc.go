@@ -1,0 +1,30 @@
+// Package ipc is sif's local API: HTTP/1.1 with JSON bodies over a Unix
+// socket, and the Go client that sifctl and other programs use.
+//
+// Vocabulary:
+//
+//   - The daemon listens on one Unix socket. Every route is under /v1/; a
+//     route that changes incompatibly gets a new version prefix, never a new
+//     meaning.
+//   - A query carries fingerprints, not a path: the client reads and
+//     fingerprints the file itself, with the parameters the daemon reports
+//     in /v1/info, and the daemon never opens a path a client names. The
+//     query may carry the file's path so the file is not listed as its own
+//     match.
+//   - Percentages on the wire are numbers from 0 to 100.
+//   - Hashes on the wire are lowercase hex: 16 digits for a fingerprint, 64
+//     for a strong (SHA-256) content hash.
+//   - Paths are strings. A path that is not valid UTF-8 is sent as its
+//     closest UTF-8 rendering in "path" plus its exact bytes, base64, in
+//     "path_raw".
+//   - An error is a non-2xx status with {"error": {"code": CODE, "message":
+//     TEXT}}; CODE is one of the Code constants and never changes meaning.
+//
+// Routes:
+//
+//	GET  /v1/info     scheme, parameters and counts
+//	POST /v1/similar  one against all: SimilarRequest → SimilarResponse
+//	GET  /v1/groups   all against all: ?threshold=PCT&max_df=N&all_types=1&prefix=P
+//	GET  /v1/dupes    identical files: ?prefix=P
+//	GET  /v1/status   what the daemon is doing
+package ipc

@@ -1,0 +1,94 @@
+package watcher
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"testing"
+)
+
+func TestWalkClassifies(t *testing.T) {
+	root := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(root, "a/b"), 0o755))
+	must(os.WriteFile(filepath.Join(root, "a/b/file"), []byte("x"), 0o644))
+	must(os.WriteFile(filepath.Join(root, "top"), []byte("y"), 0o644))
+	must(syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644))
+	must(os.Symlink(".", filepath.Join(root, "a/loop")))   // a loop, never followed
+	must(os.Symlink("/", filepath.Join(root, "escape")))   // outside the root
+	must(os.Symlink("top", filepath.Join(root, "to-top"))) // to a file
+	got := map[string]Kind{}
+	err := Walk(context.Background(), root, func(e Entry) error {
+		rel, _ := filepath.Rel(root, e.Path)
+		got[rel] = e.Kind
+		if e.Kind == Regular && e.Info == nil {
+			t.Errorf("%s: regular entry without info", rel)
+		}
+		return nil
+	})
+	must(err)
+	want := map[string]Kind{"a/b/file": Regular, "top": Regular, "fifo": Special, "a/loop": Symlink, "escape": Symlink, "to-top": Symlink}
+	if len(got) != len(want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %v, want %v", k, got[k], v)
+		}
+	}
+}
+
+func TestWalkReportsUnlistableDirectoryAndGoesOn(t *testing.T) {
+	if os.Geteuid() == 0 {
+		// Root lists any directory; make one vanish instead, which takes the
+		// same path through Walk.
+		root := t.TempDir()
+		os.WriteFile(filepath.Join(root, "b"), nil, 0o644)
+		var seen []string
+		err := Walk(context.Background(), filepath.Join(root, "gone"), func(e Entry) error { seen = append(seen, e.Path); return nil })
+		if err == nil || !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("walk of a missing root: %v", err)
+		}
+		return
+	}
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "locked"), 0o755)
+	os.WriteFile(filepath.Join(root, "locked/x"), nil, 0o644)
+	os.WriteFile(filepath.Join(root, "z"), nil, 0o644)
+	os.Chmod(filepath.Join(root, "locked"), 0)
+	defer os.Chmod(filepath.Join(root, "locked"), 0o755)
+	var kinds []string
+	err := Walk(context.Background(), root, func(e Entry) error {
+		rel, _ := filepath.Rel(root, e.Path)
+		kinds = append(kinds, rel+"="+e.Kind.String())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(kinds)
+	if len(kinds) != 2 || kinds[0] != "locked=unreadable" || kinds[1] != "z=regular" {
+		t.Errorf("got %v", kinds)
+	}
+}
+
+func TestWalkStopsOnCancel(t *testing.T) {
+	root := t.TempDir()
+	for _, n := range []string{"a", "b", "c"} {
+		os.WriteFile(filepath.Join(root, n), nil, 0o644)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	err := Walk(ctx, root, func(Entry) error { n++; cancel(); return nil })
+	if !errors.Is(err, context.Canceled) || n != 1 {
+		t.Errorf("err %v after %d entries; want context.Canceled after 1", err, n)
+	}
+}
