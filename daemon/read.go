@@ -30,6 +30,7 @@ func errorsIs(err, target error) bool { return errors.Is(err, target) }
 type reader struct {
 	params  fingerprint.Params
 	maxSize int64 // negative: no limit
+	bufp    *[]byte // from bufPool; returned by close
 	buf     []byte
 	col     fingerprint.Collector
 	sk      *fingerprint.Sketcher
@@ -47,7 +48,8 @@ func newReader(p fingerprint.Params, maxSize int64) (*reader, error) {
 		return nil, err
 	}
 	r.sk = sk
-	r.buf = *bufPool.Get().(*[]byte)
+	r.bufp = bufPool.Get().(*[]byte)
+	r.buf = *r.bufp
 	return r, nil
 }
 
@@ -111,10 +113,12 @@ func (r *reader) read(ctx context.Context, path string) (index.FileMeta, *finger
 	return meta, sk, nil
 }
 
+// close returns the reader's buffer to the pool; the reader must not be
+// used afterwards.
 func (r *reader) close() {
-	if r.buf != nil {
-		bufPool.Put(&r.buf)
-		r.buf = nil
+	if r.bufp != nil {
+		bufPool.Put(r.bufp)
+		r.bufp, r.buf = nil, nil
 	}
 }
 

@@ -103,3 +103,22 @@ func TestProcessRetriesThenSkipsChangingFile(t *testing.T) {
 		t.Errorf("a half-read file was indexed: %v", err)
 	}
 }
+
+// A reader made after another was closed gets a usable buffer from the pool.
+func TestReaderAfterClose(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(p, []byte("some content"), 0o644)
+	for range 3 {
+		r, err := newReader(fingerprint.DefaultParams(), -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.buf) == 0 {
+			t.Fatal("reader got an empty buffer from the pool")
+		}
+		if _, sk, err := r.read(context.Background(), p); err != nil || sk.Size != 12 {
+			t.Fatalf("read: %v", err)
+		}
+		r.close()
+	}
+}
