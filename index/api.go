@@ -81,8 +81,9 @@ type QueryOptions struct {
 	Threshold float64
 	// Limit caps the matches returned; 0 means no limit.
 	Limit int
-	// SizeRatio, when > 1, drops candidates whose size differs from the
-	// query's by more than this factor either way.
+	// SizeRatio, when set (at least 1), drops candidates whose size differs
+	// from the query's by more than this factor either way; 0 means any
+	// size.
 	SizeRatio float64
 	// SameExt keeps only candidates with the query path's extension.
 	SameExt bool

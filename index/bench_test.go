@@ -1,14 +1,19 @@
 package index_test
 
 import (
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
 )
+
+var benchMem = flag.Bool("bench.mem", false, "run the benchmarks on an in-memory filesystem")
 
 // benchSketch is a file of about size bytes under manber defaults (one
 // feature per 256 bytes): mostly rare fingerprints, a few common ones
@@ -41,7 +46,12 @@ func derive(rng *rand.Rand, base *fingerprint.Sketch, share float64) *fingerprin
 }
 
 func openBench(b *testing.B) *index.Index {
-	ix, err := index.Open(filepath.Join(b.TempDir(), "db"), nil)
+	dir := filepath.Join(b.TempDir(), "db")
+	opts := &index.Options{}
+	if *benchMem {
+		opts.FS = vfs.NewMem()
+	}
+	ix, err := index.Open(dir, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

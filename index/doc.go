@@ -37,19 +37,25 @@
 // Storage layout. Every key starts with a byte naming its keyspace; ids are
 // 4 bytes and hashes 8 bytes, big-endian, so keys sort numerically:
 //
-//	'm' "version"                 format version (decimal text, now 1)
-//	'm' "params"                  the normalized fingerprint.Params, JSON
-//	'p' path                      file id (4 bytes); paths are raw bytes
-//	'r' id                        file record: version byte 1, then varints
-//	'f' id                        forward list: n, then per feature the hash
-//	                              delta from the previous one, the count, and
-//	                              the length when the scheme knows lengths
-//	'P' hash id                   posting: count, and length when the scheme
-//	                              knows lengths (uvarints)
-//	'd' hash                      fingerprint file-count, kept by the merge
-//	                              operator "sif.count.v1" (signed varint
-//	                              deltas, summed); 0 means absent
-//	's' strong(32) id             identical-content key, empty value
+//	'm' "version"         format version (decimal text, now 1)
+//	'm' "params"          the normalized fingerprint.Params, JSON
+//	'p' path              file id (4 bytes); paths are raw bytes
+//	'r' id                file record: version byte 1, then varints
+//	'f' id                forward list: n, then per feature the hash delta
+//	                      from the previous one, the count, and the length
+//	                      when the scheme knows lengths (uvarints)
+//	'P' hash id           posting: count, and length when the scheme knows
+//	                      lengths (uvarints)
+//	'd' hash              fingerprint file-count: a signed varint, summed by
+//	                      the merge operator "sif.count.v1"; 0 means absent
+//	's' strong(32) id     identical-content key, empty value
+//
+// Pebble's comparer ("sif.keys.v1") orders keys bytewise but takes the hash
+// of a posting key as its prefix, so a query's prefix seek on a fingerprint
+// skips, on their bloom filters, the tables that hold no posting of it. The
+// first file to gain a fingerprint sets its file-count to 1, the last to
+// lose it deletes the count, and the changes in between are merge operands
+// (merge.go says why).
 //
 // Every change to one file (Put, Remove, Rename) is one atomic batch
 // carrying all the keys it touches, so after a crash the index holds each

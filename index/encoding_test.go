@@ -317,3 +317,41 @@ func FuzzDecodeForward(f *testing.F) {
 		}
 	})
 }
+
+// TestComparerIsBytewise: splitting posting keys after their hash keeps the
+// order bytewise, as Pebble requires of a Split (prefixes order keys, and
+// suffixes break ties), whatever the keys look like.
+func TestComparerIsBytewise(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	randKey := func() []byte {
+		k := make([]byte, rng.IntN(16))
+		for i := range k {
+			k[i] = byte(rng.IntN(4)) // few values, so prefixes collide
+		}
+		if len(k) > 0 && rng.IntN(2) == 0 {
+			k[0] = prefixPosting
+		}
+		return k
+	}
+	sign := func(n int) int { return min(max(n, -1), 1) }
+	for i := 0; i < 100000; i++ {
+		a, b := randKey(), randKey()
+		if i%3 == 0 {
+			a, b = appendPostingKey(nil, uint64(rng.IntN(3)), uint32(rng.IntN(3))), appendPostingKey(nil, uint64(rng.IntN(3)), uint32(rng.IntN(3)))
+		}
+		an, bn := splitKey(a), splitKey(b)
+		split := bytes.Compare(a[:an], b[:bn])
+		if split == 0 {
+			split = bytes.Compare(a[an:], b[bn:])
+		}
+		if sign(split) != sign(comparer.Compare(a, b)) {
+			t.Fatalf("keys %x and %x: split order %d, bytewise %d", a, b, split, comparer.Compare(a, b))
+		}
+		if an < len(a) && bytes.Compare(a[:an], a) >= 0 {
+			t.Fatalf("prefix of %x does not sort before it", a)
+		}
+	}
+	if n := splitKey(appendPostingKey(nil, 1, 2)); n != 9 {
+		t.Fatalf("posting key prefix %d bytes, want 9 (the hash)", n)
+	}
+}

@@ -116,6 +116,7 @@ func open(dir string, o Options) (_ *Index, err error) {
 		Merger:             countMerger,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pebbleLogger{o.Logger},
+		EventListener:      eventListener(o.Logger),
 		ReadOnly:           o.ReadOnly,
 		Lock:               lock,
 	}

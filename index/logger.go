@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // pebbleLogger routes Pebble's log lines to a slog.Logger: Infof at Debug
@@ -25,4 +27,35 @@ func (p pebbleLogger) Errorf(format string, args ...any) { p.log(slog.LevelError
 func (p pebbleLogger) Fatalf(format string, args ...any) {
 	p.log(slog.LevelError, format, args)
 	panic(fmt.Sprintf("pebble: "+format, args...))
+}
+
+// eventListener reports the Pebble events an operator should hear about:
+// background errors and data corruption at Error, write stalls and slow
+// disks at Warn, flushes and compactions at Debug.
+func eventListener(l *slog.Logger) *pebble.EventListener {
+	if l == nil {
+		return &pebble.EventListener{}
+	}
+	ctx := context.Background()
+	return &pebble.EventListener{
+		BackgroundError: func(err error) { l.Error("pebble background error", "err", err) },
+		DataCorruption: func(info pebble.DataCorruptionInfo) {
+			l.Error("pebble found corrupt data: move the index aside and rebuild it", "info", info.String())
+		},
+		WriteStallBegin: func(info pebble.WriteStallBeginInfo) { l.Warn("pebble write stall", "reason", info.Reason) },
+		WriteStallEnd:   func() { l.Info("pebble write stall ended") },
+		DiskSlow: func(info pebble.DiskSlowInfo) {
+			l.Warn("pebble disk slow", "path", info.Path, "duration", info.Duration)
+		},
+		FlushEnd: func(info pebble.FlushInfo) {
+			if l.Enabled(ctx, slog.LevelDebug) {
+				l.Debug("pebble flush", "info", info.String())
+			}
+		},
+		CompactionEnd: func(info pebble.CompactionInfo) {
+			if l.Enabled(ctx, slog.LevelDebug) {
+				l.Debug("pebble compaction", "info", info.String())
+			}
+		},
+	}
 }

@@ -174,9 +174,13 @@ func (s *querySearch) run() error {
 	}
 	slices.Sort(ids)
 	s.st.ids = ids
+	listed := make(map[uint32]bool, len(identical))
+	for _, m := range identical {
+		listed[m.ID] = true
+	}
 	matches := identical
 	for _, id := range ids {
-		if slices.ContainsFunc(identical, func(m Match) bool { return m.ID == id }) {
+		if listed[id] {
 			continue
 		}
 		rec, ok, err := s.record(id)
@@ -379,7 +383,8 @@ func (s *querySearch) get(key []byte) ([]byte, bool, error) {
 }
 
 // record reads the record of file id through the query's iterator. A
-// missing record (the file was removed) is not an error.
+// missing record (which only a corrupt index lacks) is skipped, not an
+// error, so one bad key does not fail every query.
 func (s *querySearch) record(id uint32) (FileRecord, bool, error) {
 	s.st.key = appendIDKey(s.st.key[:0], prefixRecord, id)
 	v, ok, err := s.get(s.st.key)
