@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,5 +153,34 @@ func TestTinyFile(t *testing.T) {
 	h := e.sifctl("similar", tiny)
 	if !strings.Contains(h.stdout, "too small to judge similarity") {
 		t.Errorf("human output does not say the file is too small:\n%s", h.stdout)
+	}
+}
+
+// TestBoilerplateIsSkipped: a licence header shared by many files makes them
+// look alike; above the --max-df cap its fingerprints are skipped, counted,
+// and no longer link unrelated files.
+func TestBoilerplateIsSkipped(t *testing.T) {
+	e := newEnv(t)
+	header := words(50, 6000)
+	var paths []string
+	for i := range 6 {
+		body := words(uint64(60+i), 6000)
+		paths = append(paths, e.write(fmt.Sprintf("f%d.txt", i), append(append([]byte(nil), header...), body...)))
+	}
+	e.start()
+	// Without a cap the shared header (half of each file) links them all.
+	r, out := e.similar("--max-df", "-1", paths[0])
+	if r.code != 0 || len(out[0].Matches) != 5 || out[0].Skipped != 0 {
+		t.Fatalf("no cap: exit %d, %d matches, %d skipped", r.code, len(out[0].Matches), out[0].Skipped)
+	}
+	// With a cap below the number of files holding the header, its
+	// fingerprints are skipped and nothing else is shared.
+	r, out = e.similar("--max-df", "3", paths[0])
+	if r.code != 1 || len(out[0].Matches) != 0 || out[0].Skipped == 0 || out[0].Skipped >= out[0].Fingerprints {
+		t.Fatalf("cap 3: exit %d, %d matches, %d of %d skipped", r.code, len(out[0].Matches), out[0].Skipped, out[0].Fingerprints)
+	}
+	h := e.sifctl("similar", "--max-df", "3", paths[0])
+	if !strings.Contains(h.stdout, "too common to count") {
+		t.Errorf("human output does not mention the skipped fingerprints:\n%s", h.stdout)
 	}
 }
