@@ -20,11 +20,18 @@ import (
 // restarts at zero for each chunk). From there until the chunk holds AvgChunk
 // bytes the test uses a strict mask of log2(AvgChunk)+2 bits; after that a
 // loose mask of log2(AvgChunk)-2 bits (normalization level 2), which pulls
-// chunk lengths towards AvgChunk. A chunk ends just before the byte whose
-// hash passes the test, or at MaxChunk bytes. Every chunk length is thus in
-// [MinChunk, MaxChunk], except that the last chunk of a stream may be
-// shorter. Each chunk gives the fingerprint {xxh3 of its bytes, its offset,
-// its length}.
+// chunk lengths towards AvgChunk. A chunk ends just after the byte whose hash
+// passes the test, or at MaxChunk bytes, so where it ends depends only on its
+// own bytes. Every chunk is longer than MinChunk and at most MaxChunk bytes
+// long, except that the last chunk of a stream may be shorter. Each chunk
+// gives the fingerprint {xxh3 of its bytes, its offset, its length}.
+//
+// A cut point is defined by the content alone (the 64 bytes up to it) only
+// once its chunk has had 64 bytes hashed; earlier ones also depend on where
+// the chunk began. So an edit's effect stays local (the chunkings of the old
+// and the new stream meet again within a few chunks) when most chunks are
+// longer than MinChunk+64, as they are with the default ratios for AvgChunk
+// of 128 and more.
 
 // gearSeed seeds the splitmix64 generator that fills the gear table. It is
 // part of the chunking definition: changing it changes every chunk.
@@ -83,18 +90,29 @@ func (c *chunker) write(b []byte) {
 	for len(b) > 0 {
 		k, cut := c.next(b)
 		if !cut {
-			c.pending = append(c.pending, b...)
+			c.keep(b)
 			return
 		}
 		if len(c.pending) == 0 {
 			c.chunk(b[:k])
 		} else {
-			c.pending = append(c.pending, b[:k]...)
+			c.keep(b[:k])
 			c.chunk(c.pending)
 			c.pending = c.pending[:0]
 		}
 		b = b[k:]
 	}
+}
+
+// keep appends b, part of the current chunk, to pending. The buffer grows at
+// most to MaxChunk bytes, which is as long as a chunk can be.
+func (c *chunker) keep(b []byte) {
+	if n := len(c.pending) + len(b); n > cap(c.pending) {
+		p := make([]byte, len(c.pending), min(c.max, max(n, 2*cap(c.pending), 4096)))
+		copy(p, c.pending)
+		c.pending = p
+	}
+	c.pending = append(c.pending, b...)
 }
 
 // finish emits the last chunk, if any.
@@ -123,32 +141,57 @@ func (c *chunker) next(b []byte) (k int, cut bool) {
 		i, n = s, n+s
 	}
 	if n < c.avg && i < len(b) {
-		end := min(len(b), i+c.avg-n)
-		m := c.maskS
-		for j := i; j < end; j++ {
-			h = h<<1 + gear[b[j]]
-			if h&m == 0 {
-				c.n, c.h = n+j-i, h
-				return j, true
-			}
+		seg := b[i:min(len(b), i+c.avg-n)]
+		k, hh := gearScan(seg, h, c.maskS)
+		if k < len(seg) {
+			return i + k + 1, true
 		}
-		i, n = end, n+end-i
+		h, i, n = hh, i+k, n+k
 	}
 	if n < c.max && i < len(b) {
-		end := min(len(b), i+c.max-n)
-		m := c.maskL
-		for j := i; j < end; j++ {
-			h = h<<1 + gear[b[j]]
-			if h&m == 0 {
-				c.n, c.h = n+j-i, h
-				return j, true
-			}
+		seg := b[i:min(len(b), i+c.max-n)]
+		k, hh := gearScan(seg, h, c.maskL)
+		if k < len(seg) {
+			return i + k + 1, true
 		}
-		i, n = end, n+end-i
+		h, i, n = hh, i+k, n+k
 	}
-	c.n, c.h = n, h
-	if n == c.max && i < len(b) {
+	if n == c.max {
 		return i, true
 	}
+	c.n, c.h = n, h
 	return len(b), false
+}
+
+// gearScan rolls the gear hash h over b and returns the index of the first
+// byte after which h&mask is zero, with h there, or len(b) and the final h.
+//
+// It advances two bytes per step along the dependency chain,
+//
+//	h_{i+2} = 4·h_i + (2·G[b_{i+1}] + G[b_{i+2}])
+//
+// which costs one LEA of latency, and computes h_{i+1} = 2·h_i + G[b_{i+1}]
+// beside the chain.
+func gearScan(b []byte, h, mask uint64) (int, uint64) {
+	i := 0
+	for ; i < len(b)-1; i += 2 {
+		g := gear[b[i]]
+		t := g*2 + gear[b[i+1]]
+		h1 := h*2 + g
+		h = h*4 + t
+		if h1&mask == 0 {
+			return i, h1
+		}
+		if h&mask == 0 {
+			return i + 1, h
+		}
+	}
+	if i < len(b) {
+		h = h*2 + gear[b[i]]
+		if h&mask == 0 {
+			return i, h
+		}
+		i++
+	}
+	return i, h
 }

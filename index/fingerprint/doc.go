@@ -30,4 +30,16 @@
 //     binary: Manber compares only files of one type), and the SimiHash sum
 //     table (counts of 16 8-bit tags found at every bit offset, with skip
 //     counters) and skew key (Sadowski and Levin 2011, §4–5).
+//
+// A [Sketcher] does all of this in one pass over the stream, in memory bounded
+// by the scheme (about MaxChunk bytes for chunks, 2·Window for manber, plus a
+// few KiB), whatever the stream's length and however it is cut into Writes:
+// the output depends only on the bytes. [SketchReader] runs a Sketcher over an
+// io.Reader and collects the features.
+//
+// The code keeps one concern per file: manber.go and chunks.go are the two
+// schemes' scanners, simihash.go the sum table and keys, texttype.go the
+// type, sketcher.go the pass that drives them. Each scanner has a fast path;
+// the tests hold every one of them to a naive implementation of the
+// definition, and testdata/golden.txt pins their exact output.
 package fingerprint

@@ -146,8 +146,8 @@ func (m *manber) scan(buf []byte, from int, base int64) {
 		}
 		end := base + int64(hit)
 		m.emit(Fingerprint{Hash: (hh & m.modMask) >> m.k, Offset: end - int64(m.w) + 1, Len: uint32(m.w)})
-		// rollTest may have rolled one byte past the hit; that byte ends a
-		// window overlapping the kept one, so it was not a candidate anyway.
+		// rollTest may have rolled up to three bytes past the hit; they end
+		// windows that overlap the kept one (W >= 8), which are skipped.
 		m.nextEnd = end + int64(m.w)
 	}
 	m.h = h
@@ -169,7 +169,7 @@ func (m *manber) roll(buf []byte, from, to int, h uint64) uint64 {
 	old := buf[from-m.w : to-m.w]
 	old = old[:len(nw)]
 	i := 0
-	for ; i+3 < len(nw); i += 4 {
+	for ; i < len(nw)-3; i += 4 {
 		d1 := uint64(nw[i]) - out[old[i]]
 		d2 := uint64(nw[i+1]) - out[old[i+1]]
 		d3 := uint64(nw[i+2]) - out[old[i+2]]
@@ -183,23 +183,48 @@ func (m *manber) roll(buf []byte, from, to int, h uint64) uint64 {
 }
 
 // rollTest rolls h over buf[from:], testing every window, until a candidate
-// window ends at buf[hit]; hh is its hash. The roll itself may run one byte
-// further: it stopped before buf[stop] with hash hs. When no window in buf is
-// a candidate, hit is -1 and stop is len(buf).
+// window ends at buf[hit]; hh is its hash. The roll itself may run up to
+// three bytes further: it stopped before buf[stop] with hash hs. When no
+// window in buf is a candidate, hit is -1 and stop is len(buf).
 //
-// It advances two bytes per step along the dependency chain,
+// It advances four bytes per step along the dependency chain,
 //
-//	F_{i+2} = p^2·F_i + (d_1·p + d_2)
+//	F_{i+4} = p^4·F_i + (((d_1·p + d_2)·p + d_3)·p + d_4)
 //
-// and computes F_{i+1} = p·F_i + d_1 beside the chain, so each step tests two
-// windows for one multiply of latency.
+// and computes F_{i+1}, F_{i+2} and F_{i+3} beside the chain (F_{i+k} =
+// p^k·F_i + the first k terms), so the chain carries one multiply of latency
+// per four windows; the tail of buf goes two bytes, then one, at a time.
 func (m *manber) rollTest(buf []byte, from int, h uint64) (hit int, hh uint64, stop int, hs uint64) {
-	p, p2, sel, out := m.p, m.p2, m.sel, &m.out
+	p, p2, p3, p4, sel, out := m.p, m.p2, m.p3, m.p4, m.sel, &m.out
 	nw := buf[from:]
 	old := buf[from-m.w : len(buf)-m.w]
 	old = old[:len(nw)]
 	i := 0
-	for ; i+1 < len(nw); i += 2 {
+	for ; i < len(nw)-3; i += 4 {
+		d1 := uint64(nw[i]) - out[old[i]]
+		d2 := uint64(nw[i+1]) - out[old[i+1]]
+		d3 := uint64(nw[i+2]) - out[old[i+2]]
+		d4 := uint64(nw[i+3]) - out[old[i+3]]
+		e2 := d1*p + d2
+		e3 := e2*p + d3
+		h1 := h*p + d1
+		h2 := h*p2 + e2
+		h3 := h*p3 + e3
+		h = h*p4 + (e3*p + d4)
+		if h1&sel == 0 {
+			return from + i, h1, from + i + 4, h
+		}
+		if h2&sel == 0 {
+			return from + i + 1, h2, from + i + 4, h
+		}
+		if h3&sel == 0 {
+			return from + i + 2, h3, from + i + 4, h
+		}
+		if h&sel == 0 {
+			return from + i + 3, h, from + i + 4, h
+		}
+	}
+	for ; i < len(nw)-1; i += 2 {
 		d1 := uint64(nw[i]) - out[old[i]]
 		d2 := uint64(nw[i+1]) - out[old[i+1]]
 		h1 := h*p + d1

@@ -18,33 +18,35 @@ import (
 // overlap (two zero bytes give two matches of 0x00, not nine). The sum table
 // holds each tag's count; the skew key is a weighted sum of four of them.
 
-// Tags are the 16 SimiHash tags, in sum-table order. As the paper advises,
+// tags are the 16 SimiHash tags, in sum-table order. As the paper advises,
 // they include 0x00 (the strongest single signal: padding versus dense data),
 // 'e' and 't' (text) and non-ASCII bytes (rare in text); the rest are spread
-// over the byte range: nine tags are at or above 0x80, three are control bytes
-// (with 0x00) and four printable ASCII.
+// over the byte range and over the bit patterns: nine tags are at or above
+// 0x80, two are control bytes besides 0x00, and five printable ASCII.
 //
-// A tag matches in the same places as its bit rotations, so each tag stands
-// for its own rotation class: no two tags are rotations of each other, and
-// apart from 0x00 none is a rotation of a byte that often comes in long runs
-// (0xff, space, tab, '\n', '-', '=', '*', '#', '_', '.', '/', '0', '~', 0xaa,
-// 0xcc, 0x0f and the like). That leaves 16 rotation classes for the 13 free
-// tags; the three dropped and the member picked in each class are those whose
-// matches least often come within 8 bits of each other in Go source, Markdown
-// and HTML, and executables, which keeps the scanner on its fast path.
-var Tags = [NumTags]byte{
-	0x00, 'e', 't', 0xce, // the four skew-key tags, heaviest first
-	0xea, 0xa6, 0xc7, 0xde, 0xd6, 0x86, 'N', 0xdc, 0x16, '%', 0x13, 0xd8,
+// Apart from 0x00, 'e' and 't', every tag is unbordered: no proper prefix of
+// its 8 bits equals a suffix, so two of its matches can never overlap and its
+// skip counter never skips anything. Only the three bordered tags ever take
+// the scanner off its fast path (see simiHash). No two tags are bit rotations of each other
+// (a rotation matches in much the same places); 0x00, 'e' and 't' aside,
+// there are 30 rotation classes of unbordered bytes, and the tags come from
+// 13 of them, avoiding the classes of 'e' and 't'.
+var tags = [NumTags]byte{
+	0x00, 'e', 't', 0xd0, // the four skew-key tags, heaviest first
+	0x90, 0xc2, 0x17, 0xd8, 0xa4, '\'', 0xd2, '/', 0xdc, 'g', 'W', 0xe0,
 }
 
-// keyWeights weighs the sum-table entries of Tags[0..3] (0x00, 'e', 't' and
-// 0xce) in the skew key. 0x00 weighs most, as in the paper's skew key; no
+// Tags returns the SimiHash tags: entry i of a [SumTable] counts Tags()[i].
+func Tags() [NumTags]byte { return tags }
+
+// keyWeights weighs the sum-table entries of tags[0..3] (0x00, 'e', 't' and
+// 0xd0) in the skew key. 0x00 weighs most, as in the paper's skew key; no
 // weight is an order of magnitude above the next, which the paper notes would
 // amount to ignoring the lighter tag.
 var keyWeights = [4]uint64{8, 4, 2, 1}
 
 // SkewKey returns the SimiHash skew key of a sum table: 8·n(0x00) + 4·n('e')
-// + 2·n('t') + n(0xce), saturating at math.MaxUint32.
+// + 2·n('t') + n(0xd0), saturating at math.MaxUint32.
 func SkewKey(s SumTable) uint32 {
 	var k uint64
 	for i, w := range keyWeights {
@@ -69,7 +71,7 @@ func ExtKey(key uint32, ext string) uint64 {
 }
 
 // Lane layout: the scanner keeps one 4-bit lane per tag in a uint64, lane i
-// (bits 4i…4i+3) for Tags[i]. spread4 puts bit i of a tag mask at bit 4i.
+// (bits 4i…4i+3) for tags[i]. spread4 puts bit i of a tag mask at bit 4i.
 func spread4(m uint16) uint64 {
 	var x uint64
 	for i := range NumTags {
@@ -78,32 +80,47 @@ func spread4(m uint16) uint64 {
 	return x
 }
 
-// lanes4 has bit 0 of every lane set.
-const lanes4 = 0x1111111111111111
+const (
+	lanes4  = 0x1111111111111111 // bit 0 of every lane: the count bits
+	blocks4 = lanes4 << 2        // bit 2 of every lane: the blocking bits
+)
 
-// lanesVar is lanes4 in a variable: the compiler rematerializes a 64-bit
-// constant in the scan loop at every step, but keeps a variable in a register.
-var lanesVar uint64 = lanes4
+// lanesVar and blocksVar are lanes4 and blocks4 in variables: the compiler
+// rematerializes a 64-bit constant in the scan loop at every step, but keeps
+// a variable in a register.
+var lanesVar, blocksVar uint64 = lanes4, blocks4
 
 var (
-	// tagOf[w] has bit i set when w == Tags[i].
+	// tagOf[w] has bit i set when w == tags[i].
 	tagOf [256]uint16
 	// simStep describes the 8 windows that end in a byte cur, given the byte
 	// prev before it: the windows starting at bits 1…7 of prev, and cur. It
 	// is indexed with (prev | cur<<8) & 0xff7f: the two bytes read
 	// little-endian, without prev's top bit, which is in none of the windows.
-	// In lane i, bit 0 (the match bit) is set when Tags[i] matches any of the
-	// windows, and bit 1 when it matches but not the first one: counted at
-	// its first match, it then blocks windows of the next step. Bits 2 and 3
-	// are clear, so that e>>1 puts the blocking bits on the match bits and
-	// nothing else there (bit 3 receives the next lane's match bit, which the
-	// match bits ignore).
+	// In lane i, bit 0 (the count bit) is set when tags[i] matches any of the
+	// windows. The other bits are only for bordered tags: an unbordered tag
+	// cannot match again in the windows its last match blocks, so its blocks
+	// never matter. Bit 1 is set when the tag matches but not in the first
+	// window, so that, counted at its first match, it blocks windows of the
+	// next step; (e<<1)&blocks4 moves it to bit 2 to mark the tag blocked.
+	// Bit 2 is set when the tag matches in one of windows 0…6, the only ones
+	// a block can cover: e&blocked is not zero when a blocked tag matches
+	// where it might be blocked.
 	simStep [1 << 16]uint64
 )
 
+// bordered has bit i set when tags[i] is bordered: a proper prefix of its 8
+// bits equals a suffix, so that two of its matches can overlap.
+var bordered uint16
+
 func init() {
-	for i, t := range Tags {
+	for i, t := range tags {
 		tagOf[t] |= 1 << i
+		for l := 1; l < 8; l++ {
+			if t>>(8-l) == t&(1<<l-1) {
+				bordered |= 1 << i
+			}
+		}
 	}
 	for prev := range 128 {
 		for cur := range 256 {
@@ -113,7 +130,11 @@ func init() {
 				m |= tagOf[byte(v>>s)]
 			}
 			first := tagOf[byte(v>>7)]
-			simStep[prev|cur<<8] = spread4(m) | spread4(m&^first)<<1
+			var m06 uint16 // matches in windows 0…6
+			for s := 1; s < 8; s++ {
+				m06 |= tagOf[byte(v>>s)]
+			}
+			simStep[prev|cur<<8] = spread4(m) | spread4(m&^first&bordered)<<1 | spread4(m06&bordered)<<2
 		}
 	}
 }
@@ -133,15 +154,17 @@ func init() {
 // match is window 0. One table lookup gives both facts for all tags, as lanes.
 // The tags that block windows of the next step are kept as lanes too
 // (blocked), and a step needs the slow path, which looks at the windows of the
-// tags concerned one by one, only when a blocked tag matches in it. With the
-// tags chosen that is about one step in a hundred on random data and rarer on
-// text and executables; it is every step in a run of zero bytes, for which
-// the slow path has a short cut.
+// tags concerned one by one, only when a blocked tag matches in a window its
+// block might cover (0…6). Only the bordered tags, 0x00, 'e' and 't', are
+// ever marked blocked, so that happens in about one step in three hundred on
+// random data and hardly ever on text. It happens at every step of a run of
+// zero bytes that does not start on a byte boundary; such runs are skipped
+// in one go.
 type simiHash struct {
 	n int64  // bytes seen
 	v uint32 // the last three bytes seen, the last one lowest
 
-	blocked uint64 // bit 0 of lane i set when Tags[i] blocks windows of the next step
+	blocked uint64 // bit 2 of lane i set when tags[i] blocks windows of the next step
 	// The slow path records the exact state of the tags it handled: state[i]
 	// is valid for tag i when bit i of stateTags is set and the slow step was
 	// the previous one (at byte stateAt). The state of the other blocked tags
@@ -173,10 +196,26 @@ func (s *simiHash) write(b []byte) {
 	base := s.n - 2 // stream index of b[0]
 	for i := 2; i < len(b); {
 		i += s.fast(b[i-2:])
-		if i < len(b) {
-			v := uint32(b[i-2])<<16 | uint32(b[i-1])<<8 | uint32(b[i])
-			s.slowStep(v, base+int64(i))
-			i++
+		if i >= len(b) {
+			break
+		}
+		v := uint32(b[i-2])<<16 | uint32(b[i-1])<<8 | uint32(b[i])
+		s.slowStep(v, base+int64(i))
+		i++
+		if v&0x7fff == 0 {
+			// A run of zero bytes, with 0x00 blocked (it is the only
+			// tag that matches 0x00 windows). At every further zero
+			// byte 0x00 counts once, at the first window its state
+			// leaves open, and its state stays the same; no other tag
+			// matches. So the state recorded for this step holds to
+			// the end of the run.
+			k := i
+			for k < len(b) && b[k] == 0 {
+				k++
+			}
+			s.counts[0] += uint64(k - i)
+			s.stateAt += int64(k - i)
+			i = k
 		}
 	}
 	s.n = base + int64(len(b))
@@ -186,37 +225,29 @@ func (s *simiHash) write(b []byte) {
 // fast scans the steps of b[2:], whose previous bytes are b[0] and b[1], up to
 // the first in which a blocked tag matches, and returns how many it scanned.
 func (s *simiHash) fast(b []byte) int {
-	tab, lanes := &simStep, lanesVar
-	acc, blocked, pend := s.acc, s.blocked, s.pend
-	done := 0
-	for {
-		// At most 15-pend steps before acc must be flushed; g[j] is the
-		// byte of step j-2.
-		g := b[:min(len(b), 17-pend)]
-		j := 2
-		for ; j < len(g); j++ {
-			e := tab[(uint(g[j-1])|uint(g[j])<<8)&0xff7f]
-			if e&blocked != 0 {
-				break
-			}
-			blocked = e >> 1
-			acc += e & lanes
-		}
-		n := j - 2
-		done += n
-		pend += n
-		if pend == 15 {
-			s.acc = acc
-			s.flush()
-			acc, pend = 0, 0
-		}
-		if j < len(g) || j == len(b) {
+	const nib = 0x0f0f0f0f0f0f0f0f
+	tab, lanes, blocks := &simStep, lanesVar, blocksVar
+	acc, blocked := s.acc, s.blocked
+	left := 15 - s.pend // steps before acc must be flushed
+	j := 2
+	for ; j < len(b); j++ {
+		e := tab[(uint(b[j-1])|uint(b[j])<<8)&0xff7f]
+		if e&blocked != 0 {
 			break
 		}
-		b = b[n:]
+		blocked = e << 1 & blocks
+		acc += e & lanes
+		if left--; left == 0 {
+			s.acc8[0] += acc & nib
+			s.acc8[1] += acc >> 4 & nib
+			acc, left = 0, 15
+			if s.flushes++; s.flushes == 17 {
+				s.flush8()
+			}
+		}
 	}
-	s.acc, s.blocked, s.pend = acc, blocked, pend
-	return done
+	s.acc, s.blocked, s.pend = acc, blocked, 15-left
+	return j - 2
 }
 
 // step scans one byte c, which continues the stream.
@@ -228,7 +259,7 @@ func (s *simiHash) step(c byte) {
 		// The first byte is the only window that ends in it: window 7,
 		// which blocks 7 windows of the next step.
 		m := tagOf[c]
-		s.blocked = spread4(m)
+		s.blocked = spread4(m&bordered) << 2
 		s.stateTags, s.stateAt = m, 0
 		if m != 0 {
 			s.state[bits.TrailingZeros16(m)] = 7
@@ -241,7 +272,7 @@ func (s *simiHash) step(c byte) {
 		s.slowStep(v, at)
 		return
 	}
-	s.blocked = e >> 1
+	s.blocked = e << 1 & blocks4
 	s.count(e & lanes4)
 }
 
@@ -289,20 +320,16 @@ func (s *simiHash) sum() SumTable {
 // windows returns, for the step whose byte is the lowest of v, a mask with bit
 // r set when window r equals tag.
 func windows(v uint32, tag byte) uint8 {
-	if v&0x7fff == 0 {
-		// Fifteen zero bits: every window is 0x00.
-		if tag == 0 {
-			return 0xff
-		}
-		return 0
-	}
-	var m uint32
-	for r := range 8 {
-		// 1 when the window equals tag: x-1 borrows only from x == 0.
-		x := uint32(byte(v>>(7-r)) ^ tag)
-		m |= (x - 1) >> 31 << r
-	}
-	return uint8(m)
+	// Byte r of w is window r.
+	x := uint64(v & 0xffff)
+	w := x>>7&0xff | x>>6&0xff<<8 | x>>5&0xff<<16 | x>>4&0xff<<24 |
+		x>>3&0xff<<32 | x>>2&0xff<<40 | x>>1&0xff<<48 | x&0xff<<56
+	// Set the top bit of exactly the bytes of z that are zero, then gather
+	// the top bits into one byte (bit 8r+7 goes to bit 56+r).
+	const lo7 = 0x7f7f7f7f7f7f7f7f
+	z := w ^ uint64(tag)*0x0101010101010101
+	y := ^((z&lo7 + lo7) | z | lo7)
+	return uint8((y >> 7) * 0x0102040810204080 >> 56)
 }
 
 // slowStep scans a step in which some matching tags are blocked. v holds the
@@ -312,13 +339,13 @@ func (s *simiHash) slowStep(v uint32, at int64) {
 	e := simStep[(v>>8&0x7f)|(v&0xff)<<8]
 	conflict := e & s.blocked
 	count := e & lanes4
-	next := e >> 1 // the unblocked tags, as on the fast path
+	next := e << 1 & blocks4 // the unblocked tags, as on the fast path
 	exact := s.stateAt == at-1
 	handled := uint16(0)
 	for conflict != 0 {
 		i := bits.TrailingZeros64(conflict) / 4
-		lane := uint64(1) << (4 * i)
-		conflict &^= lane
+		countBit, blockBit := uint64(1)<<(4*i), uint64(4)<<(4*i)
+		conflict &^= blockBit
 		handled |= 1 << i
 		var r uint8 // windows of this step blocked for tag i
 		if exact && s.stateTags&(1<<i) != 0 {
@@ -326,21 +353,21 @@ func (s *simiHash) slowStep(v uint32, at int64) {
 		} else {
 			// The previous step was fast for this tag: it counted at its
 			// first matching window r, and so blocks r windows.
-			r = uint8(bits.TrailingZeros8(windows(v>>8, Tags[i])))
+			r = uint8(bits.TrailingZeros8(windows(v>>8, tags[i])))
 		}
-		open := windows(v, Tags[i]) &^ (1<<r - 1)
+		open := windows(v, tags[i]) &^ (1<<r - 1)
 		if open == 0 {
-			count &^= lane // every match is blocked: none counts
-			next &^= lane
+			count &^= countBit // every match is blocked: none counts
+			next &^= blockBit
 			s.state[i] = 0
 			continue
 		}
 		w := uint8(bits.TrailingZeros8(open))
 		s.state[i] = w
 		if w == 0 {
-			next &^= lane
+			next &^= blockBit
 		} else {
-			next |= lane
+			next |= blockBit
 		}
 	}
 	s.stateTags, s.stateAt = handled, at

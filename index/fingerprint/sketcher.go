@@ -37,8 +37,10 @@ const writeBlock = 64 << 10
 // MaxChunk bytes (chunks) or 2·Window bytes (manber) of the stream plus a few
 // KiB of state, however long the stream is.
 //
-// A Sketcher is not safe for concurrent use; distinct Sketchers are
-// independent.
+// Create Sketchers with NewSketcher; the zero Sketcher is not usable. A
+// Sketcher is not safe for concurrent use; distinct Sketchers are independent
+// and may run on different goroutines (the tables they share, about 512 KiB
+// built when the package is initialized, are read-only).
 type Sketcher struct {
 	params Params
 	scan   scanner // nil when there is no emit callback

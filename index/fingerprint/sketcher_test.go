@@ -163,8 +163,8 @@ func checkInvariants(p Params, data []byte, fps []Fingerprint) error {
 				return fmt.Errorf("#%d %+v: a gap after the previous chunk, which ends at %d", i, f, end)
 			}
 			last := i == len(fps)-1
-			if f.Len == 0 || f.Len > uint32(p.MaxChunk) || (!last && f.Len < uint32(p.MinChunk)) {
-				return fmt.Errorf("#%d %+v: length outside [%d, %d]", i, f, p.MinChunk, p.MaxChunk)
+			if f.Len == 0 || f.Len > uint32(p.MaxChunk) || (!last && f.Len <= uint32(p.MinChunk)) {
+				return fmt.Errorf("#%d %+v: length outside (%d, %d]", i, f, p.MinChunk, p.MaxChunk)
 			}
 			if h := xxh3.Hash(data[f.Offset : f.Offset+int64(f.Len)]); h != f.Hash {
 				return fmt.Errorf("#%d %+v: hash is not the chunk's xxh3 %#x", i, f, h)
@@ -388,11 +388,23 @@ func TestSkewKey(t *testing.T) {
 	if got := SkewKey(s); got != math.MaxUint32 {
 		t.Errorf("SkewKey does not saturate: %d", got)
 	}
-	if Tags[0] != 0 || Tags[1] != 'e' || Tags[2] != 't' {
-		t.Errorf("the skew-key tags moved: % x", Tags[:4])
+	if tags[0] != 0 || tags[1] != 'e' || tags[2] != 't' {
+		t.Errorf("the skew-key tags moved: % x", tags[:4])
+	}
+	for i, t8 := range tags {
+		if bordered := func() bool {
+			for l := 1; l < 8; l++ {
+				if t8>>(8-l) == t8&(1<<l-1) {
+					return true
+				}
+			}
+			return false
+		}(); bordered != (i < 3) {
+			t.Errorf("tag %#02x: bordered %v, want %v (only 0x00, 'e' and 't' may be)", t8, bordered, i < 3)
+		}
 	}
 	seen := map[byte]bool{}
-	for _, t8 := range Tags {
+	for _, t8 := range tags {
 		for k := range 8 {
 			r := t8<<k | t8>>(8-k)
 			if seen[r] && r != 0 {

@@ -1,0 +1,6 @@
+//go:build !race
+
+package fingerprint
+
+// memTestBytes is how much TestBoundedMemory streams.
+const memTestBytes = 4 << 30
