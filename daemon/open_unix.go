@@ -3,6 +3,7 @@
 package daemon
 
 import (
+	"errors"
 	"os"
 	"syscall"
 )
@@ -14,7 +15,7 @@ func openNoFollow(path string) (*os.File, error) {
 }
 
 // isSymlinkErr reports whether err says the opened path was a symlink.
-func isSymlinkErr(err error) bool { return errorsIs(err, syscall.ELOOP) }
+func isSymlinkErr(err error) bool { return errors.Is(err, syscall.ELOOP) }
 
 // fileID returns the device and inode of a file.
 func fileID(fi os.FileInfo) (dev, ino uint64) {

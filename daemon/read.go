@@ -23,13 +23,11 @@ var (
 	errTooLarge   = errors.New("larger than the size limit")
 )
 
-func errorsIs(err, target error) bool { return errors.Is(err, target) }
-
 // reader reads and fingerprints files. One reader serves one worker; it
 // reuses its buffer and collector between files.
 type reader struct {
 	params  fingerprint.Params
-	maxSize int64 // negative: no limit
+	maxSize int64   // negative: no limit
 	bufp    *[]byte // from bufPool; returned by close
 	buf     []byte
 	col     fingerprint.Collector

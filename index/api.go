@@ -19,7 +19,9 @@ var (
 	ErrLocked = errors.New("index: database is in use by another process")
 	// ErrNotFound: no file with that path is indexed.
 	ErrNotFound = errors.New("index: no such file")
-	// ErrCorrupt: the database holds something that cannot be decoded.
+	// ErrCorrupt: the database holds something that cannot be decoded, or
+	// was written in another format (by another version of sif). The cure
+	// is to move the index aside and rebuild it.
 	ErrCorrupt = errors.New("index: corrupt")
 	// ErrBadQuery: the query or its options are invalid.
 	ErrBadQuery = errors.New("index: bad query")
@@ -42,7 +44,9 @@ type Options struct {
 	ReadOnly bool
 	// Logger receives the index's log lines; nil discards them.
 	Logger *slog.Logger
-	// CacheSize is Pebble's block cache in bytes; 0 means 32 MiB.
+	// CacheSize is the memory, in bytes, of Pebble's block cache and its
+	// memtables together (Pebble charges memtables to the cache); 0 means
+	// DefaultCacheSize.
 	CacheSize int64
 }
 
@@ -63,7 +67,7 @@ type FileRecord struct {
 	FileMeta
 	fingerprint.Summary
 	Weight   uint64 // total feature weight
-	Features uint32 // number of distinct features
+	Features uint32 // number of distinct features (fingerprint keys, doc.go)
 }
 
 // Query is a file to find matches for: its sketch, and optionally its path
@@ -91,8 +95,8 @@ type QueryOptions struct {
 	SameType bool
 	// PathPrefix keeps only candidates whose path starts with it.
 	PathPrefix string
-	// MaxDF skips features that occur in more than MaxDF files; 0 means
-	// DefaultMaxDF, negative means no cap.
+	// MaxDF skips features whose fingerprint key occurs in more than MaxDF
+	// files; 0 means DefaultMaxDF, negative means no cap.
 	MaxDF int
 	// MinFeatures is the fewest query features that carry evidence; 0 means
 	// DefaultMinFeatures.
@@ -120,8 +124,8 @@ type Match struct {
 // Result answers a one-against-all query.
 type Result struct {
 	Matches []Match // by containment, then shared weight, descending; identical files first
-	// QueryFeatures is the number of distinct query features, and
-	// QueryWeight their total weight.
+	// QueryFeatures is the number of distinct query features (fingerprint
+	// keys, doc.go), and QueryWeight their total weight.
 	QueryFeatures int
 	QueryWeight   uint64
 	// Skipped counts query features skipped because they occur in more than
@@ -173,10 +177,13 @@ type DupeSet struct {
 
 // Stats counts what an index holds.
 type Stats struct {
-	Params       fingerprint.Params
-	Files        uint64
-	Features     uint64 // distinct (file, fingerprint) postings
-	Fingerprints uint64 // distinct fingerprints
+	Params   fingerprint.Params
+	Files    uint64
+	Features uint64 // distinct (file, fingerprint key) postings
+	// Fingerprints is always 0: distinct fingerprints are not tracked (that
+	// would cost a read per write); sifd check counts them
+	// (CheckReport.Fingerprints).
+	Fingerprints uint64
 	Bytes        uint64 // total size of indexed files
 	DiskBytes    uint64 // database size on disk
 }
@@ -185,7 +192,7 @@ type Stats struct {
 type CheckReport struct {
 	Files        uint64
 	Postings     uint64
-	Fingerprints uint64
+	Fingerprints uint64   // distinct fingerprint keys among the postings
 	Problems     []string // empty when the index is consistent; capped at MaxProblems
 	More         int      // problems found beyond the cap
 }

@@ -21,16 +21,15 @@ import (
 //   - every record has a forward list, every forward list a record, and a
 //     record's weight and number of features are what its forward list gives;
 //   - every posting belongs to a live file whose forward list holds that
-//     hash with that count (and length), and every forward entry has its
+//     fingerprint key with that weight, and every forward entry has its
 //     posting;
-//   - every fingerprint file-count equals the number of postings of its
-//     hash, and no count is left without postings;
 //   - the metadata is present and decodes, and no key has an unknown prefix.
 //
-// Undecodable values are reported as problems, not returned as errors. Each
-// problem is one line naming the key (path, file id, hash in hex); after
-// MaxProblems they are only counted, in More. The error is for failures to
-// read the database.
+// The report counts the distinct fingerprint keys of the postings in
+// Fingerprints. Undecodable values are reported as problems, not returned as
+// errors. Each problem is one line naming the key (path, file id,
+// fingerprint key in hex); after MaxProblems they are only counted, in More.
+// The error is for failures to read the database.
 func (ix *Index) Check() (*CheckReport, error) {
 	if err := ix.acquire(); err != nil {
 		return nil, fmt.Errorf("index.Check: %w", err)
@@ -67,9 +66,9 @@ type checkedRecord struct {
 	hasStrong  bool
 	hasForward bool
 	// The forward list, read along with the postings: fwd decodes it and
-	// cur is its next feature not yet matched with a posting.
+	// cur is its next entry not yet matched with a posting.
 	fwd    forwardReader
-	cur    fingerprint.Feature
+	cur    entry
 	curOK  bool
 	broken bool // the forward list does not decode: do not match postings against it
 }
@@ -148,7 +147,7 @@ func (c *checker) checkPrefixes() error {
 		return err
 	}
 	defer it.Close()
-	known := []byte{prefixPosting, prefixDF, prefixForward, prefixMeta, prefixPath, prefixRecord, prefixStrong}
+	known := []byte{prefixPosting, prefixForward, prefixMeta, prefixPath, prefixRecord, prefixStrong}
 	for ok := it.First(); ok; {
 		k := it.Key()
 		if len(k) > 0 && bytes.IndexByte(known, k[0]) >= 0 {
@@ -252,105 +251,65 @@ func (c *checker) checkForward() error {
 			return nil
 		}
 		rec.hasForward = true
-		features, err := decodeForward(v, c.ix.knowsLengths)
+		es, err := decodeForward(v)
 		if err != nil {
 			c.problem("forward list of file id %d (%q): %v", id, rec.path, err)
 			rec.broken = true
 			return nil
 		}
 		if rec.path != "?" {
-			if w := totalWeight(c.ix.params, features); w != rec.weight {
+			if w := totalWeight(es); w != rec.weight {
 				c.problem("file id %d (%q): record weight %d, forward list gives %d", id, rec.path, rec.weight, w)
 			}
-			if n := uint32(len(features)); n != rec.features {
+			if n := uint32(len(es)); n != rec.features {
 				c.problem("file id %d (%q): record says %d features, forward list holds %d", id, rec.path, rec.features, n)
 			}
 		}
-		rec.fwd = newForwardReader(bytes.Clone(v), c.ix.knowsLengths)
+		rec.fwd = newForwardReader(bytes.Clone(v))
 		rec.cur, rec.curOK = rec.fwd.next()
 		return nil
 	})
 }
 
-// checkPostings walks the postings in hash order alongside the file-counts,
-// matching each posting with the next entry of its file's forward list.
+// checkPostings walks the postings in fingerprint-key order, matching each
+// posting with the next entry of its file's forward list, and counts the
+// distinct fingerprint keys.
 func (c *checker) checkPostings() error {
-	lo, hi := keyspace(prefixDF)
-	dit, err := c.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-	if err != nil {
-		return err
-	}
-	defer dit.Close()
-	dit.First()
-
 	var (
-		curHash uint64
-		n       int64 // postings of curHash
-		have    bool
+		curKey uint32
+		have   bool
 	)
-	endHash := func() error {
-		if !have {
-			return nil
-		}
-		c.rep.Fingerprints++
-		if err := c.countsBefore(dit, curHash, true); err != nil {
-			return err
-		}
-		var got int64
-		if dit.Valid() {
-			if h, err := parseDFKey(dit.Key()); err == nil && h == curHash {
-				v, err := dit.ValueAndErr()
-				if err != nil {
-					return err
-				}
-				if got, err = decodeCount(v); err != nil {
-					c.problem("file-count %016x: %v", curHash, err)
-					got = n
-				}
-				dit.Next()
-			}
-		}
-		if got != n {
-			c.problem("file-count %016x: %d, but %d files hold the fingerprint", curHash, got, n)
-		}
-		return nil
-	}
-
-	lo, hi = keyspace(prefixPosting)
-	err = scan(c.r, lo, hi, func(k, v []byte) error {
+	lo, hi := keyspace(prefixPosting)
+	err := scan(c.r, lo, hi, func(k, v []byte) error {
 		c.rep.Postings++
-		hash, id, err := parsePostingKey(k)
+		key, id, err := parsePostingKey(k)
 		if err != nil {
 			c.problem("posting key %x: %v", k, err)
 			return nil
 		}
-		if !have || hash != curHash {
-			if err := endHash(); err != nil {
-				return err
-			}
-			curHash, n, have = hash, 0, true
+		if !have || key != curKey {
+			c.rep.Fingerprints++
+			curKey, have = key, true
 		}
-		n++
-		p, err := decodePosting(v, c.ix.knowsLengths)
+		w, err := decodePosting(v)
 		if err != nil {
-			c.problem("posting %016x/%d: %v", hash, id, err)
+			c.problem("posting %08x/%d: %v", key, id, err)
 		}
 		rec := c.records[id]
 		switch {
 		case rec == nil:
-			c.problem("posting %016x/%d: file id %d has no record", hash, id, id)
+			c.problem("posting %08x/%d: file id %d has no record", key, id, id)
 			return nil
 		case !rec.hasForward || rec.broken:
 			return nil
 		}
-		c.forwardBefore(id, rec, hash)
-		if !rec.curOK || rec.cur.Hash != hash {
-			c.problem("posting %016x/%d: file id %d (%q) does not hold %016x in its forward list", hash, id, id, rec.path, hash)
+		c.forwardBefore(id, rec, key)
+		if !rec.curOK || rec.cur.key != key {
+			c.problem("posting %08x/%d: file id %d (%q) does not hold %08x in its forward list", key, id, id, rec.path, key)
 			return nil
 		}
-		if err == nil && (p.Count != rec.cur.Count || p.Len != rec.cur.Len) {
-			c.problem("posting %016x/%d: count %d length %d, the forward list of %q says count %d length %d",
-				hash, id, p.Count, p.Len, rec.path, rec.cur.Count, rec.cur.Len)
+		if err == nil && w != rec.cur.weight {
+			c.problem("posting %08x/%d: weight %d, the forward list of %q says %d", key, id, w, rec.path, rec.cur.weight)
 		}
 		rec.cur, rec.curOK = rec.fwd.next()
 		return nil
@@ -358,13 +317,7 @@ func (c *checker) checkPostings() error {
 	if err != nil {
 		return err
 	}
-	if err := endHash(); err != nil {
-		return err
-	}
-	// File-counts after the last posting, and forward entries never matched.
-	if err := c.countsBefore(dit, 0, false); err != nil {
-		return err
-	}
+	// Forward entries never matched.
 	ids := make([]uint32, 0, len(c.records))
 	for id := range c.records {
 		ids = append(ids, id)
@@ -373,7 +326,7 @@ func (c *checker) checkPostings() error {
 	for _, id := range ids {
 		if rec := c.records[id]; rec.hasForward && !rec.broken {
 			for rec.curOK {
-				c.problem("file id %d (%q): forward entry %016x has no posting", id, rec.path, rec.cur.Hash)
+				c.problem("file id %d (%q): forward entry %08x has no posting", id, rec.path, rec.cur.key)
 				rec.cur, rec.curOK = rec.fwd.next()
 			}
 		}
@@ -381,36 +334,11 @@ func (c *checker) checkPostings() error {
 	return nil
 }
 
-// forwardBefore reports and skips the forward entries of rec below hash:
-// postings come in hash order, so they have none.
-func (c *checker) forwardBefore(id uint32, rec *checkedRecord, hash uint64) {
-	for rec.curOK && rec.cur.Hash < hash {
-		c.problem("file id %d (%q): forward entry %016x has no posting", id, rec.path, rec.cur.Hash)
+// forwardBefore reports and skips the forward entries of rec below key:
+// postings come in key order, so they have none.
+func (c *checker) forwardBefore(id uint32, rec *checkedRecord, key uint32) {
+	for rec.curOK && rec.cur.key < key {
+		c.problem("file id %d (%q): forward entry %08x has no posting", id, rec.path, rec.cur.key)
 		rec.cur, rec.curOK = rec.fwd.next()
 	}
-}
-
-// countsBefore reports and skips the file-counts below hash (all of them
-// when !bounded): fingerprints no posting holds must have no count.
-func (c *checker) countsBefore(dit *pebble.Iterator, hash uint64, bounded bool) error {
-	for ; dit.Valid(); dit.Next() {
-		h, err := parseDFKey(dit.Key())
-		if err != nil {
-			c.problem("file-count key %x: %v", dit.Key(), err)
-			continue
-		}
-		if bounded && h >= hash {
-			break
-		}
-		v, err := dit.ValueAndErr()
-		if err != nil {
-			return err
-		}
-		if n, err := decodeCount(v); err != nil {
-			c.problem("file-count %016x: %v", h, err)
-		} else if n != 0 {
-			c.problem("file-count %016x: %d, but no file holds the fingerprint", h, n)
-		}
-	}
-	return dit.Error()
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // corruptFixture is a small chunks index: /a (id 1) holds hashes 0x10, 0x20
-// (twice) and 0x30; /b (id 2) holds 0x20 and 0x40.
+// (twice) and 0x30, of lengths 17, 33 and 49 (weight 132); /b (id 2) holds
+// 0x20 and 0x40, of lengths 33 and 65 (weight 98).
 func corruptFixture(t *testing.T) *index.Index {
 	ix := openMem(t, nil, chunks)
 	a := sketchOf(chunks, "a", 100, fingerprint.Feature{Hash: 0x10, Count: 1}, fingerprint.Feature{Hash: 0x20, Count: 2}, fingerprint.Feature{Hash: 0x30, Count: 1})
@@ -27,7 +28,8 @@ func corruptFixture(t *testing.T) *index.Index {
 }
 
 func TestCheckCatchesCorruption(t *testing.T) {
-	pv := func(count, length uint32) []byte { return index.PostingValue(count, length, true) }
+	pv := index.PostingValue
+	k := index.FingerprintKey
 	rec := func(t *testing.T, ix *index.Index, path string) index.FileRecord {
 		r, err := ix.Lookup(path)
 		if err != nil {
@@ -40,21 +42,24 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		corrupt func(t *testing.T, ix *index.Index) error
 		want    []string // each must appear in some problem line
 	}{
-		{"posting of a hash the file does not hold", func(t *testing.T, ix *index.Index) error {
-			return ix.RawSet(index.PostingKey(0x50, 1), pv(1, 81))
-		}, []string{"posting 0000000000000050/1", "does not hold", "file-count 0000000000000050: 0, but 1 files"}},
+		{"posting of a fingerprint the file does not hold", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.PostingKey(k(0x50), 1), pv(81))
+		}, []string{fmt.Sprintf("posting %08x/1: file id 1 (\"/a\") does not hold %08x", k(0x50), k(0x50))}},
 		{"posting of a missing file", func(t *testing.T, ix *index.Index) error {
-			return ix.RawSet(index.PostingKey(0x10, 7), pv(1, 17))
-		}, []string{"posting 0000000000000010/7: file id 7 has no record"}},
+			return ix.RawSet(index.PostingKey(k(0x10), 7), pv(17))
+		}, []string{fmt.Sprintf("posting %08x/7: file id 7 has no record", k(0x10))}},
 		{"missing posting", func(t *testing.T, ix *index.Index) error {
-			return ix.RawDelete(index.PostingKey(0x30, 1))
-		}, []string{"file id 1 (\"/a\"): forward entry 0000000000000030 has no posting", "file-count 0000000000000030: 1, but no file holds"}},
-		{"posting with the wrong count", func(t *testing.T, ix *index.Index) error {
-			return ix.RawSet(index.PostingKey(0x20, 1), pv(3, 33))
-		}, []string{"posting 0000000000000020/1: count 3 length 33", "count 2 length 33"}},
+			return ix.RawDelete(index.PostingKey(k(0x30), 1))
+		}, []string{fmt.Sprintf("file id 1 (\"/a\"): forward entry %08x has no posting", k(0x30))}},
+		{"posting with the wrong weight", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.PostingKey(k(0x20), 1), pv(99))
+		}, []string{fmt.Sprintf("posting %08x/1: weight 99, the forward list of \"/a\" says 66", k(0x20))}},
 		{"undecodable posting", func(t *testing.T, ix *index.Index) error {
-			return ix.RawSet(index.PostingKey(0x20, 2), []byte{0x80})
-		}, []string{"posting 0000000000000020/2:", "corrupt"}},
+			return ix.RawSet(index.PostingKey(k(0x20), 2), []byte{0x80})
+		}, []string{fmt.Sprintf("posting %08x/2:", k(0x20)), "corrupt"}},
+		{"posting of weight 1 not stored empty", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.PostingKey(k(0x20), 2), []byte{1})
+		}, []string{fmt.Sprintf("posting %08x/2:", k(0x20)), "corrupt"}},
 		{"missing forward list", func(t *testing.T, ix *index.Index) error {
 			return ix.RawDelete(index.ForwardKey(2))
 		}, []string{"file id 2 (\"/b\"): no forward list"}},
@@ -62,21 +67,15 @@ func TestCheckCatchesCorruption(t *testing.T) {
 			return ix.RawSet(index.ForwardKey(1), []byte{3, 1})
 		}, []string{"forward list of file id 1 (\"/a\")", "corrupt"}},
 		{"forward list of a missing file", func(t *testing.T, ix *index.Index) error {
-			return ix.RawSet(index.ForwardKey(9), index.EncodeForward(nil, true))
+			return ix.RawSet(index.ForwardKey(9), index.EncodeForward(nil))
 		}, []string{"forward list of file id 9: no record"}},
 		{"forward list that disagrees with the record", func(t *testing.T, ix *index.Index) error {
-			return ix.RawSet(index.ForwardKey(2), index.EncodeForward([]fingerprint.Feature{{Hash: 0x20, Count: 1, Len: 33}}, true))
+			return ix.RawSet(index.ForwardKey(2), index.EncodeForward([]index.Entry{{Key: k(0x20), Weight: 33}}))
 		}, []string{"file id 2 (\"/b\"): record weight 98, forward list gives 33", "record says 2 features, forward list holds 1",
-			"posting 0000000000000040/2: file id 2 (\"/b\") does not hold"}},
-		{"file-count off by one", func(t *testing.T, ix *index.Index) error {
-			return ix.RawMergeCount(0x20, 1)
-		}, []string{"file-count 0000000000000020: 3, but 2 files hold the fingerprint"}},
-		{"file-count without postings", func(t *testing.T, ix *index.Index) error {
-			return ix.RawMergeCount(0x99, 2)
-		}, []string{"file-count 0000000000000099: 2, but no file holds the fingerprint"}},
-		{"missing file-count", func(t *testing.T, ix *index.Index) error {
-			return ix.RawDelete(index.DFKey(0x40))
-		}, []string{"file-count 0000000000000040: 0, but 1 files hold"}},
+			fmt.Sprintf("posting %08x/2: file id 2 (\"/b\") does not hold", k(0x40))}},
+		{"key of format version 1's file-counts", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet([]byte{'d', 0, 0, 0, 0, 0, 0, 0, 0x20}, []byte{2})
+		}, []string{"key 640000000000000020: unknown prefix"}},
 		{"missing path key", func(t *testing.T, ix *index.Index) error {
 			return ix.RawDelete(index.PathKey("/a"))
 		}, []string{"file id 1 (\"/a\"): no path key"}},
@@ -91,7 +90,8 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		}, []string{"path \"/b\":", "file id 2 (\"/b\"): no path key"}},
 		{"missing record", func(t *testing.T, ix *index.Index) error {
 			return ix.RawDelete(index.RecordKey(2))
-		}, []string{"path \"/b\": file id 2 has no record", "forward list of file id 2: no record", "posting 0000000000000040/2: file id 2 has no record"}},
+		}, []string{"path \"/b\": file id 2 has no record", "forward list of file id 2: no record",
+			fmt.Sprintf("posting %08x/2: file id 2 has no record", k(0x40))}},
 		{"undecodable record", func(t *testing.T, ix *index.Index) error {
 			return ix.RawSet(index.RecordKey(1), []byte{1, 5})
 		}, []string{"file id 1: record:", "corrupt"}},
@@ -138,7 +138,7 @@ func TestCheckCatchesCorruption(t *testing.T) {
 func TestCheckCapsProblems(t *testing.T) {
 	ix := corruptFixture(t)
 	for i := 0; i < index.MaxProblems+20; i++ {
-		if err := ix.RawSet(index.PostingKey(uint64(0x1000+i), 9), index.PostingValue(1, 5, true)); err != nil {
+		if err := ix.RawSet(index.PostingKey(uint32(0x1000+i), 9), index.PostingValue(5)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -146,11 +146,11 @@ func TestCheckCapsProblems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each bad posting gives two problems: no record, and no file-count.
-	if len(rep.Problems) != index.MaxProblems || rep.More != 2*(index.MaxProblems+20)-index.MaxProblems {
-		t.Fatalf("%d problems and %d more, want %d and %d", len(rep.Problems), rep.More, index.MaxProblems, 2*(index.MaxProblems+20)-index.MaxProblems)
+	// Each bad posting gives one problem: no record.
+	if len(rep.Problems) != index.MaxProblems || rep.More != 20 {
+		t.Fatalf("%d problems and %d more, want %d and 20", len(rep.Problems), rep.More, index.MaxProblems)
 	}
-	if rep.Postings != uint64(5+index.MaxProblems+20) || rep.Files != 2 {
+	if rep.Postings != uint64(5+index.MaxProblems+20) || rep.Fingerprints != uint64(4+index.MaxProblems+20) || rep.Files != 2 {
 		t.Fatalf("report counts %+v", rep)
 	}
 }
@@ -168,7 +168,7 @@ func TestCorruptionIsAnError(t *testing.T) {
 	if _, err := ix.Put(index.FileMeta{Path: "/a"}, sketchOf(chunks, "x", 1)); !errors.Is(err, index.ErrCorrupt) {
 		t.Fatalf("put over a corrupt record: %v", err)
 	}
-	if err := ix.RawSet(index.PostingKey(0x40, 2), []byte{0}); err != nil {
+	if err := ix.RawSet(index.PostingKey(index.FingerprintKey(0x40), 2), []byte{0}); err != nil {
 		t.Fatal(err)
 	}
 	q := sketchOf(chunks, "q", 100, fingerprint.Feature{Hash: 0x40, Count: 1})

@@ -13,57 +13,82 @@
 //     in increasing order and never reused while the file lives; replacing
 //     or renaming a file keeps its id. Postings and forward lists name files
 //     by id, so a rename touches only the path key and the record.
-//   - The forward list of a file is its features, sorted by hash. It is what
+//   - The fingerprint key of a 64-bit fingerprint hash is the high 32 bits of
+//     murmur3's fmix64 finalizer of it: a fixed bijective mixer, so the key
+//     draws on every bit of the hash (manber with mod_bits=30 makes hashes of
+//     22 significant bits) and keys are uniform. The index stores keys, not
+//     hashes.
+//   - Weight: what a feature counts for, per occurrence (1 for manber, the
+//     chunk length for chunks). A file's features are stored as entries, one
+//     per fingerprint key: the weight of an entry is the sum, over the
+//     file's features whose hashes map to that key, of count × weight.
+//     A file's weight is the sum of its entries' weights, and its number of
+//     features the number of its entries. Queries take the query's sketch
+//     the same way.
+//   - The shared weight of two files sums, over the fingerprint keys both
+//     hold, the lesser of their two weights. Without key collisions that is
+//     fingerprint.Compare's min(count in one, count in the other) × weight.
+//   - The forward list of a file is its entries, sorted by key. It is what
 //     lets a change remove the file's old postings without a scan.
-//   - A posting says "file id holds fingerprint hash, count times". There is
-//     one key per posting, and the postings of one fingerprint are adjacent,
-//     so Manber's all-against-all sort of fingerprints is a scan of the
-//     posting keyspace, and a query reads one short range per feature.
-//   - The fingerprint file-count (document frequency) of a hash is the number
-//     of files that hold it. Fingerprints held by very many files (licence
-//     blocks, templates, boilerplate) carry little evidence: queries and
-//     groups skip those above MaxDF.
+//   - A posting says "file id holds fingerprint key k, with this weight".
+//     There is one Pebble key per posting, and the postings of one
+//     fingerprint key are adjacent, so Manber's all-against-all sort of
+//     fingerprints is a scan of the posting keyspace, and a query reads one
+//     short range per entry.
+//   - The document frequency of a fingerprint key is the number of files
+//     that hold it: the length of its run of postings, which queries and
+//     groups count as they read it; it is not stored. Fingerprints held by
+//     very many files (licence blocks, templates, boilerplate) carry little
+//     evidence: queries and groups skip those above MaxDF.
 //   - The identical-content key of a file joins its strong hash to its id, so
 //     identical files are found without reading any posting.
-//   - Weight: what a feature counts for, per occurrence (1 for manber, the
-//     chunk length for chunks). A file's weight is the sum over its features
-//     of count × weight; the shared weight of two files sums min(count in
-//     one, count in the other) × weight over the features both hold.
 //   - Containment of a query in a file is the shared weight over the query's
 //     weight (Manber's percentage); reverse containment is over the file's
 //     weight; resemblance is shared over union weight. Identical files have
 //     equal strong hashes and sizes.
 //
-// Storage layout. Every key starts with a byte naming its keyspace; ids are
-// 4 bytes and hashes 8 bytes, big-endian, so keys sort numerically:
+// Key collisions. Two distinct hashes can map to one fingerprint key. Within
+// a file they merge into one entry. Across files, with F distinct
+// fingerprints in the index, a query fingerprint the index does not hold
+// matches some key by chance with probability about F/2^32: 0.2 % for 10
+// million fingerprints (roughly 4 GB of text at the default density). A
+// collision can only add a little spurious shared weight (the lesser of two
+// sums is at least the sum of the lessers), or a file to a key's document
+// frequency; weights and containment denominators are unchanged. Identical
+// files are found by their strong hash, not by fingerprints.
 //
-//	'm' "version"         format version (decimal text, now 1)
+// Storage layout. Every key starts with a byte naming its keyspace; ids and
+// fingerprint keys are 4 bytes, big-endian, so Pebble keys sort
+// numerically:
+//
+//	'm' "version"         format version (decimal text, now 2)
 //	'm' "params"          the normalized fingerprint.Params, JSON
 //	'p' path              file id (4 bytes); paths are raw bytes
 //	'r' id                file record: version byte 1, then varints
-//	'f' id                forward list: n, then per feature the hash delta
-//	                      from the previous one, the count, and the length
-//	                      when the scheme knows lengths (uvarints)
-//	'P' hash id           posting: count, and length when the scheme knows
-//	                      lengths (uvarints)
-//	'd' hash              fingerprint file-count: a signed varint, summed by
-//	                      the merge operator "sif.count.v1"; 0 means absent
+//	'f' id                forward list: n, then per entry the fingerprint
+//	                      key delta from the previous one (the first from
+//	                      0) and the weight (uvarints)
+//	'P' key id            posting (9 bytes): empty when the weight is 1
+//	                      (a manber fingerprint seen once in its file),
+//	                      else the weight (uvarint)
 //	's' strong(32) id     identical-content key, empty value
 //
-// Pebble's comparer ("sif.keys.v1") orders keys bytewise but takes the hash
-// of a posting key as its prefix, so a query's prefix seek on a fingerprint
-// skips, on their bloom filters, the tables that hold no posting of it. The
-// first file to gain a fingerprint sets its file-count to 1, the last to
-// lose it deletes the count, and the changes in between are merge operands
-// (merge.go says why).
+// Pebble's comparer ("sif.keys.v2") orders keys bytewise but takes 'P' and
+// the fingerprint key of a posting key as its prefix, so a query's prefix
+// seek on a fingerprint key skips, on their bloom filters, the tables that
+// hold no posting of it.
 //
 // Every change to one file (Put, Remove, Rename) is one atomic batch
 // carrying all the keys it touches, so after a crash the index holds each
-// file as it was before or after a change, never between. Batches commit
-// without fsync: the index is a cache of the disk, and Sync and Close make
-// it durable. Writes are serialized by a mutex; reads run concurrently, each
-// on one consistent view. Only one process may open the database (Pebble's
-// LOCK file): Open fails with ErrLocked otherwise. Check verifies every
-// invariant above; on corruption, the cure is to move the index aside and
-// rebuild it.
+// file as it was before or after a change, never between. A change reads
+// only the file's path key, record and forward list; its other writes are
+// blind. Batches commit without fsync: the index is a cache of the disk, and
+// Sync and Close make it durable. Writes are serialized by a mutex; reads
+// run concurrently, each on one consistent view. Only one process may open
+// the database (Pebble's LOCK file): Open fails with ErrLocked otherwise.
+// Check verifies every invariant above; on corruption, and for an index
+// written in another format (version 1 had 64-bit hashes in its keys and
+// stored document frequencies), the cure is to move the index aside and
+// rebuild it. Compact rewrites the database into its most compact form
+// after a bulk load.
 package index

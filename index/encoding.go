@@ -9,8 +9,11 @@ import (
 )
 
 // formatVersion is the layout version stored under the meta key "version".
-// Open refuses a database with another version.
-const formatVersion = 1
+// Open refuses a database with another version. Version 1 had 64-bit
+// fingerprint hashes in posting keys, counts and lengths in postings and
+// forward lists, and a keyspace of fingerprint file-counts kept by a merge
+// operator.
+const formatVersion = 2
 
 // recordVersion is the first byte of every encoded file record.
 const recordVersion = 1
@@ -99,7 +102,8 @@ func (d *decoder) done(what string) error {
 // Layout (version 1): version byte; path (uvarint length, bytes); size,
 // mtime (varints); dev, ino, mode (uvarints); summary size (varint); strong
 // hash (32 bytes); type (1 byte); 16 sum-table entries and the key
-// (uvarints); total weight and number of features (uvarints).
+// (uvarints); total weight and number of features, that is of forward
+// entries (uvarints).
 func encodeRecord(dst []byte, r *FileRecord) []byte {
 	dst = append(dst, recordVersion)
 	dst = binary.AppendUvarint(dst, uint64(len(r.Path)))
@@ -151,73 +155,65 @@ func decodeRecord(id uint32, v []byte) (FileRecord, error) {
 	return r, nil
 }
 
-// encodeForward appends the forward list of features (sorted by hash, no
-// hash twice) to dst: the number of features, then per feature the hash as
-// a delta from the previous one (the first from 0), the count, and the
-// length when knowsLengths.
-func encodeForward(dst []byte, features []fingerprint.Feature, knowsLengths bool) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(features)))
-	var prev uint64
-	for _, f := range features {
-		dst = binary.AppendUvarint(dst, f.Hash-prev)
-		prev = f.Hash
-		dst = binary.AppendUvarint(dst, uint64(f.Count))
-		if knowsLengths {
-			dst = binary.AppendUvarint(dst, uint64(f.Len))
-		}
+// encodeForward appends the forward list of es (canonical entries) to dst:
+// the number of entries, then per entry its fingerprint key as a delta from
+// the previous one (the first from 0) and its weight, all uvarints.
+func encodeForward(dst []byte, es []entry) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(es)))
+	var prev uint32
+	for _, e := range es {
+		dst = binary.AppendUvarint(dst, uint64(e.key-prev))
+		prev = e.key
+		dst = binary.AppendUvarint(dst, e.weight)
 	}
 	return dst
 }
 
-// forwardReader decodes a forward list one feature at a time, without
+// forwardReader decodes a forward list one entry at a time, without
 // allocating.
 type forwardReader struct {
-	d            decoder
-	left         uint64 // features not yet read
-	prev         uint64
-	first        bool
-	knowsLengths bool
+	d     decoder
+	left  uint64 // entries not yet read
+	prev  uint64
+	first bool
 }
 
-func newForwardReader(v []byte, knowsLengths bool) forwardReader {
-	r := forwardReader{d: decoder{b: v}, first: true, knowsLengths: knowsLengths}
+func newForwardReader(v []byte) forwardReader {
+	r := forwardReader{d: decoder{b: v}, first: true}
 	r.left = r.d.uvarint("forward list length")
-	// Each feature takes at least two bytes; a larger count is corrupt.
-	if r.d.err == nil && r.left > uint64(len(r.d.b)) {
+	// Each entry takes at least two bytes; a larger count is corrupt.
+	if r.d.err == nil && r.left > uint64(len(r.d.b))/2 {
 		r.d.fail("forward list length")
 		r.left = 0
 	}
 	return r
 }
 
-// len returns the number of features the list says it holds.
+// len returns the number of entries the list says it holds.
 func (r *forwardReader) len() uint64 { return r.left }
 
-// next returns the next feature; ok is false at the end or on error (see
-// err).
-func (r *forwardReader) next() (f fingerprint.Feature, ok bool) {
+// next returns the next entry; ok is false at the end or on error (see err).
+func (r *forwardReader) next() (e entry, ok bool) {
 	if r.left == 0 || r.d.err != nil {
-		return f, false
+		return e, false
 	}
 	r.left--
-	delta := r.d.uvarint("forward hash")
-	if !r.first && delta == 0 || r.prev+delta < r.prev {
+	delta := r.d.uvarint("forward key")
+	key := r.prev + delta
+	if !r.first && delta == 0 || delta > math.MaxUint32 || key > math.MaxUint32 {
 		r.d.fail("forward list order")
 	}
 	r.first = false
-	f.Hash = r.prev + delta
-	r.prev = f.Hash
-	f.Count = r.d.uint32("forward count")
-	if r.d.err == nil && f.Count == 0 {
-		r.d.fail("forward count (0)")
-	}
-	if r.knowsLengths {
-		f.Len = r.d.uint32("forward length")
+	r.prev = key
+	e.key = uint32(key)
+	e.weight = r.d.uvarint("forward weight")
+	if r.d.err == nil && e.weight == 0 {
+		r.d.fail("forward weight (0)")
 	}
 	if r.d.err != nil {
-		return fingerprint.Feature{}, false
+		return entry{}, false
 	}
-	return f, true
+	return e, true
 }
 
 // err returns the decoding error, including trailing bytes once the list has
@@ -230,15 +226,15 @@ func (r *forwardReader) err() error {
 }
 
 // decodeForward decodes a whole forward list. Errors wrap ErrCorrupt.
-func decodeForward(v []byte, knowsLengths bool) ([]fingerprint.Feature, error) {
-	r := newForwardReader(v, knowsLengths)
-	out := make([]fingerprint.Feature, 0, r.len())
+func decodeForward(v []byte) ([]entry, error) {
+	r := newForwardReader(v)
+	out := make([]entry, 0, r.len())
 	for {
-		f, ok := r.next()
+		e, ok := r.next()
 		if !ok {
 			break
 		}
-		out = append(out, f)
+		out = append(out, e)
 	}
 	if err := r.err(); err != nil {
 		return nil, err
@@ -246,43 +242,25 @@ func decodeForward(v []byte, knowsLengths bool) ([]fingerprint.Feature, error) {
 	return out, nil
 }
 
-// encodePosting appends a posting value: the feature's count in the file,
-// and its length when knowsLengths (so all-against-all runs can weigh a
-// posting without reading forward lists).
-func encodePosting(dst []byte, f fingerprint.Feature, knowsLengths bool) []byte {
-	dst = binary.AppendUvarint(dst, uint64(f.Count))
-	if knowsLengths {
-		dst = binary.AppendUvarint(dst, uint64(f.Len))
+// encodePosting appends a posting value to dst: nothing when weight is 1
+// (every manber posting of a fingerprint seen once in its file), else the
+// weight as a uvarint.
+func encodePosting(dst []byte, weight uint64) []byte {
+	if weight == 1 {
+		return dst
 	}
-	return dst
+	return binary.AppendUvarint(dst, weight)
 }
 
-// decodePosting decodes a posting value into the Count and Len of a feature
-// (Hash is left 0). Errors wrap ErrCorrupt.
-func decodePosting(v []byte, knowsLengths bool) (f fingerprint.Feature, err error) {
-	d := decoder{b: v}
-	f.Count = d.uint32("posting count")
-	if d.err == nil && f.Count == 0 {
-		d.fail("posting count (0)")
+// decodePosting decodes a posting value into its weight. A weight of 0, or
+// of 1 not stored as the empty value, is corrupt. Errors wrap ErrCorrupt.
+func decodePosting(v []byte) (uint64, error) {
+	if len(v) == 0 {
+		return 1, nil
 	}
-	if knowsLengths {
-		f.Len = d.uint32("posting length")
+	w, n := binary.Uvarint(v)
+	if n != len(v) || w < 2 {
+		return 0, fmt.Errorf("%w: posting weight %x", ErrCorrupt, v)
 	}
-	if err := d.done("posting"); err != nil {
-		return fingerprint.Feature{}, err
-	}
-	return f, nil
-}
-
-// encodeCount encodes a fingerprint file-count or a delta of one: a signed
-// varint.
-func encodeCount(dst []byte, n int64) []byte { return binary.AppendVarint(dst, n) }
-
-// decodeCount decodes a file-count value. Errors wrap ErrCorrupt.
-func decodeCount(v []byte) (int64, error) {
-	n, k := binary.Varint(v)
-	if k <= 0 || k != len(v) {
-		return 0, fmt.Errorf("%w: file count %x", ErrCorrupt, v)
-	}
-	return n, nil
+	return w, nil
 }

@@ -1,8 +1,6 @@
 package index
 
 import (
-	"context"
-
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/sif-dev/sif/index/fingerprint"
@@ -17,29 +15,72 @@ func (ix *Index) RawSet(key, value []byte) error { return ix.db.Set(key, value, 
 // RawDelete deletes one key, bypassing every invariant.
 func (ix *Index) RawDelete(key []byte) error { return ix.db.Delete(key, pebble.NoSync) }
 
-// RawMergeCount adds delta to the file-count of hash.
-func (ix *Index) RawMergeCount(hash uint64, delta int64) error {
-	return ix.db.Merge(appendDFKey(nil, hash), encodeCount(nil, delta), pebble.NoSync)
-}
-
 // RawGet reads one key.
 func (ix *Index) RawGet(key []byte) ([]byte, bool, error) { return getValue(ix.db, key) }
 
-// ForwardList returns the stored forward list of the file at path.
-func (ix *Index) ForwardList(path string) ([]fingerprint.Feature, error) {
-	_, fs, found, err := ix.loadFile(ix.db, path)
+// Entry is an entry of a forward list, for tests.
+type Entry struct {
+	Key    uint32
+	Weight uint64
+}
+
+func exportEntries(es []entry) []Entry {
+	var out []Entry
+	for _, e := range es {
+		out = append(out, Entry{e.key, e.weight})
+	}
+	return out
+}
+
+func importEntries(es []Entry) []entry {
+	var out []entry
+	for _, e := range es {
+		out = append(out, entry{e.Key, e.Weight})
+	}
+	return out
+}
+
+// ForwardList returns the stored forward list of the file at path (nil when
+// empty).
+func (ix *Index) ForwardList(path string) ([]Entry, error) {
+	_, es, found, err := ix.loadFile(ix.db, path)
 	if err == nil && !found {
 		err = ErrNotFound
 	}
-	return fs, err
+	return exportEntries(es), err
 }
 
-// Compact compacts the whole keyspace, so merge operands are folded.
-func (ix *Index) Compact() error {
-	if err := ix.db.Flush(); err != nil {
-		return err
+// EntriesOf returns the canonical entries of features under p.
+func EntriesOf(p fingerprint.Params, fs []fingerprint.Feature) []Entry {
+	return exportEntries(entriesOf(p, fs))
+}
+
+// FingerprintKey is fingerprintKey.
+func FingerprintKey(hash uint64) uint32 { return fingerprintKey(hash) }
+
+// HashWithKey returns a fingerprint hash whose fingerprint key is key: the
+// one whose mix has key in its high half and low in its low half. Distinct
+// lows give distinct hashes with one key.
+func HashWithKey(key, low uint32) uint64 { return unmix(uint64(key)<<32 | uint64(low)) }
+
+// unmix inverts the fmix64 finalizer of fingerprintKey.
+func unmix(h uint64) uint64 {
+	h ^= h >> 33
+	h *= inverse(0xc4ceb9fe1a85ec53)
+	h ^= h >> 33
+	h *= inverse(0xff51afd7ed558ccd)
+	h ^= h >> 33
+	return h
+}
+
+// inverse returns the multiplicative inverse of odd a modulo 2^64, by
+// Newton's iteration (each step doubles the correct low bits).
+func inverse(a uint64) uint64 {
+	x := a // correct to 3 bits for odd a
+	for range 5 {
+		x *= 2 - a*x
 	}
-	return ix.db.Compact(context.Background(), []byte{0}, []byte{0xff}, true)
+	return x
 }
 
 // TableKeyRanges returns the smallest and largest user keys of every
@@ -67,27 +108,31 @@ func (ix *Index) RawKeys(prefix byte) (int, error) {
 }
 
 // Key builders.
-func PostingKey(hash uint64, id uint32) []byte { return appendPostingKey(nil, hash, id) }
-func DFKey(hash uint64) []byte                 { return appendDFKey(nil, hash) }
-func RecordKey(id uint32) []byte               { return recordKey(id) }
-func ForwardKey(id uint32) []byte              { return forwardKey(id) }
-func PathKey(path string) []byte               { return pathKey(path) }
+func PostingKey(key, id uint32) []byte { return appendPostingKey(nil, key, id) }
+func RecordKey(id uint32) []byte       { return recordKey(id) }
+func ForwardKey(id uint32) []byte      { return forwardKey(id) }
+func PathKey(path string) []byte       { return pathKey(path) }
 func StrongKey(strong [32]byte, id uint32) []byte {
 	return strongKey(strong, id)
 }
 
 // PostingValue encodes a posting value.
-func PostingValue(count, length uint32, knowsLengths bool) []byte {
-	return encodePosting(nil, fingerprint.Feature{Count: count, Len: length}, knowsLengths)
-}
+func PostingValue(weight uint64) []byte { return encodePosting(nil, weight) }
 
 // EncodeRecord encodes a record value.
 func EncodeRecord(r FileRecord) []byte { return encodeRecord(nil, &r) }
 
-// EncodeForward encodes a forward list.
-func EncodeForward(fs []fingerprint.Feature, knowsLengths bool) []byte {
-	return encodeForward(nil, fs, knowsLengths)
-}
+// EncodeForward encodes a forward list of canonical entries.
+func EncodeForward(es []Entry) []byte { return encodeForward(nil, importEntries(es)) }
 
-// MetaParamsKey is the key of the stored parameters.
-var MetaParamsKey = metaParamsKey
+// Metadata keys.
+var (
+	MetaParamsKey  = metaParamsKey
+	MetaVersionKey = metaVersionKey
+)
+
+// Comparer names, for building old databases.
+const (
+	ComparerName   = comparerName
+	ComparerNameV1 = comparerNameV1
+)

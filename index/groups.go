@@ -38,16 +38,16 @@ type groupNode struct {
 }
 
 // Groups finds all groups of similar files (Manber §4): it scans the
-// postings once, in fingerprint order; for every fingerprint held by 2 to
-// MaxDF files it adds min(count a, count b) × weight to the shared weight of
-// every pair of those files. Identical files (equal strong hash and size)
-// are folded into one node first, so copies do not multiply links; they are
-// listed under the member's Copies. Two nodes are linked when either
-// contains at least Threshold of the other (and, with SameType, they have
-// one type), and linked nodes are merged into groups with union-find
-// (Forman et al. §3), so a group can hold files that are not similar to one
-// another directly. Identical files with nothing else similar form no
-// group: Dupes reports them.
+// postings once, in fingerprint-key order; for every fingerprint key held
+// by 2 to MaxDF files it adds min(weight in a, weight in b) to the shared
+// weight of every pair of those files. Identical files (equal strong hash
+// and size) are folded into one node first, so copies do not multiply
+// links; they are listed under the member's Copies. Two nodes are linked
+// when either contains at least Threshold of the other (and, with SameType,
+// they have one type), and linked nodes are merged into groups with
+// union-find (Forman et al. §3), so a group can hold files that are not
+// similar to one another directly. Identical files with nothing else
+// similar form no group: Dupes reports them.
 //
 // Each group's reference is the member with the most links (then the larger
 // weight, then the first path). The output is deterministic: groups by
@@ -213,18 +213,17 @@ func (ix *Index) groupNodes(r pebble.Reader, prefix string) ([]groupNode, map[ui
 }
 
 // pairShares scans the postings once and returns, for every pair of nodes
-// that share a fingerprint held by 2 to maxDF files, their shared weight,
-// keyed by a<<32|b with a < b.
+// that share a fingerprint key held by 2 to maxDF files, their shared
+// weight, keyed by a<<32|b with a < b.
 func (ix *Index) pairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int) (map[uint64]uint64, error) {
 	type holder struct {
-		node  int
-		count uint32
+		node   int
+		weight uint64
 	}
 	shared := make(map[uint64]uint64)
 	var (
-		cur     []byte // posting prefix of the current fingerprint
+		cur     []byte // posting prefix of the current fingerprint key
 		n       int    // its postings, all files
-		weight  uint64
 		holders []holder
 	)
 	flush := func() {
@@ -235,32 +234,32 @@ func (ix *Index) pairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int) (
 		holders = slices.CompactFunc(holders, func(x, y holder) bool { return x.node == y.node })
 		for i, a := range holders {
 			for _, b := range holders[i+1:] {
-				shared[uint64(a.node)<<32|uint64(b.node)] += uint64(min(a.count, b.count)) * weight
+				// No overflow: shared weight is at most either file's weight.
+				shared[uint64(a.node)<<32|uint64(b.node)] += min(a.weight, b.weight)
 			}
 		}
 	}
 	lo, hi := keyspace(prefixPosting)
 	err := scan(r, lo, hi, func(k, v []byte) error {
-		hash, id, err := parsePostingKey(k)
+		key, id, err := parsePostingKey(k)
 		if err != nil {
 			return err
 		}
-		if !bytes.Equal(k[:9], cur) {
+		if !bytes.Equal(k[:postingPrefixLen], cur) {
 			flush()
-			cur = append(cur[:0], k[:9]...)
-			n, weight, holders = 0, 0, holders[:0]
+			cur = append(cur[:0], k[:postingPrefixLen]...)
+			n, holders = 0, holders[:0]
 		}
 		n++
 		node, ok := nodeOf[id]
 		if !ok || maxDF >= 0 && n > maxDF {
 			return nil
 		}
-		f, err := decodePosting(v, ix.knowsLengths)
+		w, err := decodePosting(v)
 		if err != nil {
-			return fmt.Errorf("posting %016x/%d: %w", hash, id, err)
+			return fmt.Errorf("posting %08x/%d: %w", key, id, err)
 		}
-		weight = ix.params.Weight(f)
-		holders = append(holders, holder{node, f.Count})
+		holders = append(holders, holder{node, w})
 		return nil
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,14 +11,16 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/sif-dev/sif/index/fingerprint"
 )
 
-// DefaultCacheSize is Pebble's block cache when Options.CacheSize is 0.
-const DefaultCacheSize = 32 << 20
+// DefaultCacheSize is the memory of Pebble's block cache and memtables when
+// Options.CacheSize is 0: 64 MiB, of which the memtables take up to 32 MiB
+// (the one being filled, and one kept for reuse, of 16 MiB each) once a
+// bulk load has grown them to full size.
+const DefaultCacheSize = 64 << 20
 
 // Index is a Pebble-backed sif index. All its methods are safe for
 // concurrent use: reads run in parallel, writes are serialized, and each
@@ -105,25 +108,15 @@ func open(dir string, o Options) (_ *Index, err error) {
 		}
 	}()
 
-	cacheSize := o.CacheSize
-	if cacheSize <= 0 {
-		cacheSize = DefaultCacheSize
+	// A database of format version 1 was written with another comparer;
+	// Pebble would refuse it with a message about comparer names.
+	if name, err := storedComparer(fsys, dir); err != nil {
+		return nil, err
+	} else if name == comparerNameV1 {
+		return nil, fmt.Errorf("%w: index format version 1 (written by an older sif), this program reads version %d: move the index aside and rebuild it",
+			ErrCorrupt, formatVersion)
 	}
-	popts := &pebble.Options{
-		FS:                 fsys,
-		CacheSize:          cacheSize,
-		Comparer:           comparer,
-		Merger:             countMerger,
-		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             pebbleLogger{o.Logger},
-		EventListener:      eventListener(o.Logger),
-		ReadOnly:           o.ReadOnly,
-		Lock:               lock,
-	}
-	for i := range popts.Levels {
-		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-	}
-	db, err := pebble.Open(dir, popts)
+	db, err := pebble.Open(dir, pebbleOptions(o, fsys, lock))
 	if err != nil {
 		if errors.Is(err, pebble.ErrDBDoesNotExist) {
 			return nil, fmt.Errorf("no index here (open it read-write once to create one): %w", err)
@@ -166,7 +159,7 @@ func (ix *Index) initMeta(want fingerprint.Params) (fingerprint.Params, error) {
 		return ix.initNew(want)
 	}
 	if v, err := strconv.Atoi(string(ver)); err != nil || v != formatVersion {
-		return fingerprint.Params{}, fmt.Errorf("%w: index format version %q, this program reads %d: rebuild the index",
+		return fingerprint.Params{}, fmt.Errorf("%w: index format version %q, this program reads version %d: move the index aside and rebuild it",
 			ErrCorrupt, ver, formatVersion)
 	}
 	raw, found, err := getValue(ix.db, metaParamsKey)
@@ -284,6 +277,32 @@ func (ix *Index) Sync() error {
 	// every earlier write.
 	if err := ix.db.LogData(nil, pebble.Sync); err != nil {
 		return fmt.Errorf("index.Sync: %w", err)
+	}
+	return nil
+}
+
+// Compact rewrites the whole database into its most compact form: it
+// flushes the memtables and compacts every level into the bottom one,
+// dropping deleted keys and overwritten values. Call it after a bulk load
+// (such as the first scan of a root); correctness never needs it. It blocks
+// until done. It is safe to call concurrently with reads and writes, which
+// go on meanwhile; Close waits for it to end.
+func (ix *Index) Compact() error {
+	if err := ix.acquire(); err != nil {
+		return fmt.Errorf("index.Compact: %w", err)
+	}
+	defer ix.release()
+	if ix.readOnly {
+		return fmt.Errorf("index.Compact: %w", ErrReadOnly)
+	}
+	// Every key starts with a keyspace byte below 0xff. The compaction is
+	// not parallelized: Pebble would split it by the key ranges in use, and
+	// move each table flushed from a lone memtable to the bottom level as it
+	// is, without the rewrite that zeroes sequence numbers and recompresses
+	// (a fifth of the size after a bulk load); and Pebble runs one
+	// compaction at a time anyway.
+	if err := ix.db.Compact(context.Background(), []byte{0}, []byte{0xff}, false); err != nil {
+		return fmt.Errorf("index.Compact %s: %w", ix.dir, err)
 	}
 	return nil
 }

@@ -3,12 +3,15 @@ package index_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/sif-dev/sif/index"
@@ -90,7 +93,7 @@ func TestChunksParamsPersist(t *testing.T) {
 		t.Fatalf("lookup after reopen: %+v, %v; want weight 80", r, err)
 	}
 	fwd, _ := ix2.ForwardList("/a")
-	if len(fwd) != 1 || fwd[0].Len != 40 {
+	if len(fwd) != 1 || fwd[0] != (index.Entry{Key: index.FingerprintKey(1), Weight: 80}) {
 		t.Fatalf("forward list after reopen: %v", fwd)
 	}
 	mustClean(t, ix2)
@@ -280,7 +283,160 @@ func TestStatsCountsSurviveReopen(t *testing.T) {
 	defer ix2.Close()
 	after, _ := ix2.Stats()
 	before.DiskBytes, after.DiskBytes = 0, 0
-	if before != after || after.Files != 2 || after.Bytes != 400 || after.Features != 4 || after.Fingerprints != 3 {
+	if before != after || after.Files != 2 || after.Bytes != 400 || after.Features != 4 || after.Fingerprints != 0 {
 		t.Fatalf("stats before close %+v, after reopen %+v", before, after)
+	}
+}
+
+// TestOpenRefusesOldFormat: a database of format version 1 (another
+// comparer, a merge operator, 64-bit posting keys) or one whose stored
+// format version is not this program's is refused with ErrCorrupt and
+// advice, and left as it was.
+func TestOpenRefusesOldFormat(t *testing.T) {
+	t.Run("version 1", func(t *testing.T) {
+		fs := vfs.NewMem()
+		cmp := *pebble.DefaultComparer
+		cmp.Name = index.ComparerNameV1
+		cmp.Split = func(k []byte) int {
+			if len(k) >= 9 && k[0] == 'P' {
+				return 9
+			}
+			return len(k)
+		}
+		merger := *pebble.DefaultMerger
+		merger.Name = "sif.count.v1"
+		db, err := pebble.Open("/db", &pebble.Options{FS: fs, Comparer: &cmp, Merger: &merger, Logger: quietLogger{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range map[string]string{"mversion": "1", "mparams": `{"scheme":"manber"}`, "d\x00\x00\x00\x00\x00\x00\x00\x01": "\x02"} {
+			if err := db.Set([]byte(k), []byte(v), pebble.Sync); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, ro := range []bool{false, true} {
+			_, err := index.Open("/db", &index.Options{FS: fs, ReadOnly: ro})
+			if !errors.Is(err, index.ErrCorrupt) {
+				t.Fatalf("open (read-only %v) of a version 1 index: %v, want ErrCorrupt", ro, err)
+			}
+			for _, s := range []string{"/db", "version 1", "move the index aside and rebuild it"} {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not mention %q", err, s)
+				}
+			}
+		}
+		// The refusal released the lock and left the database alone.
+		db, err = pebble.Open("/db", &pebble.Options{FS: fs, Comparer: &cmp, Merger: &merger, Logger: quietLogger{}})
+		if err != nil {
+			t.Fatalf("reopen of the old database: %v", err)
+		}
+		db.Close()
+	})
+	t.Run("stored version", func(t *testing.T) {
+		fs := vfs.NewMem()
+		ix := openMem(t, fs, manber)
+		if err := ix.RawSet(index.MetaVersionKey, []byte("1")); err != nil {
+			t.Fatal(err)
+		}
+		ix.Close()
+		_, err := index.Open("/db", &index.Options{FS: fs})
+		if !errors.Is(err, index.ErrCorrupt) || !strings.Contains(err.Error(), `format version "1"`) ||
+			!strings.Contains(err.Error(), "move the index aside and rebuild it") {
+			t.Fatalf("open of an index with format version 1: %v, want ErrCorrupt with advice", err)
+		}
+	})
+}
+
+// quietLogger drops Pebble's log lines.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)           {}
+func (quietLogger) Errorf(string, ...any)          {}
+func (quietLogger) Fatalf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }
+
+// TestNoLogRecycling: obsolete write-ahead logs are deleted, not kept for
+// reuse, so a small index stays small on disk.
+func TestNoLogRecycling(t *testing.T) {
+	fs := vfs.NewMem()
+	ix := openMem(t, fs, manber)
+	rng := rand.New(rand.NewPCG(4, 4))
+	for round := 0; round < 5; round++ {
+		for i := 0; i < 50; i++ {
+			sk := randSketch(rng, manber, 50, 100000)
+			if _, err := ix.Put(metaFor(fmt.Sprintf("/%d/%d", round, i), sk, rng), sk); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ix.Compact(); err != nil { // flushes, so the log rotates
+			t.Fatal(err)
+		}
+	}
+	names, err := fs.List("/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs []string
+	for _, n := range names {
+		if strings.HasSuffix(n, ".log") {
+			logs = append(logs, n)
+		}
+	}
+	if len(logs) > 1 {
+		t.Fatalf("%d write-ahead logs %q, want only the current one", len(logs), logs)
+	}
+	mustClean(t, ix)
+}
+
+// TestCompact: Compact keeps every key and runs alongside reads and writes;
+// it fails after Close and on a read-only index.
+func TestCompact(t *testing.T) {
+	fs := vfs.NewMem()
+	ix := openMem(t, fs, chunks)
+	rng := rand.New(rand.NewPCG(6, 6))
+	m := model{}
+	put := func(i int) {
+		sk := randSketch(rng, chunks, 30, 2000)
+		path := fmt.Sprintf("/f%03d", i)
+		meta := metaFor(path, sk, rng)
+		if _, err := ix.Put(meta, sk); err != nil {
+			t.Fatal(err)
+		}
+		m[path] = modelFile{meta, sk}
+	}
+	for i := 0; i < 200; i++ {
+		put(i)
+	}
+	done := make(chan error)
+	go func() { done <- ix.Compact() }()
+	for i := 200; i < 300; i++ { // writes go on meanwhile
+		put(i % 250)
+		if i%10 == 0 {
+			if _, err := ix.Similar(index.Query{Sketch: m["/f001"].sk}, index.QueryOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	verifyModel(t, ix, m)
+	mustClean(t, ix)
+	ix.Close()
+	if err := ix.Compact(); !errors.Is(err, index.ErrClosed) {
+		t.Fatalf("compact after close: %v, want ErrClosed", err)
+	}
+	ro, err := index.Open("/db", &index.Options{FS: fs, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if err := ro.Compact(); !errors.Is(err, index.ErrReadOnly) {
+		t.Fatalf("compact of a read-only index: %v, want ErrReadOnly", err)
 	}
 }

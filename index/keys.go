@@ -10,8 +10,7 @@ import (
 // Key prefixes: the first byte of every key names its keyspace. See doc.go
 // for what each keyspace holds.
 const (
-	prefixPosting = 'P' // 'P' hash(8) id(4) → posting value
-	prefixDF      = 'd' // 'd' hash(8) → fingerprint file-count (merge operand)
+	prefixPosting = 'P' // 'P' key(4) id(4) → posting value
 	prefixForward = 'f' // 'f' id(4) → forward list
 	prefixMeta    = 'm' // 'm' name → metadata
 	prefixPath    = 'p' // 'p' path → id(4)
@@ -21,10 +20,10 @@ const (
 
 // Key lengths of the fixed-size keyspaces.
 const (
-	postingKeyLen = 1 + 8 + 4
-	dfKeyLen      = 1 + 8
-	idKeyLen      = 1 + 4 // record and forward keys
-	strongKeyLen  = 1 + 32 + 4
+	postingKeyLen    = 1 + 4 + 4
+	postingPrefixLen = 1 + 4 // the prefix shared by the postings of one fingerprint key
+	idKeyLen         = 1 + 4 // record and forward keys
+	strongKeyLen     = 1 + 32 + 4
 )
 
 // Metadata key names.
@@ -48,22 +47,19 @@ func appendIDKey(dst []byte, prefix byte, id uint32) []byte {
 func recordKey(id uint32) []byte  { return appendIDKey(make([]byte, 0, idKeyLen), prefixRecord, id) }
 func forwardKey(id uint32) []byte { return appendIDKey(make([]byte, 0, idKeyLen), prefixForward, id) }
 
-// appendPostingKey appends the posting key of (hash, id) to dst.
-func appendPostingKey(dst []byte, hash uint64, id uint32) []byte {
+// appendPostingKey appends the posting key of (fingerprint key, file id) to
+// dst.
+func appendPostingKey(dst []byte, key, id uint32) []byte {
 	dst = append(dst, prefixPosting)
-	dst = binary.BigEndian.AppendUint64(dst, hash)
+	dst = binary.BigEndian.AppendUint32(dst, key)
 	return binary.BigEndian.AppendUint32(dst, id)
 }
 
-// appendPostingPrefix appends the prefix shared by every posting of hash.
-func appendPostingPrefix(dst []byte, hash uint64) []byte {
+// appendPostingPrefix appends the prefix shared by every posting of a
+// fingerprint key.
+func appendPostingPrefix(dst []byte, key uint32) []byte {
 	dst = append(dst, prefixPosting)
-	return binary.BigEndian.AppendUint64(dst, hash)
-}
-
-func appendDFKey(dst []byte, hash uint64) []byte {
-	dst = append(dst, prefixDF)
-	return binary.BigEndian.AppendUint64(dst, hash)
+	return binary.BigEndian.AppendUint32(dst, key)
 }
 
 func strongKey(strong [32]byte, id uint32) []byte {
@@ -79,20 +75,12 @@ func strongPrefix(strong [32]byte) []byte {
 	return append(k, strong[:]...)
 }
 
-// parsePostingKey splits a posting key into its hash and file id.
-func parsePostingKey(k []byte) (hash uint64, id uint32, err error) {
+// parsePostingKey splits a posting key into its fingerprint key and file id.
+func parsePostingKey(k []byte) (key, id uint32, err error) {
 	if len(k) != postingKeyLen || k[0] != prefixPosting {
 		return 0, 0, fmt.Errorf("%w: posting key %x: want %d bytes", ErrCorrupt, k, postingKeyLen)
 	}
-	return binary.BigEndian.Uint64(k[1:9]), binary.BigEndian.Uint32(k[9:]), nil
-}
-
-// parseDFKey returns the hash of a fingerprint file-count key.
-func parseDFKey(k []byte) (uint64, error) {
-	if len(k) != dfKeyLen || k[0] != prefixDF {
-		return 0, fmt.Errorf("%w: file-count key %x: want %d bytes", ErrCorrupt, k, dfKeyLen)
-	}
-	return binary.BigEndian.Uint64(k[1:]), nil
+	return binary.BigEndian.Uint32(k[1:postingPrefixLen]), binary.BigEndian.Uint32(k[postingPrefixLen:]), nil
 }
 
 // parseIDKey returns the id of a record or forward key with the given prefix.
@@ -140,25 +128,34 @@ func keyspace(prefix byte) (lower, upper []byte) {
 	return []byte{prefix}, []byte{prefix + 1}
 }
 
+// comparerName is the name of the comparer. Pebble records it in the
+// database and refuses to open the database with a comparer of another name,
+// so it changes whenever Split does (bloom filters are built on prefixes).
+// "sif.keys.v1" split posting keys after a 64-bit hash (format version 1).
+const (
+	comparerName   = "sif.keys.v2"
+	comparerNameV1 = "sif.keys.v1"
+)
+
 // comparer orders keys bytewise, as Pebble's default comparer does, but
-// splits a posting key after its hash: the hash is the key's prefix and the
-// file id its suffix. Pebble's bloom filters are built on prefixes, so
-// SeekPrefixGE on a hash skips every table that holds no posting of it —
-// most tables, for a fingerprint new to the index. Every other key is its
-// own prefix. Pebble records the comparer's name in the database.
+// splits a posting key after its fingerprint key: 'P' and the fingerprint
+// key are the Pebble key's prefix and the file id its suffix. Pebble's bloom
+// filters are built on prefixes, so SeekPrefixGE on a fingerprint key skips
+// every table that holds no posting of it — most tables, for a fingerprint
+// new to the index. Every other key is its own prefix.
 var comparer = func() *pebble.Comparer {
 	c := *pebble.DefaultComparer
-	c.Name = "sif.keys.v1"
+	c.Name = comparerName
 	c.Split = splitKey
 	return &c
 }()
 
-// splitKey returns the length of k's prefix: 9 for any key starting with 'P'
+// splitKey returns the length of k's prefix: 5 for any key starting with 'P'
 // that long (so the split is consistent with bytewise order even for
 // malformed keys), else all of k.
 func splitKey(k []byte) int {
-	if len(k) >= 1+8 && k[0] == prefixPosting {
-		return 1 + 8
+	if len(k) >= postingPrefixLen && k[0] == prefixPosting {
+		return postingPrefixLen
 	}
 	return len(k)
 }

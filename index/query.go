@@ -51,8 +51,8 @@ type queryState struct {
 }
 
 type posting struct {
-	id    uint32
-	count uint32
+	id     uint32
+	weight uint64
 }
 
 var queryStates = sync.Pool{New: func() any {
@@ -72,13 +72,16 @@ func putQueryState(s *queryState) {
 // been made with the index's parameters (zero Params are taken to be them).
 // When q.Sketch.Strong is all zero, identical files are not looked for.
 //
-// For every query feature that occurs in at most MaxDF files (the query's
-// own file, when indexed, counts), a candidate's shared weight grows by
-// min(count in query, count in candidate) × weight; the others are Skipped
-// but stay in the denominator of Containment. Files identical to the query
-// are always listed, first, whatever the threshold and even when the query
-// has too few features; their numbers are computed from their forward lists,
-// as fingerprint.Compare would. The file at q.Path is never listed.
+// The query's features are taken as the index stores a file's: as entries,
+// mapped to fingerprint keys and merged per key (doc.go). For every entry
+// whose key is held by at most MaxDF files (the query's own file, when
+// indexed, counts), a candidate's shared weight grows by min(weight in
+// query, weight in candidate); the others are Skipped but stay in the
+// denominator of Containment. Without fingerprint-key collisions the
+// numbers are fingerprint.Compare's. Files identical to the query are
+// always listed, first, whatever the threshold and even when the query has
+// too few features; their numbers are computed from their forward lists.
+// The file at q.Path is never listed.
 //
 // Similar sees one consistent state of the index. The caller owns the
 // result.
@@ -98,7 +101,7 @@ func (ix *Index) similar(q Query, opts QueryOptions) (*Result, error) {
 	if q.Sketch == nil {
 		return nil, fmt.Errorf("%w: no sketch", ErrBadQuery)
 	}
-	features, err := ix.sketchFeatures(q.Sketch)
+	entries, err := ix.sketchEntries(q.Sketch)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +110,7 @@ func (ix *Index) similar(q Query, opts QueryOptions) (*Result, error) {
 	}
 	defer ix.release()
 
-	res := &Result{QueryFeatures: len(features), QueryWeight: totalWeight(ix.params, features)}
+	res := &Result{QueryFeatures: len(entries), QueryWeight: totalWeight(entries)}
 	it, err := ix.db.NewIter(&pebble.IterOptions{UseL6Filters: true})
 	if err != nil {
 		return nil, err
@@ -115,7 +118,7 @@ func (ix *Index) similar(q Query, opts QueryOptions) (*Result, error) {
 	defer it.Close()
 	st := queryStates.Get().(*queryState)
 	defer putQueryState(st)
-	qs := querySearch{ix: ix, it: it, st: st, q: q, opts: opts, features: features, res: res}
+	qs := querySearch{ix: ix, it: it, st: st, q: q, opts: opts, entries: entries, res: res}
 	if err := qs.run(); err != nil {
 		return nil, err
 	}
@@ -124,13 +127,13 @@ func (ix *Index) similar(q Query, opts QueryOptions) (*Result, error) {
 
 // querySearch is one run of Similar over one iterator.
 type querySearch struct {
-	ix       *Index
-	it       *pebble.Iterator
-	st       *queryState
-	q        Query
-	opts     QueryOptions
-	features []fingerprint.Feature
-	res      *Result
+	ix      *Index
+	it      *pebble.Iterator
+	st      *queryState
+	q       Query
+	opts    QueryOptions
+	entries []entry
+	res     *Result
 
 	selfID  uint32
 	hasSelf bool
@@ -157,7 +160,7 @@ func (s *querySearch) run() error {
 	if err != nil {
 		return err
 	}
-	if len(s.features) < s.opts.MinFeatures {
+	if len(s.entries) < s.opts.MinFeatures {
 		s.res.TooFew = true
 	} else if err := s.accumulate(); err != nil {
 		return err
@@ -247,33 +250,32 @@ func (s *querySearch) identical() ([]Match, error) {
 
 // sharedWith returns the weight the query shares with a forward list.
 func (s *querySearch) sharedWith(forward []byte) (uint64, error) {
-	r := newForwardReader(forward, s.ix.knowsLengths)
-	fs := s.features
+	r := newForwardReader(forward)
+	es := s.entries
 	var shared uint64
 	i := 0
 	for {
-		f, ok := r.next()
+		e, ok := r.next()
 		if !ok {
 			break
 		}
-		for i < len(fs) && fs[i].Hash < f.Hash {
+		for i < len(es) && es[i].key < e.key {
 			i++
 		}
-		if i < len(fs) && fs[i].Hash == f.Hash {
-			shared += uint64(min(fs[i].Count, f.Count)) * s.ix.params.Weight(fs[i])
+		if i < len(es) && es[i].key == e.key {
+			shared = satAdd(shared, min(es[i].weight, e.weight))
 		}
 	}
 	return shared, r.err()
 }
 
-// accumulate walks the postings of every query feature and adds the shared
+// accumulate walks the postings of every query entry and adds the shared
 // weight of each file to s.st.shared.
 func (s *querySearch) accumulate() error {
 	maxDF := s.opts.MaxDF
 	st := s.st
-	for _, f := range s.features {
-		w := s.ix.params.Weight(f)
-		st.key = appendPostingPrefix(st.key[:0], f.Hash)
+	for _, e := range s.entries {
+		st.key = appendPostingPrefix(st.key[:0], e.key)
 		st.postings = st.postings[:0]
 		n := 0
 		for ok := s.it.SeekPrefixGE(st.key); ok && bytes.HasPrefix(s.it.Key(), st.key); ok = s.it.Next() {
@@ -289,25 +291,26 @@ func (s *querySearch) accumulate() error {
 			if err != nil {
 				return err
 			}
-			c, m := binary.Uvarint(v)
-			if m <= 0 || c == 0 || c > math.MaxUint32 {
-				return fmt.Errorf("%w: posting %x: bad count %x", ErrCorrupt, k, v)
+			w, err := decodePosting(v)
+			if err != nil {
+				return fmt.Errorf("posting %x: %w", k, err)
 			}
-			st.postings = append(st.postings, posting{id: binary.BigEndian.Uint32(k[9:]), count: uint32(c)})
+			st.postings = append(st.postings, posting{id: binary.BigEndian.Uint32(k[postingPrefixLen:]), weight: w})
 		}
 		if err := s.it.Error(); err != nil {
 			return err
 		}
 		if maxDF >= 0 && n > maxDF {
 			s.res.Skipped++
-			s.res.SkippedWeight += uint64(f.Count) * w
+			s.res.SkippedWeight = satAdd(s.res.SkippedWeight, e.weight)
 			continue
 		}
 		for _, p := range st.postings {
 			if s.hasSelf && p.id == s.selfID {
 				continue
 			}
-			st.shared[p.id] += uint64(min(f.Count, p.count)) * w
+			// No overflow: shared weight is at most the query's weight.
+			st.shared[p.id] += min(e.weight, p.weight)
 		}
 	}
 	return nil

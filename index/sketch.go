@@ -10,11 +10,34 @@ import (
 	"github.com/sif-dev/sif/index/fingerprint"
 )
 
-// sketchFeatures checks that sk was made with the index's parameters (zero
-// Params are taken to be the index's) and returns its features in canonical
-// form: sorted by hash, no hash twice, no zero count. It returns
-// sk.Features itself when they are canonical already, else a copy.
-func (ix *Index) sketchFeatures(sk *fingerprint.Sketch) ([]fingerprint.Feature, error) {
+// entry is one feature of a file as the index stores it: a fingerprint key
+// and its weight in the file, summed over every hash of the file with that
+// key.
+type entry struct {
+	key    uint32
+	weight uint64
+}
+
+// fingerprintKey returns the 32-bit fingerprint key of a 64-bit fingerprint
+// hash: the high half of murmur3's fmix64 finalizer of it. fmix64 is a
+// bijection that spreads every input bit over every output bit, so the key
+// uses the whole hash even when the scheme fills only some of its bits
+// (manber with mod_bits=30 gives hashes of 22 significant bits), and keys
+// are uniform whatever the hashes look like. The function is part of the
+// storage format: changing it needs a new format version.
+func fingerprintKey(hash uint64) uint32 {
+	h := hash
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return uint32(h >> 32)
+}
+
+// sketchEntries checks that sk was made with the index's parameters (zero
+// Params are taken to be the index's) and returns its entries.
+func (ix *Index) sketchEntries(sk *fingerprint.Sketch) ([]entry, error) {
 	if sk == nil {
 		return nil, errors.New("no sketch")
 	}
@@ -25,44 +48,67 @@ func (ix *Index) sketchFeatures(sk *fingerprint.Sketch) ([]fingerprint.Feature, 
 				ErrParamsMismatch, sk.Params, ix.params)
 		}
 	}
-	return canonical(sk.Features), nil
+	return entriesOf(ix.params, sk.Features), nil
 }
 
-// canonical returns fs sorted by hash with equal hashes merged (their counts
-// added) and zero counts dropped; fs itself when it is so already.
-func canonical(fs []fingerprint.Feature) []fingerprint.Feature {
-	ok := true
-	for i, f := range fs {
-		if f.Count == 0 || i > 0 && fs[i-1].Hash >= f.Hash {
-			ok = false
-			break
-		}
-	}
-	if ok {
-		return fs
-	}
-	out := slices.Clone(fs)
-	slices.SortStableFunc(out, func(a, b fingerprint.Feature) int { return cmp.Compare(a.Hash, b.Hash) })
-	n := 0
-	for _, f := range out {
-		switch {
-		case f.Count == 0:
-		case n > 0 && out[n-1].Hash == f.Hash:
-			out[n-1].Count = uint32(min(uint64(out[n-1].Count)+uint64(f.Count), math.MaxUint32))
-			out[n-1].Len = max(out[n-1].Len, f.Len)
-		default:
-			out[n] = f
-			n++
-		}
-	}
-	return out[:n]
-}
-
-// totalWeight returns the weight of fs under p.
-func totalWeight(p fingerprint.Params, fs []fingerprint.Feature) uint64 {
-	var w uint64
+// entriesOf returns the entries of features fs under p, in canonical form:
+// sorted by fingerprint key, no key twice, no zero weight. A feature weighs
+// count × p.Weight (1 per occurrence for manber, the chunk length for
+// chunks); features whose hashes share a key are merged into one entry
+// whose weight is the sum of theirs. fs need not be sorted and may repeat a
+// hash; features of weight 0 are dropped. The caller owns the result.
+func entriesOf(p fingerprint.Params, fs []fingerprint.Feature) []entry {
+	es := make([]entry, 0, len(fs))
+	sorted := true
 	for _, f := range fs {
-		w += uint64(f.Count) * p.Weight(f)
+		w := satMul(uint64(f.Count), p.Weight(f))
+		if w == 0 {
+			continue
+		}
+		e := entry{key: fingerprintKey(f.Hash), weight: w}
+		if n := len(es); n > 0 && es[n-1].key >= e.key {
+			sorted = false
+		}
+		es = append(es, e)
+	}
+	if sorted {
+		return es
+	}
+	slices.SortFunc(es, func(a, b entry) int { return cmp.Compare(a.key, b.key) })
+	n := 0
+	for _, e := range es {
+		if n > 0 && es[n-1].key == e.key {
+			es[n-1].weight = satAdd(es[n-1].weight, e.weight)
+			continue
+		}
+		es[n] = e
+		n++
+	}
+	return es[:n]
+}
+
+// totalWeight returns the weight of es.
+func totalWeight(es []entry) uint64 {
+	var w uint64
+	for _, e := range es {
+		w = satAdd(w, e.weight)
 	}
 	return w
+}
+
+// satAdd and satMul add and multiply, saturating at math.MaxUint64 rather
+// than wrapping. No real file comes near; a crafted sketch must not make
+// weights wrap around.
+func satAdd(a, b uint64) uint64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxUint64
+}
+
+func satMul(a, b uint64) uint64 {
+	if a != 0 && b > math.MaxUint64/a {
+		return math.MaxUint64
+	}
+	return a * b
 }

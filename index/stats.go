@@ -9,16 +9,15 @@ import (
 // counts are the totals Stats reports, computed by scanning at Open and
 // kept current by every write.
 type counts struct {
-	Files        uint64
-	Features     uint64 // sum of the records' Features
-	Fingerprints uint64 // fingerprint file-counts above zero
-	Bytes        uint64 // sum of the records' sizes
+	Files    uint64
+	Features uint64 // sum of the records' Features
+	Bytes    uint64 // sum of the records' sizes
 }
 
 // fileBytes is what a file adds to counts.Bytes.
 func fileBytes(m FileMeta) uint64 { return uint64(max(m.Size, 0)) }
 
-// scanCounts computes counts from the records and file-counts in r.
+// scanCounts computes counts from the records in r.
 func scanCounts(r pebble.Reader) (counts, error) {
 	var c counts
 	lo, hi := keyspace(prefixRecord)
@@ -34,16 +33,6 @@ func scanCounts(r pebble.Reader) (counts, error) {
 		c.Files++
 		c.Features += uint64(rec.Features)
 		c.Bytes += fileBytes(rec.FileMeta)
-		return nil
-	})
-	if err != nil {
-		return c, err
-	}
-	lo, hi = keyspace(prefixDF)
-	err = scan(r, lo, hi, func(k, v []byte) error {
-		if n, err := decodeCount(v); err == nil && n > 0 {
-			c.Fingerprints++
-		}
 		return nil
 	})
 	return c, err
@@ -70,8 +59,10 @@ func scan(r pebble.Reader, lo, hi []byte, fn func(k, v []byte) error) error {
 	return it.Close()
 }
 
-// Stats returns what the index holds. Files, Features and Bytes are exact;
-// DiskBytes is Pebble's current disk usage (tables and write-ahead log).
+// Stats returns what the index holds. Files, Features and Bytes are exact
+// and cost nothing (they are kept in memory); Fingerprints is always 0 (see
+// the Stats type); DiskBytes is Pebble's current disk usage (tables and
+// write-ahead log).
 func (ix *Index) Stats() (Stats, error) {
 	if err := ix.acquire(); err != nil {
 		return Stats{}, fmt.Errorf("index.Stats: %w", err)
@@ -81,11 +72,10 @@ func (ix *Index) Stats() (Stats, error) {
 	c := ix.counts
 	ix.countsMu.Unlock()
 	return Stats{
-		Params:       ix.params,
-		Files:        c.Files,
-		Features:     c.Features,
-		Fingerprints: c.Fingerprints,
-		Bytes:        c.Bytes,
-		DiskBytes:    ix.db.Metrics().DiskSpaceUsage(),
+		Params:    ix.params,
+		Files:     c.Files,
+		Features:  c.Features,
+		Bytes:     c.Bytes,
+		DiskBytes: ix.db.Metrics().DiskSpaceUsage(),
 	}, nil
 }

@@ -187,16 +187,17 @@ func TestUnsortedFeatures(t *testing.T) {
 		t.Fatalf("record %+v, want 4 features of weight 6", rec)
 	}
 	fwd, _ := ix.ForwardList("/u")
-	if want := []fingerprint.Feature{{Hash: 3, Count: 1}, {Hash: 4, Count: 1}, {Hash: 7, Count: 1}, {Hash: 9, Count: 3}}; !slices.Equal(fwd, want) {
+	want := []index.Entry{{index.FingerprintKey(3), 1}, {index.FingerprintKey(4), 1}, {index.FingerprintKey(7), 1}, {index.FingerprintKey(9), 3}}
+	slices.SortFunc(want, func(a, b index.Entry) int { return cmpU64(uint64(a.Key), uint64(b.Key)) })
+	if !slices.Equal(fwd, want) {
 		t.Fatalf("forward list %v, want %v", fwd, want)
 	}
 	mustClean(t, ix)
 }
 
-// TestZeroCountsVanish: once every file holding a fingerprint is gone and
-// the database is compacted, its file-count key is gone too (the merge
-// operator deletes a zero that includes the base), and so are all postings.
-func TestZeroCountsVanish(t *testing.T) {
+// TestRemovedFilesVanish: once every file is removed and the database is
+// compacted, no key but the metadata is left, not even a tombstone.
+func TestRemovedFilesVanish(t *testing.T) {
 	ix := openMem(t, nil, chunks)
 	rng := rand.New(rand.NewPCG(3, 3))
 	for i := 0; i < 50; i++ {
@@ -213,8 +214,10 @@ func TestZeroCountsVanish(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, _ := ix.RawKeys('d'); n != 0 {
-		t.Fatalf("%d file-counts visible after removing every file", n)
+	for _, p := range []byte("Pfprs") {
+		if n, _ := ix.RawKeys(p); n != 0 {
+			t.Fatalf("%d %c keys visible after removing every file", n, p)
+		}
 	}
 	if err := ix.Compact(); err != nil {
 		t.Fatal(err)
@@ -304,5 +307,74 @@ func TestConcurrentUse(t *testing.T) {
 	_ = ix.Files("", func(r index.FileRecord) error { files++; bytes += uint64(r.FileMeta.Size); return nil })
 	if st.Files != files || st.Bytes != bytes {
 		t.Fatalf("stats %+v, files %d bytes %d", st, files, bytes)
+	}
+}
+
+// TestKeyCollisions: distinct hashes of one file with the same fingerprint
+// key are stored as one feature whose weight is the sum of theirs, and a
+// query shares min(query weight, file weight) per key. Such collisions
+// happen by chance about once per 2^32 pairs of fingerprints; here they are
+// constructed.
+func TestKeyCollisions(t *testing.T) {
+	const k1, k2 = 0x12345678, 0x9abcdef0
+	a, b, c := index.HashWithKey(k1, 1), index.HashWithKey(k1, 2), index.HashWithKey(k1, 3)
+	if a == b || index.FingerprintKey(a) != k1 || index.FingerprintKey(b) != k1 {
+		t.Fatalf("hashes %x %x do not collide on %x", a, b, k1)
+	}
+	other := index.HashWithKey(k2, 0)
+	for _, p := range []fingerprint.Params{manber, chunks} {
+		t.Run(p.String(), func(t *testing.T) {
+			ix := openMem(t, nil, p)
+			// a twice (length 100), b three times (length 30), other once (length 8).
+			sk := sketchOf(p, "x", 1000,
+				fingerprint.Feature{Hash: a, Count: 2, Len: 100},
+				fingerprint.Feature{Hash: b, Count: 3, Len: 30},
+				fingerprint.Feature{Hash: other, Count: 1, Len: 8})
+			rec, err := ix.Put(index.FileMeta{Path: "/x", Size: 1000}, sk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wa, wb, wo := uint64(2), uint64(3), uint64(1)
+			if p.KnowsLengths() {
+				wa, wb, wo = 200, 90, 8
+			}
+			if rec.Features != 2 || rec.Weight != wa+wb+wo {
+				t.Fatalf("record: %d features of weight %d, want 2 of %d", rec.Features, rec.Weight, wa+wb+wo)
+			}
+			fwd, _ := ix.ForwardList("/x")
+			if want := []index.Entry{{Key: k1, Weight: wa + wb}, {Key: k2, Weight: wo}}; !slices.Equal(fwd, want) {
+				t.Fatalf("forward list %v, want %v", fwd, want)
+			}
+			rep := mustClean(t, ix)
+			if rep.Postings != 2 || rep.Fingerprints != 2 {
+				t.Fatalf("check counts %d postings of %d fingerprints, want 2 of 2", rep.Postings, rep.Fingerprints)
+			}
+			// A query holding c (another hash with key k1) once, and other:
+			// it shares min(its weight, the file's) on k1.
+			q := sketchOf(p, "q", 100,
+				fingerprint.Feature{Hash: c, Count: 1, Len: 30},
+				fingerprint.Feature{Hash: other, Count: 1, Len: 8})
+			res, err := ix.Similar(index.Query{Sketch: q}, index.QueryOptions{MinFeatures: 1, Threshold: 0.01})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wq := uint64(1)
+			if p.KnowsLengths() {
+				wq = 30
+			}
+			if len(res.Matches) != 1 || res.Matches[0].SharedWeight != wq+wo || res.QueryWeight != wq+wo || res.QueryFeatures != 2 {
+				t.Fatalf("query: %+v", res)
+			}
+			// Replacing the file with only b leaves key k1 at b's weight.
+			sk2 := sketchOf(p, "x2", 1000, fingerprint.Feature{Hash: b, Count: 3, Len: 30})
+			if _, err := ix.Put(index.FileMeta{Path: "/x", Size: 1000}, sk2); err != nil {
+				t.Fatal(err)
+			}
+			fwd, _ = ix.ForwardList("/x")
+			if want := []index.Entry{{Key: k1, Weight: wb}}; !slices.Equal(fwd, want) {
+				t.Fatalf("forward list after replacing %v, want %v", fwd, want)
+			}
+			mustClean(t, ix)
+		})
 	}
 }

@@ -36,8 +36,8 @@ func (f *fakeBackend) Groups(o index.GroupOptions) ([]index.Group, error) {
 	return nil, f.err
 }
 func (f *fakeBackend) Dupes(string) ([]index.DupeSet, error) { return nil, f.err }
-func (f *fakeBackend) Stats() (index.Stats, error)          { return index.Stats{Files: 7}, nil }
-func (f *fakeBackend) Status() Status                       { return Status{State: "ready"} }
+func (f *fakeBackend) Stats() (index.Stats, error)           { return index.Stats{Files: 7}, nil }
+func (f *fakeBackend) Status() Status                        { return Status{State: "ready"} }
 
 func serve(t *testing.T, b Backend) *Client {
 	t.Helper()
