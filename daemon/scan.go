@@ -68,6 +68,17 @@ func (d *Daemon) scanAll(ctx context.Context) error {
 	st, _ := d.ix.Stats()
 	d.log.Info("ready", "files", st.Files, "bytes", st.Bytes, "postings", st.Features,
 		"disk_bytes", st.DiskBytes, "elapsed", time.Since(d.started).Round(time.Millisecond))
+	// A scan that wrote much leaves the index larger than it need be (a
+	// small corpus may never leave the memtable); rewrite it compactly, in
+	// the background of serving queries.
+	if written := d.count.indexed.Load() + d.count.removed.Load(); written > 0 {
+		t0 := time.Now()
+		if err := d.ix.Compact(); err != nil {
+			return fmt.Errorf("compacting index: %w", err)
+		}
+		st, _ := d.ix.Stats()
+		d.log.Info("index compacted", "disk_bytes", st.DiskBytes, "elapsed", time.Since(t0).Round(time.Millisecond))
+	}
 	return nil
 }
 

@@ -110,7 +110,7 @@ type IndexStats struct {
 	Files        uint64 `json:"files"`
 	Bytes        uint64 `json:"bytes"`
 	Postings     uint64 `json:"postings"`
-	Fingerprints uint64 `json:"fingerprints"`
+	Fingerprints uint64 `json:"fingerprints,omitempty"` // distinct; not tracked by the daemon (sifd check counts them)
 	DiskBytes    uint64 `json:"disk_bytes"`
 }
 

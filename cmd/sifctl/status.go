@@ -38,8 +38,8 @@ func printStatus(g *globals, st *ipc.Status) {
 	fmt.Fprintf(w, "sifd %s (pid %d), %s, up %s\n", st.Version, st.PID, st.State, time.Since(st.Started).Round(time.Second))
 	fmt.Fprintf(w, "  index:   %s\n  socket:  %s\n  scheme:  %s\n", st.DB, st.Socket, st.Params)
 	ix := st.Index
-	fmt.Fprintf(w, "  indexed: %d files, %s; %d postings of %d fingerprints; %s on disk\n",
-		ix.Files, human(ix.Bytes), ix.Postings, ix.Fingerprints, human(ix.DiskBytes))
+	fmt.Fprintf(w, "  indexed: %d files, %s; %d postings; %s on disk\n",
+		ix.Files, human(ix.Bytes), ix.Postings, human(ix.DiskBytes))
 	for _, r := range st.Roots {
 		fmt.Fprintf(w, "  root %s: %s, %d files seen (%s), %d read (%s) in %.1fs\n",
 			r.Path, r.State, r.FilesSeen, human(r.BytesSeen), r.FilesRead, human(r.BytesRead), r.ScanSecs)

@@ -179,9 +179,10 @@ func newCheckCmd(stdout io.Writer) *cobra.Command {
 		Use:   "check [--db DIR]",
 		Short: "Verify the index's invariants; exit 1 if any is broken",
 		Long: `check opens the index read-only and verifies that every posting belongs to a
-live file whose forward list holds it, every forward entry has its posting,
-every per-fingerprint file count is right, and every path, record and
-identical-content key agrees with the others. It prints what is wrong and
+live file whose forward list holds it with the same weight, every forward
+entry has its posting, every record's weight and feature count match its
+forward list, and every path, record and identical-content key agrees with
+the others. It prints what is wrong and
 exits 1, or prints a summary and exits 0. The daemon must not be running on
 the same index.`,
 		Args: cobra.NoArgs,
