@@ -129,12 +129,13 @@ type Result struct {
 	QueryFeatures int
 	QueryWeight   uint64
 	// Skipped counts query features skipped because they occur in more than
-	// MaxDF files, and SkippedWeight their weight (which still counts in the
-	// denominator of containment).
+	// MaxDF files, and SkippedWeight their weight, which is left out of the
+	// query's weight when containment and resemblance are computed.
 	Skipped       int
 	SkippedWeight uint64
-	// TooFew is set when the query has fewer than MinFeatures features: no
-	// similarity evidence is possible, and only identical files are listed.
+	// TooFew is set when the query has fewer than MinFeatures features that
+	// were not skipped: no similarity evidence is possible, and only
+	// identical files are listed.
 	TooFew bool
 	// Candidates is how many files shared at least one feature.
 	Candidates int

@@ -40,7 +40,9 @@ type groupNode struct {
 // Groups finds all groups of similar files (Manber §4): it scans the
 // postings once, in fingerprint-key order; for every fingerprint key held
 // by 2 to MaxDF files it adds min(weight in a, weight in b) to the shared
-// weight of every pair of those files. Identical files (equal strong hash
+// weight of every pair of those files; the weight of keys held by more
+// files is left out of each holder's weight, as Similar leaves it out of
+// the query's (template suppression, Forman et al. §4). Identical files (equal strong hash
 // and size) are folded into one node first, so copies do not multiply
 // links; they are listed under the member's Copies. Two nodes are linked
 // when either contains at least Threshold of the other (and, with SameType,
@@ -78,10 +80,12 @@ func (ix *Index) groups(opts GroupOptions) ([]Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	shared, err := ix.pairShares(snap, opts.MaxDF, nodeOf)
+	shared, common, err := ix.pairShares(snap, opts.MaxDF, nodeOf)
 	if err != nil {
 		return nil, err
 	}
+	// A node's distinctive weight: without its keys held by too many files.
+	distinct := func(i int) uint64 { return nodes[i].rec.Weight - min(common[i], nodes[i].rec.Weight) }
 
 	// Link the pairs that pass, and merge them with union-find.
 	type link struct {
@@ -95,7 +99,7 @@ func (ix *Index) groups(opts GroupOptions) ([]Group, error) {
 		if opts.SameType && na.rec.Type != nb.rec.Type {
 			continue
 		}
-		p := max(fingerprint.Ratio(sh, na.rec.Weight), fingerprint.Ratio(sh, nb.rec.Weight))
+		p := max(fingerprint.Ratio(sh, distinct(a)), fingerprint.Ratio(sh, distinct(b)))
 		if p < opts.Threshold {
 			continue
 		}
@@ -214,24 +218,33 @@ func (ix *Index) groupNodes(r pebble.Reader, prefix string) ([]groupNode, map[ui
 
 // pairShares scans the postings once and returns, for every pair of nodes
 // that share a fingerprint key held by 2 to maxDF files, their shared
-// weight, keyed by a<<32|b with a < b.
-func (ix *Index) pairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int) (map[uint64]uint64, error) {
+// weight, keyed by a<<32|b with a < b; and, for every node holding keys
+// held by more than maxDF files, the weight of those keys (its boilerplate,
+// left out of its weight when containments are computed).
+func (ix *Index) pairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int) (shared map[uint64]uint64, common map[int]uint64, err error) {
 	type holder struct {
 		node   int
 		weight uint64
 	}
-	shared := make(map[uint64]uint64)
+	shared = make(map[uint64]uint64)
+	common = make(map[int]uint64)
 	var (
 		cur     []byte // posting prefix of the current fingerprint key
 		n       int    // its postings, all files
 		holders []holder
 	)
 	flush := func() {
-		if n < 2 || maxDF >= 0 && n > maxDF || len(holders) < 2 {
+		if n < 2 {
 			return
 		}
 		slices.SortFunc(holders, func(x, y holder) int { return cmp.Compare(x.node, y.node) })
 		holders = slices.CompactFunc(holders, func(x, y holder) bool { return x.node == y.node })
+		if maxDF >= 0 && n > maxDF {
+			for _, h := range holders {
+				common[h.node] += h.weight
+			}
+			return
+		}
 		for i, a := range holders {
 			for _, b := range holders[i+1:] {
 				// No overflow: shared weight is at most either file's weight.
@@ -240,7 +253,7 @@ func (ix *Index) pairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int) (
 		}
 	}
 	lo, hi := keyspace(prefixPosting)
-	err := scan(r, lo, hi, func(k, v []byte) error {
+	err = scan(r, lo, hi, func(k, v []byte) error {
 		key, id, err := parsePostingKey(k)
 		if err != nil {
 			return err
@@ -252,7 +265,7 @@ func (ix *Index) pairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int) (
 		}
 		n++
 		node, ok := nodeOf[id]
-		if !ok || maxDF >= 0 && n > maxDF {
+		if !ok {
 			return nil
 		}
 		w, err := decodePosting(v)
@@ -263,10 +276,10 @@ func (ix *Index) pairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int) (
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	flush()
-	return shared, nil
+	return shared, common, nil
 }
 
 func find(nodes []groupNode, i int) int {

@@ -76,9 +76,14 @@ func putQueryState(s *queryState) {
 // mapped to fingerprint keys and merged per key (doc.go). For every entry
 // whose key is held by at most MaxDF files (the query's own file, when
 // indexed, counts), a candidate's shared weight grows by min(weight in
-// query, weight in candidate); the others are Skipped but stay in the
-// denominator of Containment. Without fingerprint-key collisions the
-// numbers are fingerprint.Compare's. Files identical to the query are
+// query, weight in candidate); the others are Skipped, and their weight
+// leaves the query's weight, the denominator of Containment and
+// Resemblance: like Forman et al.'s template suppression, the query is
+// judged on its distinctive part, so a licence header shared by every file
+// neither links unrelated files nor dilutes a real match. When fewer than
+// MinFeatures entries remain, the result is TooFew. With nothing skipped
+// and without fingerprint-key collisions the numbers are
+// fingerprint.Compare's. Files identical to the query are
 // always listed, first, whatever the threshold and even when the query has
 // too few features; their numbers are computed from their forward lists.
 // The file at q.Path is never listed.
@@ -165,13 +170,18 @@ func (s *querySearch) run() error {
 	} else if err := s.accumulate(); err != nil {
 		return err
 	}
+	if len(s.entries)-s.res.Skipped < s.opts.MinFeatures {
+		s.res.TooFew = true
+		clear(s.st.shared)
+	}
 	s.res.Candidates = len(s.st.shared)
+	qw := s.distinctiveWeight()
 
 	// Load the records of the candidates that can pass the threshold, in id
 	// order (so the seeks move forward).
 	ids := s.st.ids[:0]
 	for id, shared := range s.st.shared {
-		if fingerprint.Ratio(shared, s.res.QueryWeight) >= s.opts.Threshold {
+		if fingerprint.Ratio(shared, qw) >= s.opts.Threshold {
 			ids = append(ids, id)
 		}
 	}
@@ -335,8 +345,13 @@ func (s *querySearch) keep(rec *FileRecord) bool {
 	return true
 }
 
+// distinctiveWeight is the query's weight without the skipped features.
+func (s *querySearch) distinctiveWeight() uint64 {
+	return s.res.QueryWeight - min(s.res.SkippedWeight, s.res.QueryWeight)
+}
+
 func (s *querySearch) match(rec FileRecord, shared uint64) Match {
-	qw := s.res.QueryWeight
+	qw := s.distinctiveWeight()
 	m := Match{
 		FileRecord:         rec,
 		SharedWeight:       shared,

@@ -44,11 +44,12 @@ of it, best first, in the spirit of Manber's sif:
      79%  /srv/src/bar.c  10979
 
 The percentage is the containment of FILE in the listed file: the share of
-FILE's fingerprints found there. The file itself is not listed. A file too
-small to carry enough fingerprints is reported as such, and only identical
-files are listed for it. Fingerprints found in very many indexed files
-(boilerplate, licence headers) are ignored above --max-df, and the count
-ignored is shown.
+FILE's fingerprints found there. The file itself is not listed. Fingerprints
+found in very many indexed files (boilerplate, licence headers) are ignored
+above --max-df: the count ignored is shown, and the percentage is of FILE's
+distinctive part. A file too small, or too common, to carry enough
+fingerprints is reported as such, and only identical files are listed for
+it.
 
 With --json, one object per FILE and line:
   {"query": PATH, "size": N, "fingerprints": N, "skipped": N, "too_few": BOOL,
@@ -135,7 +136,11 @@ func printSimilar(g *globals, file string, size int64, threshold float64, r *ipc
 		fmt.Fprintf(w, ", %d too common to count", r.Skipped)
 	}
 	fmt.Fprintln(w, "):")
-	if r.TooFew {
+	switch {
+	case r.TooFew && r.Fingerprints >= r.MinFingerprints:
+		fmt.Fprintf(w, "  too little distinctive content to judge similarity: %d of %d fingerprints are too common to count; identical files only\n",
+			r.Skipped, r.Fingerprints)
+	case r.TooFew:
 		fmt.Fprintf(w, "  too small to judge similarity: %d fingerprints, at least %d needed; identical files only\n",
 			r.Fingerprints, r.MinFingerprints)
 	}
