@@ -57,6 +57,28 @@ func JoinPath(display, raw string) (string, error) {
 	return string(b), nil
 }
 
+// FilePath is a path on the wire with its exact bytes when they are not
+// valid UTF-8 (see PathFields).
+type FilePath struct {
+	Path    string `json:"path"`
+	PathRaw string `json:"path_raw,omitempty"`
+}
+
+// NewFilePath returns the wire form of p.
+func NewFilePath(p string) FilePath {
+	d, raw := PathFields(p)
+	return FilePath{Path: d, PathRaw: raw}
+}
+
+// Exact returns the path's exact bytes, or its display form if path_raw is
+// malformed.
+func (f FilePath) Exact() string {
+	if p, err := JoinPath(f.Path, f.PathRaw); err == nil {
+		return p
+	}
+	return f.Path
+}
+
 // Feature is one fingerprint of a query, with its count and the bytes one
 // occurrence covers.
 type Feature struct {
@@ -184,8 +206,8 @@ type GroupFile struct {
 	Percent float64 `json:"percent"`
 	// Via names the file this one is most similar to when it is linked to
 	// the group but not to its reference.
-	Via    string   `json:"via,omitempty"`
-	Copies []string `json:"copies,omitempty"` // identical files
+	Via    *FilePath  `json:"via,omitempty"`
+	Copies []FilePath `json:"copies,omitempty"` // identical files
 }
 
 // Group is a set of similar files with a reference file (Manber's "R").
@@ -203,9 +225,9 @@ type GroupsResponse struct {
 
 // DupeSet is a set of identical files.
 type DupeSet struct {
-	Size   int64    `json:"size"`
-	Strong string   `json:"strong"`
-	Paths  []string `json:"paths"`
+	Size   int64      `json:"size"`
+	Strong string     `json:"strong"`
+	Files  []FilePath `json:"files"`
 }
 
 // DupesResponse answers GET /v1/dupes.

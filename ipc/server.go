@@ -302,7 +302,15 @@ func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
 
 func groupFile(m index.GroupMember) GroupFile {
 	p, raw := PathFields(m.Path)
-	return GroupFile{Path: p, PathRaw: raw, Size: m.FileMeta.Size, Percent: pct(m.Percent), Via: m.Via, Copies: m.Copies}
+	g := GroupFile{Path: p, PathRaw: raw, Size: m.FileMeta.Size, Percent: pct(m.Percent)}
+	if m.Via != "" {
+		v := NewFilePath(m.Via)
+		g.Via = &v
+	}
+	for _, c := range m.Copies {
+		g.Copies = append(g.Copies, NewFilePath(c))
+	}
+	return g
 }
 
 func (s *Server) dupes(w http.ResponseWriter, r *http.Request) {
@@ -313,7 +321,11 @@ func (s *Server) dupes(w http.ResponseWriter, r *http.Request) {
 	}
 	out := DupesResponse{Sets: make([]DupeSet, 0, len(sets))}
 	for _, d := range sets {
-		out.Sets = append(out.Sets, DupeSet{Size: d.Size, Strong: hex.EncodeToString(d.Strong[:]), Paths: d.Paths})
+		set := DupeSet{Size: d.Size, Strong: hex.EncodeToString(d.Strong[:])}
+		for _, p := range d.Paths {
+			set.Files = append(set.Files, NewFilePath(p))
+		}
+		out.Sets = append(out.Sets, set)
 	}
 	writeJSON(w, out)
 }

@@ -131,7 +131,7 @@ func TestGroupsAndDupes(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil || r.code != 0 {
 		t.Fatalf("dupes: exit %d %v %s", r.code, err, r.stdout)
 	}
-	if len(d.Sets) != 1 || len(d.Sets[0].Paths) != 2 || d.Sets[0].Paths[0] != pa || d.Sets[0].Paths[1] != pacopy {
+	if len(d.Sets) != 1 || len(d.Sets[0].Files) != 2 || d.Sets[0].Files[0].Exact() != pa || d.Sets[0].Files[1].Exact() != pacopy {
 		t.Errorf("dupes: %+v", d.Sets)
 	}
 }

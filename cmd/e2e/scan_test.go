@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sif-dev/sif/ipc"
 )
 
 // TestScanSkipsTroublesomeFiles: fifos, sockets, devices, symlinks (also in a
@@ -58,6 +61,7 @@ func TestScanSkipsTroublesomeFiles(t *testing.T) {
 	weird := string([]byte{'n', 'a', 'm', 'e', 0xff, 0xfe, '.', 't', 'x', 't'})
 	weirdContent := words(14, 20000)
 	weirdPath := e.write(weird, weirdContent)
+	weirdCopy := e.write("z-copy-"+weird, weirdContent) // sorts after weird
 
 	start := time.Now()
 	e.start()
@@ -78,8 +82,8 @@ func TestScanSkipsTroublesomeFiles(t *testing.T) {
 	if c.TooLarge != 1 {
 		t.Errorf("too_large = %d, want 1", c.TooLarge)
 	}
-	if c.Indexed != 3 || st.Index.Files != 3 {
-		t.Errorf("indexed %d, index holds %d files; want 3 (good, good-edit, the non-UTF-8 name)", c.Indexed, st.Index.Files)
+	if c.Indexed != 4 || st.Index.Files != 4 {
+		t.Errorf("indexed %d, index holds %d files; want 4 (good, good-edit, two non-UTF-8 names)", c.Indexed, st.Index.Files)
 	}
 	for _, want := range []string{"unreadable.txt", "locked", "huge.bin"} {
 		if !strings.Contains(strings.Join(st.LastError, "\n"), want) {
@@ -91,8 +95,8 @@ func TestScanSkipsTroublesomeFiles(t *testing.T) {
 	q := filepath.Join(e.dir, "q.txt")
 	os.WriteFile(q, weirdContent, 0o644)
 	r, out := e.similar(q)
-	if r.code != 0 || len(out[0].Matches) != 1 {
-		t.Fatalf("query for the non-UTF-8 file: exit %d %+v %s", r.code, out, r.stderr)
+	if r.code != 0 || len(out[0].Matches) != 2 {
+		t.Fatalf("query for the non-UTF-8 files: exit %d %+v %s", r.code, out, r.stderr)
 	}
 	m := out[0].Matches[0]
 	raw, err := base64.StdEncoding.DecodeString(m.PathRaw)
@@ -102,6 +106,13 @@ func TestScanSkipsTroublesomeFiles(t *testing.T) {
 	h := e.sifctl("similar", q)
 	if !strings.Contains(h.stdout, weirdPath) {
 		t.Errorf("human output does not print the exact name:\n%q", h.stdout)
+	}
+	// Dupes and groups carry exact names too.
+	dr := e.sifctl("dupes", "--json")
+	var d ipc.DupesResponse
+	if err := json.Unmarshal([]byte(dr.stdout), &d); err != nil || len(d.Sets) != 1 ||
+		d.Sets[0].Files[0].Exact() != weirdPath || d.Sets[0].Files[1].Exact() != weirdCopy {
+		t.Errorf("dupes of non-UTF-8 names: %v %s", err, dr.stdout)
 	}
 	// And the daemon is still fine.
 	if r, _ := e.similar(good); r.code != 0 {

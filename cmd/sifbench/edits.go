@@ -133,6 +133,10 @@ type editResult struct {
 	Others25   float64 `json:"mean_others_at_25"` // other files passing 25 %, per query
 	TooFew     int     `json:"too_few"`
 	Queries    int     `json:"queries"`
+	// Foreign25 is the mean number of indexed files that contain 25 % or
+	// more of a query taken from a tree that is not indexed: a proxy for
+	// false positives.
+	Foreign25 float64 `json:"foreign_at_25"`
 }
 
 // benchEdits is Manber's experiment (§5): query files of 10-100 KB are
@@ -152,6 +156,10 @@ func benchEdits(ctx context.Context, c *common, schemes string) ([]editResult, e
 		}
 	}
 	queries := pickText(regularFiles(corpus, 10_000, 100_000), c.n)
+	var foreign []string
+	if c.foreign != "" {
+		foreign = pickText(regularFiles(c.foreign, 2_000, 100_000), c.n)
+	}
 	rng := rand.New(rand.NewPCG(1994, 50))
 	edited := map[float64][][]byte{}
 	changed := map[float64]float64{}
@@ -174,7 +182,7 @@ func benchEdits(ctx context.Context, c *common, schemes string) ([]editResult, e
 	if !c.json {
 		fmt.Printf("corpus %s (%.1f MB); %d query files of 10-100 KB, edited by random 50-byte substitutions\n", corpus, mb(size), len(queries))
 	}
-	rows := [][]string{{"scheme", "index", "build", "edited", "top1", "found@25", "found@50", "pct min/mean/max", "others@25", "too few"}}
+	rows := [][]string{{"scheme", "index", "build", "edited", "top1", "found@25", "found@50", "pct min/mean/max", "others@25", "too few", "foreign@25"}}
 	for i, spec := range specs {
 		p, err := parseScheme(spec)
 		if err != nil {
@@ -186,6 +194,10 @@ func benchEdits(ctx context.Context, c *common, schemes string) ([]editResult, e
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		ix, err := index.Open(dir, &index.Options{Params: p, ReadOnly: true})
+		if err != nil {
+			return nil, err
+		}
+		foreign25, err := foreignMatches(ix, p, foreign)
 		if err != nil {
 			return nil, err
 		}
@@ -232,11 +244,12 @@ func benchEdits(ctx context.Context, c *common, schemes string) ([]editResult, e
 				r.MeanPct += pctOrig / float64(len(queries))
 			}
 			r.Others25 = float64(others) / float64(len(queries))
+			r.Foreign25 = foreign25
 			out = append(out, r)
 			rows = append(rows, []string{r.Scheme, fmt.Sprintf("%.1f MB (%.1f%%)", r.IndexMB, r.IndexShare), f2(secs) + " s",
 				fmt.Sprintf("%.0f%% (%.0f%%)", r.Level, r.Changed), fmt.Sprintf("%d/%d", r.Top1, r.Queries),
 				fmt.Sprintf("%d", r.Found25), fmt.Sprintf("%d", r.Found50),
-				fmt.Sprintf("%.0f/%.0f/%.0f", r.MinPct, r.MeanPct, r.MaxPct), fmt.Sprintf("%.2f", r.Others25), strconv.Itoa(r.TooFew)})
+				fmt.Sprintf("%.0f/%.0f/%.0f", r.MinPct, r.MeanPct, r.MaxPct), fmt.Sprintf("%.2f", r.Others25), strconv.Itoa(r.TooFew), fmt.Sprintf("%.2f", r.Foreign25)})
 		}
 		ix.Close()
 		os.RemoveAll(dir)
@@ -296,4 +309,33 @@ func substitute(r *rand.Rand, b []byte, frac float64) []byte {
 		}
 	}
 	return out
+}
+
+// foreignMatches returns the mean number of indexed files that contain at
+// least 25 % of each of the given files, which are not indexed.
+func foreignMatches(ix *index.Index, p fingerprint.Params, files []string) (float64, error) {
+	if len(files) == 0 {
+		return 0, nil
+	}
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return 0, err
+		}
+		sk, err := fingerprint.SketchReader(bytes.NewReader(b), p)
+		if err != nil {
+			return 0, err
+		}
+		res, err := ix.Similar(index.Query{Sketch: sk}, index.QueryOptions{Threshold: 0.25})
+		if err != nil {
+			return 0, err
+		}
+		for _, m := range res.Matches {
+			if !m.Identical {
+				n++
+			}
+		}
+	}
+	return float64(n) / float64(len(files)), nil
 }

@@ -43,6 +43,7 @@ type common struct {
 	json    bool
 	keep    bool
 	workDir string
+	foreign string
 }
 
 func run(ctx context.Context, args []string) error {
@@ -55,6 +56,7 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&c.n, "n", 50, "number of query files")
 	fs.BoolVar(&c.json, "json", false, "print JSON")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory")
+	fs.StringVar(&c.foreign, "foreign", filepath.Join(runtime.GOROOT(), "test"), "edits: a tree that is not indexed, whose files are queried to count stray matches (\"\" to skip)")
 	var schemes string
 	fs.StringVar(&schemes, "schemes", "", "edits: comma-separated scheme specs such as manber:bits=8,chunks:avg=256 (default: a built-in list)")
 	if err := fs.Parse(args[1:]); err != nil {

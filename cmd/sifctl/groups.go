@@ -74,8 +74,8 @@ func printGroups(g *globals, r *ipc.GroupsResponse) {
 		printCopies(g, grp.Reference.Copies)
 		for _, m := range grp.Members {
 			p := wirePath(m.Path, m.PathRaw)
-			if m.Via != "" {
-				fmt.Fprintf(w, "    ~ %s %d (via %s)\n", p, m.Size, m.Via)
+			if m.Via != nil {
+				fmt.Fprintf(w, "    ~ %s %d (via %s)\n", p, m.Size, m.Via.Exact())
 			} else {
 				fmt.Fprintf(w, "  %3.0f %s %d\n", m.Percent, p, m.Size)
 			}
@@ -84,9 +84,9 @@ func printGroups(g *globals, r *ipc.GroupsResponse) {
 	}
 }
 
-func printCopies(g *globals, copies []string) {
+func printCopies(g *globals, copies []ipc.FilePath) {
 	for _, c := range copies {
-		fmt.Fprintf(g.stdout, "      = %s\n", c)
+		fmt.Fprintf(g.stdout, "      = %s\n", c.Exact())
 	}
 }
 
@@ -119,11 +119,11 @@ SHA-256), largest files first, with the bytes each set wastes.`,
 			} else {
 				var waste int64
 				for _, s := range resp.Sets {
-					fmt.Fprintf(g.stdout, "%d identical files of %d bytes:\n", len(s.Paths), s.Size)
-					for _, p := range s.Paths {
-						fmt.Fprintf(g.stdout, "  %s\n", p)
+					fmt.Fprintf(g.stdout, "%d identical files of %d bytes:\n", len(s.Files), s.Size)
+					for _, f := range s.Files {
+						fmt.Fprintf(g.stdout, "  %s\n", f.Exact())
 					}
-					waste += s.Size * int64(len(s.Paths)-1)
+					waste += s.Size * int64(len(s.Files)-1)
 				}
 				if len(resp.Sets) == 0 {
 					fmt.Fprintln(g.stdout, "No identical files.")
