@@ -10,8 +10,11 @@
 //     and never lets two kept windows overlap (Manber 1994, §2). [Chunks] cuts
 //     the file into content-defined chunks between a minimum and a maximum
 //     length (normalized chunking, a descendant of TTTD in Forman et al. 2005)
-//     and keeps every chunk. A scheme and its parameters form [Params]; one
-//     index uses one Params, stored in it.
+//     and keeps every chunk: whether a byte ends a chunk depends only on the
+//     64 bytes ending at it (through a gear hash) and on its distance from
+//     the previous cut, so after an edit the old and new file's chunkings
+//     fall back into step, usually within a few chunks. A scheme and its
+//     parameters form [Params]; one index uses one Params, stored in it.
 //   - A fingerprint is one kept piece: a 64-bit hash, its offset and length.
 //     Equal pieces give equal hashes wherever they sit in a file.
 //   - A feature is a distinct fingerprint hash of one file with the number of

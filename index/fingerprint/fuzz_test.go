@@ -18,6 +18,8 @@ var fuzzParams = []Params{
 	{Scheme: Chunks, MinChunk: 1, AvgChunk: 16, MaxChunk: 64},
 	{Scheme: Chunks, MinChunk: 5, AvgChunk: 32, MaxChunk: 100},
 	{Scheme: Chunks},
+	{Scheme: Chunks, MinChunk: 70, AvgChunk: 128, MaxChunk: 200},
+	{Scheme: Chunks, MinChunk: 40, AvgChunk: 64, MaxChunk: 100},
 }
 
 // FuzzSketcher writes arbitrary bytes through a Sketcher in arbitrary pieces

@@ -37,6 +37,7 @@ func TestGolden(t *testing.T) {
 		{Scheme: Manber, Bits: 6},
 		{Scheme: Chunks},
 		{Scheme: Chunks, AvgChunk: 1024},
+		{Scheme: Chunks, AvgChunk: 64}, // MinChunk < 64: the hash carries over cuts
 	} {
 		p := mustNormalize(t, p)
 		for _, in := range inputs {

@@ -55,24 +55,24 @@ func naiveCandidates(data []byte, p Params) []int {
 	return out
 }
 
-// naiveChunks cuts data one chunk at a time, restarting the gear hash for
-// each chunk, exactly as the chunking is defined: skip MinChunk bytes, then
-// cut after the first byte whose hash passes the mask for its position, or at
-// MaxChunk bytes.
+// naiveChunks cuts data one chunk at a time, exactly as the chunking is
+// defined: a chunk starting at s ends just after the first byte p in
+// [s+MinChunk, s+MaxChunk) whose gear hash passes the mask for p−s (strict
+// while p−s < AvgChunk, loose after), or at MaxChunk bytes, or at the end of
+// data. The gear hash of p is computed afresh for every p from the 64 bytes
+// ending there (naiveGear), not rolled.
 func naiveChunks(data []byte, p Params) []Fingerprint {
 	c := newChunker(p, func(Fingerprint) {})
 	var out []Fingerprint
 	for start := 0; start < len(data); {
 		n := len(data) - start
 		length := min(n, p.MaxChunk)
-		var h uint64
 		for i := p.MinChunk; i < min(n, p.MaxChunk); i++ {
-			h = h<<1 + gear[data[start+i]]
 			mask := c.maskL
 			if i < p.AvgChunk {
 				mask = c.maskS
 			}
-			if h&mask == 0 {
+			if naiveGear(data, start+i)&mask == 0 {
 				length = i + 1
 				break
 			}
@@ -82,6 +82,17 @@ func naiveChunks(data []byte, p Params) []Fingerprint {
 		start += length
 	}
 	return out
+}
+
+// naiveGear returns the gear hash of data at p: the sum of G[data[j]]·2^(p−j)
+// mod 2^64 over the 64 bytes ending at p (all the bytes up to p when p < 63),
+// the other bytes' terms being multiples of 2^64.
+func naiveGear(data []byte, p int) uint64 {
+	var h uint64
+	for j := max(0, p-63); j <= p; j++ {
+		h += gear[data[j]] << (p - j)
+	}
+	return h
 }
 
 // naiveSum slides an 8-bit window over data one bit at a time and counts
@@ -292,6 +303,10 @@ func testParams() []Params {
 		{Scheme: Chunks, MinChunk: 1, AvgChunk: 16, MaxChunk: 17},
 		{Scheme: Chunks, MinChunk: 15, AvgChunk: 16, MaxChunk: 4096},
 		{Scheme: Chunks, MinChunk: 3000, AvgChunk: 4096, MaxChunk: 1 << 16},
+		{Scheme: Chunks, AvgChunk: 64},
+		{Scheme: Chunks, MinChunk: 63, AvgChunk: 128},
+		{Scheme: Chunks, MinChunk: 64, AvgChunk: 128},
+		{Scheme: Chunks, MinChunk: 65, AvgChunk: 128},
 	}
 }
 
