@@ -19,16 +19,19 @@ import (
 
 // defaultSchemes are the configurations the edit experiment compares.
 var defaultSchemes = []string{
-	"manber:bits=8,mod_bits=30",
-	"manber:bits=8",
-	"manber:bits=7",
-	"manber:bits=6",
-	"chunks:avg=512",
+	"manber:window=50,bits=8,mod_bits=30", // the paper's parameters
+	"manber:window=50,bits=8",
+	"manber:window=40,bits=8", // sif's default
+	"manber:window=32,bits=8",
+	"manber:window=24,bits=8",
+	"manber:window=40,bits=7",
+	"manber:window=40,bits=6",
 	"chunks:avg=256",
 	"chunks:avg=128",
+	"chunks:avg=64",
 }
 
-// parseScheme reads "manber:bits=8,window=50,mod_bits=64" or
+// parseScheme reads "manber:bits=8,window=40,mod_bits=64" or
 // "chunks:avg=256,min=64,max=2048".
 func parseScheme(s string) (fingerprint.Params, error) {
 	name, rest, _ := strings.Cut(s, ":")

@@ -100,7 +100,7 @@ Exit status: 0 when the files are identical or one contains at least
 	cmd.Flags().Float64Var(&threshold, "threshold", 25, "percentage that makes the files similar, for the exit status")
 	fl := cmd.Flags()
 	fl.StringVar((*string)(&p.Scheme), "scheme", "", `compare under one scheme only: "manber" or "chunks"`)
-	fl.IntVar(&p.Window, "window", 0, "manber: window length W in bytes (default 50)")
+	fl.IntVar(&p.Window, "window", 0, "manber: window length W in bytes (default 40)")
 	fl.IntVar(&p.Bits, "bits", 0, "manber: keep about 1 window in 2^bits (default 8)")
 	fl.IntVar(&p.ModBits, "mod-bits", 0, "manber: Karp-Rabin modulus 2^30 or 2^64 (default 64)")
 	fl.IntVar(&p.AvgChunk, "avg-chunk", 0, "chunks: average chunk length (default 256)")

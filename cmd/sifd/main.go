@@ -149,7 +149,7 @@ error: move the index aside (or pass another --db) to rebuild it.`,
 func addParamsFlags(cmd *cobra.Command, p *fingerprint.Params) {
 	fl := cmd.Flags()
 	fl.StringVar((*string)(&p.Scheme), "scheme", "", `fingerprint scheme for a new index: "manber" or "chunks" (default: the stored one, else `+string(fingerprint.DefaultParams().Scheme)+`)`)
-	fl.IntVar(&p.Window, "window", 0, "manber: window length W in bytes (default 50)")
+	fl.IntVar(&p.Window, "window", 0, "manber: window length W in bytes (default 40)")
 	fl.IntVar(&p.Bits, "bits", 0, "manber: keep windows whose hash has its low k bits zero, about 1 in 2^k (default 8)")
 	fl.IntVar(&p.ModBits, "mod-bits", 0, "manber: Karp-Rabin modulus 2^30 or 2^64 (default 64)")
 	fl.IntVar(&p.MinChunk, "min-chunk", 0, "chunks: minimum chunk length (default avg/4)")

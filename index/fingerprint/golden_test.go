@@ -32,9 +32,10 @@ func TestGolden(t *testing.T) {
 	fmt.Fprintf(&out, "# Golden outputs of index/fingerprint; regenerate with go test -run TestGolden -update.\n")
 	fmt.Fprintf(&out, "# Inputs: random-1MiB = randomBytes(1, 1<<20); text-512KiB = textBytes(2, 512<<10).\n")
 	for _, p := range []Params{
-		{Scheme: Manber},
-		{Scheme: Manber, ModBits: 30},
-		{Scheme: Manber, Bits: 6},
+		{Scheme: Manber, Window: 50}, // the paper's window
+		{Scheme: Manber, Window: 50, ModBits: 30},
+		{Scheme: Manber, Window: 50, Bits: 6},
+		{Scheme: Manber}, // sif's default
 		{Scheme: Chunks},
 		{Scheme: Chunks, AvgChunk: 1024},
 		{Scheme: Chunks, AvgChunk: 64}, // MinChunk < 64: the hash carries over cuts
