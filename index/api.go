@@ -147,6 +147,12 @@ type GroupOptions struct {
 	MaxDF      int     // as in QueryOptions
 	SameType   bool    // link only files of one type (default in sifctl: true)
 	PathPrefix string  // consider only files under this prefix
+	// MinShared is the fewest distinct fingerprints two files must share to
+	// be linked, however high the percentage: a file of two fingerprints
+	// "contained" in a large one is no evidence, and union-find would chain
+	// unrelated groups through it. 0 means DefaultMinFeatures; negative is
+	// an error.
+	MinShared int
 }
 
 // Group is a set of similar files (Manber §4, Figure 3): a reference file

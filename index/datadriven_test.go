@@ -373,6 +373,7 @@ func runGroups(t *testing.T, where string, ix *index.Index, a scriptArgs) string
 		MaxDF:      a.int(t, where, "maxdf", 0),
 		SameType:   a.flags["sametype"],
 		PathPrefix: a.kv["prefix"],
+		MinShared:  a.int(t, where, "minshared", 0),
 	})
 	if err != nil {
 		return "error: " + err.Error()

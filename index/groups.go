@@ -25,6 +25,12 @@ func (o GroupOptions) withDefaults() (GroupOptions, error) {
 	if o.MaxDF == 0 {
 		o.MaxDF = DefaultMaxDF
 	}
+	switch {
+	case o.MinShared < 0:
+		return o, fmt.Errorf("%w: min shared %d: want 0 (the default) or more", ErrBadQuery, o.MinShared)
+	case o.MinShared == 0:
+		o.MinShared = DefaultMinFeatures
+	}
 	return o, nil
 }
 
@@ -42,7 +48,8 @@ type groupNode struct {
 // by 2 to MaxDF files it adds min(weight in a, weight in b) to the shared
 // weight of every pair of those files; the weight of keys held by more
 // files is left out of each holder's weight, as Similar leaves it out of
-// the query's (template suppression, Forman et al. §4). Identical files (equal strong hash
+// the query's (template suppression, Forman et al. §4). A pair is linked
+// only when it shares at least MinShared fingerprint keys. Identical files (equal strong hash
 // and size) are folded into one node first, so copies do not multiply
 // links; they are listed under the member's Copies. Two nodes are linked
 // when either contains at least Threshold of the other (and, with SameType,
@@ -93,7 +100,11 @@ func (ix *Index) groups(opts GroupOptions) ([]Group, error) {
 		percent float64
 	}
 	var links []link
-	for key, sh := range shared {
+	for key, ps := range shared {
+		if int(ps.n) < opts.MinShared {
+			continue
+		}
+		sh := ps.weight
 		a, b := int(key>>32), int(key&math.MaxUint32)
 		na, nb := &nodes[a], &nodes[b]
 		if opts.SameType && na.rec.Type != nb.rec.Type {
@@ -216,17 +227,23 @@ func (ix *Index) groupNodes(r pebble.Reader, prefix string) ([]groupNode, map[ui
 	return nodes, nodeOf, nil
 }
 
+// pairShare is what two nodes share: weight, and the number of keys.
+type pairShare struct {
+	weight uint64
+	n      uint32
+}
+
 // pairShares scans the postings once and returns, for every pair of nodes
 // that share a fingerprint key held by 2 to maxDF files, their shared
-// weight, keyed by a<<32|b with a < b; and, for every node holding keys
+// weight and key count, keyed by a<<32|b with a < b; and, for every node holding keys
 // held by more than maxDF files, the weight of those keys (its boilerplate,
 // left out of its weight when containments are computed).
-func (ix *Index) pairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int) (shared map[uint64]uint64, common map[int]uint64, err error) {
+func (ix *Index) pairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int) (shared map[uint64]pairShare, common map[int]uint64, err error) {
 	type holder struct {
 		node   int
 		weight uint64
 	}
-	shared = make(map[uint64]uint64)
+	shared = make(map[uint64]pairShare)
 	common = make(map[int]uint64)
 	var (
 		cur     []byte // posting prefix of the current fingerprint key
@@ -248,7 +265,11 @@ func (ix *Index) pairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int) (
 		for i, a := range holders {
 			for _, b := range holders[i+1:] {
 				// No overflow: shared weight is at most either file's weight.
-				shared[uint64(a.node)<<32|uint64(b.node)] += min(a.weight, b.weight)
+				k := uint64(a.node)<<32 | uint64(b.node)
+				ps := shared[k]
+				ps.weight += min(a.weight, b.weight)
+				ps.n++
+				shared[k] = ps
 			}
 		}
 	}

@@ -108,7 +108,7 @@ func bruteGroups(m model, opts index.GroupOptions) [][]string {
 				continue
 			}
 			c := fingerprint.Compare(a, b)
-			if c.SharedWeight > 0 && max(c.AInB, c.BInA) >= opts.Threshold {
+			if c.SharedFeatures >= minShared(opts) && max(c.AInB, c.BInA) >= opts.Threshold {
 				parent[find(i)] = find(j)
 				linked[i], linked[j] = true, true
 			}
@@ -170,7 +170,7 @@ func checkGroupDetails(t *testing.T, m model, opts index.GroupOptions, gs []inde
 		for i, mem := range g.Members {
 			c := fingerprint.Compare(m[mem.Path].sk, ref)
 			p := max(c.AInB, c.BInA)
-			linked := p >= opts.Threshold && c.SharedWeight > 0
+			linked := p >= opts.Threshold && c.SharedFeatures >= minShared(opts)
 			switch {
 			case linked && (mem.Percent != p || mem.Via != ""):
 				t.Errorf("member %q of %q: percent %v via %q, want %v", mem.Path, g.Reference.Path, mem.Percent, mem.Via, p)
@@ -204,4 +204,12 @@ func largestGroup(gs []index.Group) int {
 func canonicalTest(fs []fingerprint.Feature) []fingerprint.Feature {
 	slices.SortFunc(fs, func(a, b fingerprint.Feature) int { return cmpU64(a.Hash, b.Hash) })
 	return slices.CompactFunc(fs, func(a, b fingerprint.Feature) bool { return a.Hash == b.Hash })
+}
+
+// minShared is opts.MinShared with its default.
+func minShared(opts index.GroupOptions) int {
+	if opts.MinShared == 0 {
+		return index.DefaultMinFeatures
+	}
+	return opts.MinShared
 }

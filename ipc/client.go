@@ -78,6 +78,7 @@ type GroupsOptions struct {
 	MaxDF     int
 	AllTypes  bool // link text and binary files too
 	Prefix    string
+	MinShared int // fingerprints two files must share to be linked; 0 means the daemon's default
 }
 
 // Groups asks for all groups of similar files.
@@ -94,6 +95,9 @@ func (c *Client) Groups(ctx context.Context, o GroupsOptions) (*GroupsResponse, 
 	}
 	if o.Prefix != "" {
 		v.Set("prefix", o.Prefix)
+	}
+	if o.MinShared != 0 {
+		v.Set("min_shared", strconv.Itoa(o.MinShared))
 	}
 	var out GroupsResponse
 	if err := c.do(ctx, http.MethodGet, "/v1/groups?"+v.Encode(), nil, &out); err != nil {

@@ -24,7 +24,7 @@
 //
 //	GET  /v1/info     scheme, parameters and counts
 //	POST /v1/similar  one against all: SimilarRequest → SimilarResponse
-//	GET  /v1/groups   all against all: ?threshold=PCT&max_df=N&all_types=1&prefix=P
+//	GET  /v1/groups   all against all: ?threshold=PCT&max_df=N&min_shared=N&all_types=1&prefix=P
 //	GET  /v1/dupes    identical files: ?prefix=P
 //	GET  /v1/status   what the daemon is doing
 package ipc

@@ -283,6 +283,14 @@ func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
 		}
 		opts.MaxDF = n
 	}
+	if v := q.Get("min_shared"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("min_shared %q: want a count of at least 1", v))
+			return
+		}
+		opts.MinShared = n
+	}
 	gs, err := s.b.Groups(opts)
 	if err != nil {
 		s.fail(w, err)

@@ -27,8 +27,9 @@ more, and its size:
 A member linked only through another member shows "~" and that member.
 Identical copies are folded into one line and listed after it with "=";
 'sifctl dupes' lists all identical files. The threshold is applied at query
-time: no re-indexing is needed to change it. Text and binary files are not
-linked unless --all-types is given.`,
+time: no re-indexing is needed to change it. Two files must also share at
+least --min-shared fingerprints: a tiny file "contained" in a large one is no
+evidence. Text and binary files are not linked unless --all-types is given.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Threshold <= 0 || o.Threshold > 100 {
@@ -58,6 +59,7 @@ linked unless --all-types is given.`,
 	fl.IntVar(&o.MaxDF, "max-df", 0, "ignore fingerprints found in more than this many files (0: the daemon's default, -1: none)")
 	fl.BoolVar(&o.AllTypes, "all-types", false, "link text and binary files too")
 	fl.StringVar(&o.Prefix, "prefix", "", "only files whose path starts with this")
+	fl.IntVar(&o.MinShared, "min-shared", 0, "fingerprints two files must share to be linked, however high the percentage (0: the daemon's default, 4)")
 	return cmd
 }
 

@@ -5,8 +5,10 @@ type Comparison struct {
 	// SharedWeight is the weight of the features both sketches hold, each
 	// counted min(count in A, count in B) times.
 	SharedWeight uint64
-	WeightA      uint64
-	WeightB      uint64
+	// SharedFeatures is the number of distinct hashes both sketches hold.
+	SharedFeatures int
+	WeightA        uint64
+	WeightB        uint64
 	// Containment of A in B (share of A's weight found in B) and of B in A,
 	// and the resemblance (shared over union weight), all in 0..1.
 	AInB        float64
@@ -34,6 +36,7 @@ func Compare(a, b *Sketch) Comparison {
 			j++
 		default:
 			c.SharedWeight += uint64(min(fa.Count, fb.Count)) * a.Params.Weight(fa)
+			c.SharedFeatures++
 			i++
 			j++
 		}
