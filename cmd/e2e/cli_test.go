@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -171,5 +172,25 @@ func TestCompare(t *testing.T) {
 	}
 	if r := run(t, sifctlBin, "compare", pa, pc); r.code != 1 {
 		t.Errorf("unrelated files: exit %d, want 1\n%s", r.code, r.stdout)
+	}
+}
+
+// TestSocketFromEnvironment: without --socket, sifctl talks to $SIF_SOCKET.
+func TestSocketFromEnvironment(t *testing.T) {
+	e := newEnv(t)
+	q := e.write("a.txt", words(70, 5000))
+	e.start()
+	cmd := exec.Command(sifctlBin, "status", "--json")
+	cmd.Env = append(os.Environ(), "SIF_SOCKET="+e.socket)
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(string(out), `"state":"ready"`) {
+		t.Fatalf("status via SIF_SOCKET: %v %s", err, out)
+	}
+	cmd = exec.Command(sifctlBin, "similar", q)
+	cmd.Env = append(os.Environ(), "SIF_SOCKET="+filepath.Join(e.dir, "elsewhere.sock"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), "elsewhere.sock") {
+		t.Errorf("SIF_SOCKET naming no daemon: %v, stderr %q", err, stderr.String())
 	}
 }

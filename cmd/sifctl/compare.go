@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sif-dev/sif/cmd/internal/cliflags"
 	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/ipc"
 )
@@ -83,11 +84,9 @@ Exit status: 0 when the files are identical or one contains at least
 				}
 			}
 			if g.json {
-				b, err := ipc.MarshalJSONLine(out)
-				if err != nil {
-					return failed(err)
+				if err := g.printJSON(out); err != nil {
+					return err
 				}
-				g.stdout.Write(b)
 			} else {
 				printCompare(g, &out)
 			}
@@ -98,14 +97,7 @@ Exit status: 0 when the files are identical or one contains at least
 		},
 	}
 	cmd.Flags().Float64Var(&threshold, "threshold", 25, "percentage that makes the files similar, for the exit status")
-	fl := cmd.Flags()
-	fl.StringVar((*string)(&p.Scheme), "scheme", "", `compare under one scheme only: "manber" or "chunks"`)
-	fl.IntVar(&p.Window, "window", 0, "manber: window length W in bytes (default 40)")
-	fl.IntVar(&p.Bits, "bits", 0, "manber: keep about 1 window in 2^bits (default 8)")
-	fl.IntVar(&p.ModBits, "mod-bits", 0, "manber: Karp-Rabin modulus 2^30 or 2^64 (default 64)")
-	fl.IntVar(&p.AvgChunk, "avg-chunk", 0, "chunks: average chunk length (default 256)")
-	fl.IntVar(&p.MinChunk, "min-chunk", 0, "chunks: minimum chunk length (default avg/4)")
-	fl.IntVar(&p.MaxChunk, "max-chunk", 0, "chunks: maximum chunk length (default avg*8)")
+	cliflags.AddParams(cmd.Flags(), &p, `compare under one scheme only: "manber" or "chunks"`)
 	return cmd
 }
 

@@ -40,11 +40,9 @@ evidence. Text and binary files are not linked unless --all-types is given.`,
 				return failed(err)
 			}
 			if g.json {
-				b, err := ipc.MarshalJSONLine(resp)
-				if err != nil {
-					return failed(err)
+				if err := g.printJSON(resp); err != nil {
+					return err
 				}
-				g.stdout.Write(b)
 			} else {
 				printGroups(g, resp)
 			}
@@ -113,11 +111,9 @@ SHA-256), largest files first, with the bytes each set wastes.`,
 				return failed(err)
 			}
 			if g.json {
-				b, err := ipc.MarshalJSONLine(resp)
-				if err != nil {
-					return failed(err)
+				if err := g.printJSON(resp); err != nil {
+					return err
 				}
-				g.stdout.Write(b)
 			} else {
 				var waste int64
 				for _, s := range resp.Sets {

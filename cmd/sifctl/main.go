@@ -59,6 +59,18 @@ type globals struct {
 
 func (g *globals) client() *ipc.Client { return ipc.NewClient(g.socket) }
 
+// printJSON writes v to stdout as one line of JSON.
+func (g *globals) printJSON(v any) error {
+	b, err := ipc.MarshalJSONLine(v)
+	if err != nil {
+		return failed(err)
+	}
+	if _, err := g.stdout.Write(b); err != nil {
+		return failed(err)
+	}
+	return nil
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	g := &globals{stdout: stdout, stderr: stderr}
 	root := &cobra.Command{

@@ -111,11 +111,9 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 			q, raw := ipc.PathFields(abs)
 			line := similarLine{Query: q, QueryRaw: raw, Size: sk.Size, Fingerprints: resp.Fingerprints,
 				Skipped: resp.Skipped, TooFew: resp.TooFew, Matches: resp.Matches}
-			b, err := ipc.MarshalJSONLine(line)
-			if err != nil {
-				return failed(err)
+			if err := g.printJSON(line); err != nil {
+				return err
 			}
-			g.stdout.Write(b)
 			continue
 		}
 		printSimilar(g, file, sk.Size, f.threshold, resp)

@@ -20,12 +20,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 				return failed(err)
 			}
 			if g.json {
-				b, err := ipc.MarshalJSONLine(st)
-				if err != nil {
-					return failed(err)
-				}
-				g.stdout.Write(b)
-				return nil
+				return g.printJSON(st)
 			}
 			printStatus(g, st)
 			return nil

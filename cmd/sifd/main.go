@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sif-dev/sif/cmd/internal/cliflags"
 	"github.com/sif-dev/sif/daemon"
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
@@ -140,21 +141,9 @@ error: move the index aside (or pass another --db) to rebuild it.`,
 	fl.Int64Var(&f.maxSize, "max-size", 0, fmt.Sprintf("skip files larger than this many bytes; -1 for no limit (default %d)", daemon.DefaultMaxFileSize))
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "text or json")
-	addParamsFlags(cmd, &f.params)
+	cliflags.AddParams(fl, &f.params, `fingerprint scheme for a new index: "manber" or "chunks" (default: the stored one, else `+string(fingerprint.DefaultParams().Scheme)+`)`)
 	cmd.MarkFlagRequired("root")
 	return cmd
-}
-
-// addParamsFlags adds the fingerprint scheme flags.
-func addParamsFlags(cmd *cobra.Command, p *fingerprint.Params) {
-	fl := cmd.Flags()
-	fl.StringVar((*string)(&p.Scheme), "scheme", "", `fingerprint scheme for a new index: "manber" or "chunks" (default: the stored one, else `+string(fingerprint.DefaultParams().Scheme)+`)`)
-	fl.IntVar(&p.Window, "window", 0, "manber: window length W in bytes (default 40)")
-	fl.IntVar(&p.Bits, "bits", 0, "manber: keep windows whose hash has its low k bits zero, about 1 in 2^k (default 8)")
-	fl.IntVar(&p.ModBits, "mod-bits", 0, "manber: Karp-Rabin modulus 2^30 or 2^64 (default 64)")
-	fl.IntVar(&p.MinChunk, "min-chunk", 0, "chunks: minimum chunk length (default avg/4)")
-	fl.IntVar(&p.AvgChunk, "avg-chunk", 0, "chunks: average chunk length, a power of two (default 256)")
-	fl.IntVar(&p.MaxChunk, "max-chunk", 0, "chunks: maximum chunk length (default avg*8)")
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {

@@ -1,0 +1,20 @@
+// Package cliflags holds the command-line flags that sifd and sifctl share.
+package cliflags
+
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/sif-dev/sif/index/fingerprint"
+)
+
+// AddParams adds the fingerprint scheme flags to fl, filling p. schemeUsage
+// describes --scheme, which differs between commands.
+func AddParams(fl *pflag.FlagSet, p *fingerprint.Params, schemeUsage string) {
+	fl.StringVar((*string)(&p.Scheme), "scheme", "", schemeUsage)
+	fl.IntVar(&p.Window, "window", 0, "manber: window length W in bytes (default 40)")
+	fl.IntVar(&p.Bits, "bits", 0, "manber: keep windows whose hash has its low k bits zero, about 1 in 2^k (default 8)")
+	fl.IntVar(&p.ModBits, "mod-bits", 0, "manber: Karp-Rabin modulus 2^30 or 2^64 (default 64)")
+	fl.IntVar(&p.MinChunk, "min-chunk", 0, "chunks: minimum chunk length (default avg/4)")
+	fl.IntVar(&p.AvgChunk, "avg-chunk", 0, "chunks: average chunk length, a power of two (default 256)")
+	fl.IntVar(&p.MaxChunk, "max-chunk", 0, "chunks: maximum chunk length (default avg*8)")
+}
