@@ -37,8 +37,10 @@ type Config struct {
 	MaxFileSize int64
 	// ProgressEvery is how often a scan logs its progress; 0 means 5s.
 	ProgressEvery time.Duration
-	// SocketMode is the socket's permission bits; 0 means 0600 for a
-	// per-user daemon and 0666 for root.
+	// SocketMode is the socket's permission bits; 0 means 0600. Answers
+	// are not yet filtered by what the caller may read (SO_PEERCRED), so
+	// the default keeps the socket to the daemon's own user: a daemon run as
+	// root must not tell other users about files they cannot read.
 	SocketMode os.FileMode
 	Version    string
 	Logger     *slog.Logger // nil discards
@@ -77,9 +79,6 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SocketMode == 0 {
 		c.SocketMode = 0o600
-		if os.Geteuid() == 0 {
-			c.SocketMode = 0o666
-		}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

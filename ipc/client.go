@@ -26,6 +26,8 @@ var (
 	ErrNoDaemon = errors.New("ipc: no sifd is listening")
 	// ErrNotSif: something answers on the socket, but not sif's API.
 	ErrNotSif = errors.New("ipc: the socket does not speak sif's API")
+	// ErrDenied: the socket's permissions keep this user out.
+	ErrDenied = errors.New("ipc: permission denied on the socket")
 )
 
 // Client talks to one daemon. It is safe for concurrent use.
@@ -191,6 +193,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if err != nil {
 		if isNoDaemon(err) {
 			return fmt.Errorf("%w at %s", ErrNoDaemon, c.socket)
+		}
+		if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
+			return fmt.Errorf("%w %s", ErrDenied, c.socket)
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/sif-dev/sif/ipc"
@@ -192,5 +193,35 @@ func TestSocketFromEnvironment(t *testing.T) {
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), "elsewhere.sock") {
 		t.Errorf("SIF_SOCKET naming no daemon: %v, stderr %q", err, stderr.String())
+	}
+}
+
+// TestSocketIsPrivate: the socket is private to the daemon's user (answers
+// are not filtered by the caller's rights yet), and another user gets a
+// clear refusal.
+func TestSocketIsPrivate(t *testing.T) {
+	e := newEnv(t)
+	q := e.write("a.txt", words(71, 5000))
+	e.start()
+	st, err := os.Stat(e.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := st.Mode().Perm(); perm != 0o600 {
+		t.Errorf("socket mode %o, want 600", perm)
+	}
+	cmd := exec.Command(sifctlBin, "--socket", e.socket, "similar", q)
+	if os.Geteuid() == 0 {
+		// sifd runs as nobody; ask as yet another user.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody - 1, Gid: nobody - 1}}
+	} else {
+		os.Chmod(e.socket, 0)
+		defer os.Chmod(e.socket, 0o600)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "permission denied on "+e.socket) {
+		t.Errorf("another user: %v, stderr %q", err, stderr.String())
 	}
 }

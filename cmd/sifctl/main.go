@@ -115,6 +115,8 @@ func describe(err error, socket string) error {
 	switch {
 	case errors.Is(err, ipc.ErrNoDaemon):
 		return fmt.Errorf("no sifd is listening on %s (start one with 'sifd run --root DIR', or name its socket with --socket or SIF_SOCKET)", socket)
+	case errors.Is(err, ipc.ErrDenied):
+		return fmt.Errorf("permission denied on %s: the daemon's socket is private to the user it runs as", socket)
 	case errors.Is(err, ipc.ErrNotSif):
 		return fmt.Errorf("%s does not answer like sifd: %v", socket, err)
 	}
