@@ -74,8 +74,8 @@ func (r *daemonRun) stop() (int64, error) {
 		r.cmd.Process.Kill()
 		return 0, fmt.Errorf("sifd did not stop within 60s")
 	}
-	if ru, ok := r.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		return ru.Maxrss, nil
+	if kb := maxRSSKB(r.cmd.ProcessState); kb > 0 {
+		return kb, nil
 	}
 	return r.peakKB, nil
 }
