@@ -1,0 +1,216 @@
+package watcher
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+)
+
+// settleRig runs a Settler on a fake clock and records what it emits, with
+// the fake time of each emission.
+type settleRig struct {
+	t     *testing.T
+	clock *FakeClock
+	s     *Settler
+	out   chan emitted
+	start time.Time
+}
+
+type emitted struct {
+	path string
+	at   time.Duration // since the rig's start
+}
+
+func newSettleRig(t *testing.T, delay, maxDelay time.Duration) *settleRig {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := &settleRig{t: t, clock: NewFakeClock(start), out: make(chan emitted, 10000), start: start}
+	r.s = NewSettler(SettleOptions{Delay: delay, MaxDelay: maxDelay, Clock: r.clock})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		done <- r.s.Run(ctx, func(p string) { r.out <- emitted{p, r.clock.Now().Sub(start)} })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != context.Canceled {
+			t.Errorf("Run returned %v, want context.Canceled", err)
+		}
+	})
+	r.idle()
+	return r
+}
+
+// idle waits (in real time, briefly) until Run has nothing to do before
+// the fake clock moves: no path pending, or its timer armed.
+func (r *settleRig) idle() {
+	r.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if r.s.Pending() == 0 || r.clock.Timers() == 1 {
+			// Give a wake-up that is in flight the chance to re-arm.
+			time.Sleep(time.Millisecond)
+			if r.s.Pending() == 0 || r.clock.Timers() == 1 {
+				return
+			}
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	r.t.Fatalf("settler not idle: %d pending, %d timers", r.s.Pending(), r.clock.Timers())
+}
+
+func (r *settleRig) touch(paths ...string) {
+	for _, p := range paths {
+		r.s.Touch(p)
+	}
+	r.idle()
+}
+
+func (r *settleRig) advance(d time.Duration) {
+	r.clock.Advance(d)
+	r.idle()
+}
+
+// drain returns what has been emitted so far.
+func (r *settleRig) drain() []emitted {
+	var got []emitted
+	for {
+		select {
+		case e := <-r.out:
+			got = append(got, e)
+		default:
+			return got
+		}
+	}
+}
+
+func TestSettleQuietPath(t *testing.T) {
+	r := newSettleRig(t, 500*time.Millisecond, 10*time.Second)
+	r.touch("/a")
+	r.advance(499 * time.Millisecond)
+	if got := r.drain(); len(got) != 0 {
+		t.Fatalf("emitted before the delay: %v", got)
+	}
+	r.advance(time.Millisecond)
+	if got := r.drain(); len(got) != 1 || got[0] != (emitted{"/a", 500 * time.Millisecond}) {
+		t.Fatalf("got %v, want /a at 500ms", got)
+	}
+	if r.s.Pending() != 0 {
+		t.Errorf("%d still pending", r.s.Pending())
+	}
+}
+
+// A burst of touches (a save: write, write, rename) is one emission, a delay
+// after the last touch.
+func TestSettleBurstIsOne(t *testing.T) {
+	r := newSettleRig(t, 500*time.Millisecond, 10*time.Second)
+	for range 5 {
+		r.touch("/f")
+		r.advance(100 * time.Millisecond)
+	}
+	// Last touch at 400ms: due at 900ms.
+	r.advance(399 * time.Millisecond) // now 899ms
+	if got := r.drain(); len(got) != 0 {
+		t.Fatalf("emitted early: %v", got)
+	}
+	r.advance(time.Millisecond)
+	if got := r.drain(); len(got) != 1 || got[0] != (emitted{"/f", 900 * time.Millisecond}) {
+		t.Fatalf("got %v, want one /f at 900ms", got)
+	}
+}
+
+// A path that never goes quiet is still handed on, MaxDelay after the first
+// touch of each burst.
+func TestSettleMaxDelay(t *testing.T) {
+	r := newSettleRig(t, 500*time.Millisecond, 2*time.Second)
+	var got []emitted
+	for range 50 { // a touch every 100ms for 5s
+		r.touch("/log")
+		r.advance(100 * time.Millisecond)
+		got = append(got, r.drain()...)
+	}
+	for range 10 {
+		r.advance(100 * time.Millisecond)
+		got = append(got, r.drain()...)
+	}
+	// Bursts start at 0, 2s (the touch right after the first emission) and
+	// 4s; the last goes quiet after its touch at 4.9s.
+	want := []emitted{{"/log", 2 * time.Second}, {"/log", 4 * time.Second}, {"/log", 5400 * time.Millisecond}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+// Many paths settle independently, each once, in order of their deadlines.
+func TestSettleManyPaths(t *testing.T) {
+	r := newSettleRig(t, time.Second, 10*time.Second)
+	var want []string
+	for i := range 1000 {
+		p := fmt.Sprintf("/d/%04d", i)
+		r.s.Touch(p)
+		r.s.Touch(p)
+		want = append(want, p)
+		if i%100 == 99 {
+			r.idle()
+			r.advance(10 * time.Millisecond)
+		}
+	}
+	r.idle()
+	if n := r.s.Pending(); n != 1000 {
+		t.Fatalf("%d pending, want 1000", n)
+	}
+	r.advance(2 * time.Second)
+	var got []string
+	for _, e := range r.drain() {
+		got = append(got, e.path)
+	}
+	if len(got) != 1000 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %d paths (in touch order: %v), want the 1000 in touch order", len(got), sort.StringsAreSorted(got))
+	}
+	if len(r.s.queue) > 0 {
+		t.Errorf("%d queue entries left", len(r.s.queue))
+	}
+}
+
+// Superseded queue entries do not pile up while one path is touched
+// continuously.
+func TestSettleQueueStaysSmall(t *testing.T) {
+	clock := NewFakeClock(time.Unix(0, 0))
+	s := NewSettler(SettleOptions{Delay: time.Second, MaxDelay: time.Hour, Clock: clock})
+	for range 100000 {
+		s.Touch("/hot")
+	}
+	s.mu.Lock()
+	n := len(s.queue)
+	s.mu.Unlock()
+	if n > 65 {
+		t.Errorf("queue holds %d entries for 1 pending path", n)
+	}
+}
+
+func TestFakeClockTimers(t *testing.T) {
+	c := NewFakeClock(time.Unix(100, 0))
+	a, b := c.NewTimer(time.Second), c.NewTimer(2*time.Second)
+	c.Advance(time.Second)
+	select {
+	case at := <-a.C():
+		if !at.Equal(time.Unix(101, 0)) {
+			t.Errorf("fired at %v", at)
+		}
+	default:
+		t.Fatal("timer due at 1s did not fire")
+	}
+	if !b.Stop() || b.Stop() {
+		t.Error("Stop should report true once, then false")
+	}
+	c.Advance(time.Hour)
+	select {
+	case <-b.C():
+		t.Fatal("a stopped timer fired")
+	default:
+	}
+	if c.Timers() != 0 {
+		t.Errorf("%d timers left", c.Timers())
+	}
+}
