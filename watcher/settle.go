@@ -188,15 +188,15 @@ type deadline struct {
 // deadlines is a min-heap by time.
 type deadlines []deadline
 
-func (d deadlines) Len() int           { return len(d) }
+func (d deadlines) Len() int { return len(d) }
 func (d deadlines) Less(i, j int) bool {
 	if !d[i].at.Equal(d[j].at) {
 		return d[i].at.Before(d[j].at)
 	}
 	return d[i].seq < d[j].seq
 }
-func (d deadlines) Swap(i, j int)      { d[i], d[j] = d[j], d[i] }
-func (d *deadlines) Push(x any)        { *d = append(*d, x.(deadline)) }
+func (d deadlines) Swap(i, j int) { d[i], d[j] = d[j], d[i] }
+func (d *deadlines) Push(x any)   { *d = append(*d, x.(deadline)) }
 func (d *deadlines) Pop() any {
 	old := *d
 	x := old[len(old)-1]
