@@ -59,6 +59,9 @@ type Watcher struct {
 	outOfWatches bool
 
 	adds chan string // directories to watch, for the adder goroutine
+
+	// addWatch adds one directory's watch: fsw.Add, or a test's stand-in.
+	addWatch func(dir string) error
 }
 
 // NewWatcher returns a watcher with no roots. Call AddRoot, then Run.
@@ -77,7 +80,9 @@ func NewWatcher(o WatchOptions) (*Watcher, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Watcher{fsw: fsw, log: log, dirs: make(map[string]bool), adds: make(chan string, 4096)}, nil
+	w := &Watcher{fsw: fsw, log: log, dirs: make(map[string]bool), adds: make(chan string, 4096)}
+	w.addWatch = fsw.Add
+	return w, nil
 }
 
 // AddRoot watches every directory under root (which must be absolute and
@@ -120,7 +125,7 @@ func (w *Watcher) watchTree(ctx context.Context, dir string, h Handler) error {
 		if !de.IsDir() {
 			return nil
 		}
-		if err := w.fsw.Add(p); err != nil {
+		if err := w.addWatch(p); err != nil {
 			w.unwatched(p, err, h)
 			return fs.SkipDir
 		}

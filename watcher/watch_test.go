@@ -1,11 +1,16 @@
+//go:build linux
+
 package watcher
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -160,4 +165,43 @@ func TestWatchOverflow(t *testing.T) {
 	}
 	close(r.block)
 	r.expect(t, "overflow "+root)
+}
+
+// Out of inotify watches: the directories that could not be watched are
+// reported (each once, with what is below it skipped), the limit is logged
+// once with the sysctl to raise, and nothing retries.
+func TestWatchOutOfWatches(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	for _, d := range []string{"a/x", "b/y", "c"} {
+		os.MkdirAll(filepath.Join(root, d), 0o755)
+	}
+	var logs strings.Builder
+	w, err := NewWatcher(WatchOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.fsw.Close()
+	calls := 0
+	real := w.addWatch
+	w.addWatch = func(dir string) error {
+		calls++
+		if calls > 2 { // the kernel's limit: root and a
+			return fmt.Errorf("inotify_add_watch: %w", syscall.ENOSPC)
+		}
+		return real(dir)
+	}
+	r := newRecorder()
+	if err := w.AddRoot(context.Background(), root, r); err != nil {
+		t.Fatal(err)
+	}
+	// Walk order: root, a, a/x (refused), b (refused: b/y is not tried), c (refused).
+	for _, d := range []string{"a/x", "b", "c"} {
+		r.expect(t, "unwatched "+filepath.Join(root, d))
+	}
+	if calls != 5 || w.Watched() != 2 {
+		t.Errorf("%d watch attempts, %d watched; want 5 and 2", calls, w.Watched())
+	}
+	if n := strings.Count(logs.String(), "out of inotify watches"); n != 1 || !strings.Contains(logs.String(), "sysctl fs.inotify.max_user_watches") {
+		t.Errorf("logged the limit %d times, want once naming the sysctl:\n%s", n, logs.String())
+	}
 }
