@@ -35,6 +35,18 @@ type Config struct {
 	// MaxFileSize skips larger files; 0 means DefaultMaxFileSize, negative
 	// means no limit.
 	MaxFileSize int64
+	// MinFileSize skips smaller files; 0 means none is skipped for its size.
+	MinFileSize int64
+	// Exclude lists the glob patterns (path.Match syntax) of paths not to
+	// index, such as ".git/", "node_modules/" or "*.swp"; a pattern ending
+	// in "/" matches directories only. Stored, not yet applied.
+	Exclude []string
+	// SettleDelay is how long a changed file must be quiet before it is
+	// read again; 0 means the watcher's default.
+	SettleDelay time.Duration
+	// MaxSettleDelay bounds how long a file that keeps changing waits
+	// after its first change; 0 means the watcher's default.
+	MaxSettleDelay time.Duration
 	// ProgressEvery is how often a scan logs its progress; 0 means 5s.
 	ProgressEvery time.Duration
 	// SocketMode is the socket's permission bits; 0 means 0600. Answers
@@ -60,7 +72,7 @@ func DefaultDB() string {
 // inside other roots are dropped.
 func (c Config) withDefaults() (Config, error) {
 	if len(c.Roots) == 0 {
-		return c, errors.New("no roots: name at least one directory with --root")
+		return c, errors.New("no roots: name at least one directory with --root or in the configuration file")
 	}
 	if c.DB == "" {
 		c.DB = DefaultDB()

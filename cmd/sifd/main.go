@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/sif-dev/sif/cmd/internal/cliflags"
 	"github.com/sif-dev/sif/daemon"
@@ -78,10 +80,12 @@ identical. Use sifctl to ask it.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newRunCmd(stderr), newCheckCmd(stdout))
+	root.AddCommand(newServiceCmds(stdout)...)
 	return root
 }
 
 type runFlags struct {
+	config    string
 	roots     []string
 	db        string
 	socket    string
@@ -95,7 +99,7 @@ type runFlags struct {
 func newRunCmd(stderr io.Writer) *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "run --root DIR [--root DIR...]",
+		Use:   "run [--config FILE] [--root DIR...]",
 		Short: "Scan the roots into the index, then serve queries until SIGINT or SIGTERM",
 		Long: `run scans every root into the index with one worker per core (files whose
 size, modification time and inode are unchanged since the last run are not
@@ -110,31 +114,45 @@ $SIF_SOCKET overrides the default socket.
 
 The fingerprint scheme is stored in the index when it is created; later runs
 use the stored one. Naming a different scheme for an existing index is an
-error: move the index aside (or pass another --db) to rebuild it.`,
+error: move the index aside (or pass another --db) to rebuild it.
+
+Configuration file: --config FILE reads a TOML file (see README.md) that can
+set the roots, exclusions, size limits, settle delays, workers, db, socket,
+log level and [scheme]. Without --config, ` + daemon.SystemConfigFile + ` (as root)
+or $XDG_CONFIG_HOME/sifd/config.toml (~/.config/sifd/config.toml) is read if
+it exists; --config "" reads none. Relative paths in the file are relative
+to the file's directory. Flags given on the command line override the file;
+--root flags replace the file's roots.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(stderr, f.logLevel, f.logFormat)
+			fc, err := loadConfigFile(cmd.Flags(), f.config)
 			if err != nil {
 				return &statusError{exitError, err}
 			}
-			cfg := daemon.Config{
-				Roots:       f.roots,
-				DB:          f.db,
-				Socket:      f.socket,
-				Workers:     f.workers,
-				Params:      f.params,
-				MaxFileSize: f.maxSize,
-				Version:     version,
-				Logger:      log,
+			cfg, level := f.apply(cmd.Flags(), fc)
+			log, err := newLogger(stderr, level, f.logFormat)
+			if err != nil {
+				return &statusError{exitError, err}
 			}
-			if err := daemon.Run(cmd.Context(), cfg); err != nil {
+			if fc.Path != "" {
+				log.Info("configuration file", "path", fc.Path)
+			}
+			cfg.Version = version
+			cfg.Logger = log
+			if err := daemon.RunService(cmd.Context(), cfg); err != nil {
 				return &statusError{exitError, err}
 			}
 			return nil
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringArrayVar(&f.roots, "root", nil, "directory tree to index (repeatable)")
+	addRunFlags(cmd.Flags(), &f)
+	return cmd
+}
+
+// addRunFlags adds run's flags to fl; install takes the same ones.
+func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
+	fl.StringVar(&f.config, "config", "", "TOML configuration file (default: see above)")
+	fl.StringArrayVar(&f.roots, "root", nil, "directory tree to index (repeatable; replaces the file's roots)")
 	fl.StringVar(&f.db, "db", "", "index directory (default: see above)")
 	fl.StringVar(&f.socket, "socket", "", "Unix socket to serve on (default: see above)")
 	fl.IntVar(&f.workers, "workers", 0, "files read in parallel (default: one per core)")
@@ -142,8 +160,6 @@ error: move the index aside (or pass another --db) to rebuild it.`,
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	cliflags.AddParams(fl, &f.params, `fingerprint scheme for a new index: "manber" or "chunks" (default: the stored one, else `+string(fingerprint.DefaultParams().Scheme)+`)`)
-	cmd.MarkFlagRequired("root")
-	return cmd
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
@@ -210,4 +226,52 @@ the same index.`,
 	}
 	cmd.Flags().StringVar(&db, "db", "", "index directory (default: the daemon's default)")
 	return cmd
+}
+
+// loadConfigFile reads the configuration file named by --config or, when
+// --config is absent, the default one if it exists. It returns a zero
+// FileConfig when there is no file to read.
+func loadConfigFile(fl *pflag.FlagSet, name string) (daemon.FileConfig, error) {
+	if !fl.Changed("config") {
+		name = daemon.DefaultConfigFile()
+		if name == "" {
+			return daemon.FileConfig{}, nil
+		}
+		if _, err := os.Stat(name); errors.Is(err, fs.ErrNotExist) {
+			return daemon.FileConfig{}, nil
+		}
+	}
+	if name == "" {
+		return daemon.FileConfig{}, nil
+	}
+	return daemon.LoadConfigFile(name)
+}
+
+// apply returns the configuration to run with and the log level: the
+// file's values, each replaced by its flag if that was given on the command
+// line.
+func (f *runFlags) apply(fl *pflag.FlagSet, fc daemon.FileConfig) (daemon.Config, string) {
+	cfg := fc.Config
+	set := func(name string, apply func()) {
+		if fl.Changed(name) {
+			apply()
+		}
+	}
+	set("root", func() { cfg.Roots = f.roots })
+	set("db", func() { cfg.DB = f.db })
+	set("socket", func() { cfg.Socket = f.socket })
+	set("workers", func() { cfg.Workers = f.workers })
+	set("max-size", func() { cfg.MaxFileSize = f.maxSize })
+	set("scheme", func() { cfg.Params.Scheme = f.params.Scheme })
+	set("window", func() { cfg.Params.Window = f.params.Window })
+	set("bits", func() { cfg.Params.Bits = f.params.Bits })
+	set("mod-bits", func() { cfg.Params.ModBits = f.params.ModBits })
+	set("min-chunk", func() { cfg.Params.MinChunk = f.params.MinChunk })
+	set("avg-chunk", func() { cfg.Params.AvgChunk = f.params.AvgChunk })
+	set("max-chunk", func() { cfg.Params.MaxChunk = f.params.MaxChunk })
+	level := fc.LogLevel
+	if level == "" || fl.Changed("log-level") {
+		level = f.logLevel
+	}
+	return cfg, level
 }

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/sif-dev/sif/daemon"
+	"github.com/sif-dev/sif/index/fingerprint"
+)
+
+// TestFlagsOverrideConfigFile: the file is the base, and each flag given on
+// the command line replaces its value; flags left out leave the file's.
+func TestFlagsOverrideConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"a", "b", "c"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(dir, "sifd.toml")
+	err := os.WriteFile(file, []byte(`
+roots = ["a", "b"]
+db = "index"
+socket = "s.sock"
+workers = 2
+max_size = "1MiB"
+min_size = 10
+log_level = "warn"
+[scheme]
+scheme = "manber"
+window = 32
+bits = 7
+`), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f runFlags
+	fl := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	addRunFlags(fl, &f)
+	err = fl.Parse([]string{"--config", file, "--root", filepath.Join(dir, "c"), "--workers", "0", "--bits", "6", "--socket", "/tmp/x.sock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc, err := loadConfigFile(fl, f.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, level := f.apply(fl, fc)
+	want := daemon.Config{
+		Roots:       []string{filepath.Join(dir, "c")}, // replaced, not added to
+		DB:          filepath.Join(dir, "index"),       // the file's, relative to it
+		Socket:      "/tmp/x.sock",
+		Workers:     0, // a flag set to its zero value still wins
+		MaxFileSize: 1 << 20,
+		MinFileSize: 10,
+		Params:      fingerprint.Params{Scheme: fingerprint.Manber, Window: 32, Bits: 6},
+	}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("config:\n got %+v\nwant %+v", cfg, want)
+	}
+	if level != "warn" {
+		t.Errorf("log level %q, want the file's warn", level)
+	}
+
+	// Without flags, the file's values stand; --log-level beats the file.
+	f = runFlags{}
+	fl = pflag.NewFlagSet("run", pflag.ContinueOnError)
+	addRunFlags(fl, &f)
+	if err := fl.Parse([]string{"--config", file, "--log-level", "debug"}); err != nil {
+		t.Fatal(err)
+	}
+	fc, err = loadConfigFile(fl, f.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, level = f.apply(fl, fc)
+	if !reflect.DeepEqual(cfg, fc.Config) || level != "debug" {
+		t.Errorf("no flags: got %+v, %q; want the file's %+v, debug", cfg, level, fc.Config)
+	}
+}
+
+// TestConfigFileNamed: a file named with --config must exist; --config ""
+// reads none.
+func TestConfigFileNamed(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope.toml")
+	for _, tc := range []struct {
+		args    []string
+		wantErr bool
+	}{
+		{[]string{"--config", missing}, true},
+		{[]string{"--config", ""}, false},
+	} {
+		var f runFlags
+		fl := pflag.NewFlagSet("run", pflag.ContinueOnError)
+		addRunFlags(fl, &f)
+		if err := fl.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		fc, err := loadConfigFile(fl, f.config)
+		if (err != nil) != tc.wantErr || (err == nil && fc.Path != "") {
+			t.Errorf("%q: %+v, %v", tc.args, fc, err)
+		}
+	}
+}

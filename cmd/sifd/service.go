@@ -1,0 +1,269 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/kardianos/service"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/sif-dev/sif/daemon"
+)
+
+// exitNotRunning is `sifd status`'s exit status for an installed service
+// that is not running, or none installed (as systemctl is-active).
+const exitNotRunning = 3
+
+// newServiceCmds returns install, uninstall, start, stop, restart and status.
+func newServiceCmds(stdout io.Writer) []*cobra.Command {
+	cmds := []*cobra.Command{newInstallCmd(stdout)}
+	for _, c := range []struct{ name, short string }{
+		{"uninstall", "Stop and remove the installed service"},
+		{"start", "Start the installed service"},
+		{"stop", "Stop the installed service"},
+		{"restart", "Restart the installed service"},
+		{"status", "Say whether the installed service runs; exit 3 if not"},
+	} {
+		cmds = append(cmds, newControlCmd(stdout, c.name, c.short))
+	}
+	return cmds
+}
+
+func newInstallCmd(stdout io.Writer) *cobra.Command {
+	var (
+		f    runFlags
+		user bool
+	)
+	cmd := &cobra.Command{
+		Use:   "install [--user] --root DIR [--root DIR...] [run flags]",
+		Short: "Install sifd as a service that runs `sifd run` with these flags",
+		Long: `install registers sifd with the service manager: a systemd unit on Linux
+(/etc/systemd/system/sifd.service, or ~/.config/systemd/user/sifd.service with
+--user), a Windows service on Windows. The service runs "sifd run" with the
+flags given here, saved in the unit with absolute paths; to change them,
+uninstall and install again. The unit is enabled, not started: run
+"sifd start".
+
+A system service runs as root, keeps its index in ` + daemon.SystemDB + ` and
+listens on /run/sifd/sifd.sock (on Windows, in %ProgramData%\sifd). A user
+service (--user, systemd only) keeps its index in $XDG_STATE_HOME/sifd/index
+and listens on $XDG_RUNTIME_DIR/sifd.sock; it runs while the user is logged
+in, or always after "loginctl enable-linger". --db and --socket override.
+
+The systemd unit runs at low CPU and I/O priority under a 1 GiB memory
+ceiling, and a system unit sees the file system read-only except for its
+index and socket directories (see packaging/systemd in the source).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := install(cmd.Flags(), &f, user, stdout); err != nil {
+				return &statusError{exitError, err}
+			}
+			return nil
+		},
+	}
+	addRunFlags(cmd.Flags(), &f)
+	cmd.Flags().BoolVar(&user, "user", false, "install a per-user service (systemd --user) instead of a system service")
+	return cmd
+}
+
+func install(fl *pflag.FlagSet, f *runFlags, user bool, stdout io.Writer) error {
+	if err := checkUser(user); err != nil {
+		return err
+	}
+	if len(f.roots) == 0 {
+		return errors.New("install: no roots: name at least one directory with --root")
+	}
+	// Fail now, not at the service's first start, on bad log flags.
+	if _, err := newLogger(io.Discard, f.logLevel, f.logFormat); err != nil {
+		return fmt.Errorf("install: %w", err)
+	}
+	args, db, sock, err := serviceArgs(fl, f, user)
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return fmt.Errorf("install: finding sifd's own path: %w", err)
+	}
+	if strings.Contains(exe, "go-build") {
+		return fmt.Errorf("install: %s is a temporary binary from go run: build sifd, put it where it will stay, and run its install", exe)
+	}
+	var unit string
+	if runtime.GOOS == "linux" {
+		// The sandbox lets the service write only these; create them now
+		// (systemd creates /var/lib/sifd and /run/sifd itself).
+		for _, d := range []string{db, filepath.Dir(sock)} {
+			if !user && (d == daemon.SystemDB || d == filepath.Dir(daemonSystemSocket())) {
+				continue
+			}
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				return fmt.Errorf("install: %w", err)
+			}
+		}
+		unit, err = daemon.SystemdUnit(daemon.Unit{User: user, Exec: exe, Args: args, Writable: []string{db, filepath.Dir(sock)}})
+		if err != nil {
+			return fmt.Errorf("install: %w", err)
+		}
+	}
+	s, err := daemon.NewService(user, exe, args, unit)
+	if err != nil {
+		return fmt.Errorf("install: %w", err)
+	}
+	if err := s.Install(); err != nil {
+		return fmt.Errorf("install (%s): %w", service.Platform(), err)
+	}
+	u := userFlag(user)
+	fmt.Fprintf(stdout, "installed the %s service %q: %s %s\nstart it with: sifd start%s\n",
+		kind(user), daemon.ServiceName, exe, strings.Join(args, " "), u)
+	if user && runtime.GOOS == "linux" {
+		fmt.Fprintln(stdout, "to keep it running when you are logged out: loginctl enable-linger")
+	}
+	return nil
+}
+
+// serviceArgs returns the arguments of the installed `sifd run`: the roots,
+// the index and the socket as absolute paths, then every other run flag
+// given on the command line, and last --db DB --socket SOCKET. It also
+// returns DB and SOCKET.
+func serviceArgs(fl *pflag.FlagSet, f *runFlags, user bool) (args []string, db, sock string, err error) {
+	args = []string{"run"}
+	for _, r := range f.roots {
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			return nil, "", "", fmt.Errorf("install: --root %s: %w", r, err)
+		}
+		st, err := os.Stat(abs)
+		if err != nil {
+			return nil, "", "", fmt.Errorf("install: --root %s: %w", r, err)
+		}
+		if !st.IsDir() {
+			return nil, "", "", fmt.Errorf("install: --root %s: not a directory", r)
+		}
+		args = append(args, "--root", abs)
+	}
+	var cfgErr error
+	fl.Visit(func(fl *pflag.Flag) {
+		switch fl.Name {
+		case "root", "db", "socket", "user":
+			return
+		case "config":
+			// The service starts in another directory: save the file's
+			// absolute path.
+			if v := fl.Value.String(); v != "" {
+				abs, err := filepath.Abs(v)
+				if err != nil {
+					cfgErr = fmt.Errorf("install: --config %s: %w", v, err)
+					return
+				}
+				args = append(args, "--config="+abs)
+				return
+			}
+		}
+		args = append(args, "--"+fl.Name+"="+fl.Value.String())
+	})
+	if cfgErr != nil {
+		return nil, "", "", cfgErr
+	}
+	db, sock = daemon.ServicePaths(user)
+	for _, p := range []struct {
+		flag string
+		val  string
+		def  *string
+	}{{"db", f.db, &db}, {"socket", f.socket, &sock}} {
+		if p.val == "" {
+			continue
+		}
+		abs, err := filepath.Abs(p.val)
+		if err != nil {
+			return nil, "", "", fmt.Errorf("install: --%s %s: %w", p.flag, p.val, err)
+		}
+		*p.def = abs
+	}
+	return append(args, "--db", db, "--socket", sock), db, sock, nil
+}
+
+func newControlCmd(stdout io.Writer, action, short string) *cobra.Command {
+	var user bool
+	cmd := &cobra.Command{
+		Use:   action + " [--user]",
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkUser(user); err != nil {
+				return &statusError{exitError, err}
+			}
+			s, err := daemon.NewService(user, "", nil, "")
+			if err != nil {
+				return &statusError{exitError, fmt.Errorf("%s: %w", action, err)}
+			}
+			if action == "status" {
+				return serviceStatus(s, user, stdout)
+			}
+			if action == "uninstall" {
+				_ = s.Stop() // systemd's disable leaves it running; it may already be stopped
+			}
+			if err := service.Control(s, action); err != nil {
+				return &statusError{exitError, fmt.Errorf("%s the %s service (%s): %w", action, kind(user), service.Platform(), err)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&user, "user", false, "the per-user service (systemd --user) instead of the system service")
+	return cmd
+}
+
+func serviceStatus(s service.Service, user bool, stdout io.Writer) error {
+	st, err := s.Status()
+	switch {
+	case errors.Is(err, service.ErrNotInstalled):
+		fmt.Fprintf(stdout, "not installed (install it with: sifd install%s --root DIR)\n", userFlag(user))
+		return &statusError{code: exitNotRunning}
+	case err != nil:
+		return &statusError{exitError, fmt.Errorf("status of the %s service (%s): %w", kind(user), service.Platform(), err)}
+	case st == service.StatusRunning:
+		fmt.Fprintln(stdout, "running")
+		return nil
+	case st == service.StatusStopped:
+		fmt.Fprintf(stdout, "stopped (start it with: sifd start%s)\n", userFlag(user))
+		return &statusError{code: exitNotRunning}
+	default:
+		fmt.Fprintln(stdout, "unknown")
+		return &statusError{code: exitNotRunning}
+	}
+}
+
+// checkUser refuses --user where there is no per-user service manager.
+func checkUser(user bool) error {
+	if user && runtime.GOOS != "linux" {
+		return fmt.Errorf("--user: per-user services are systemd's; on %s install a system service", runtime.GOOS)
+	}
+	return nil
+}
+
+func daemonSystemSocket() string {
+	_, sock := daemon.ServicePaths(false)
+	return sock
+}
+
+func kind(user bool) string {
+	if user {
+		return "user"
+	}
+	return "system"
+}
+
+func userFlag(user bool) string {
+	if user {
+		return " --user"
+	}
+	return ""
+}

@@ -1,0 +1,188 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kardianos/service"
+
+	"github.com/sif-dev/sif/ipc"
+)
+
+// ServiceName names sifd's systemd unit (sifd.service) and Windows service.
+const ServiceName = "sifd"
+
+// ServicePaths returns the index directory and socket an installed service
+// uses when --db and --socket are not given. A system service uses
+// SystemDB and ipc.SystemSocket (on Windows, %ProgramData%\sifd); a user
+// service the per-user state directory and $XDG_RUNTIME_DIR/sifd.sock
+// (/run/user/UID/sifd.sock when the variable is unset), whoever installs
+// it. $SIF_SOCKET is ignored: the service does not see the installer's
+// environment.
+func ServicePaths(user bool) (db, socket string) {
+	switch {
+	case runtime.GOOS == "windows":
+		base := filepath.Join(os.Getenv("ProgramData"), "sifd")
+		if user {
+			base = ipc.UserStateDir()
+		}
+		return filepath.Join(base, "index"), filepath.Join(base, "sifd.sock")
+	case !user:
+		return SystemDB, ipc.SystemSocket
+	}
+	rt := os.Getenv("XDG_RUNTIME_DIR")
+	if rt == "" {
+		rt = filepath.Join("/run/user", strconv.Itoa(os.Getuid()))
+	}
+	return filepath.Join(ipc.UserStateDir(), "index"), filepath.Join(rt, "sifd.sock")
+}
+
+// NewService returns the kardianos service for sifd. exec and args are the
+// command the service manager runs (`sifd run --root ...`); unit is the
+// systemd unit text from SystemdUnit, used when installing on systemd
+// (empty for the control actions). user selects a per-user systemd unit.
+func NewService(user bool, exec string, args []string, unit string) (service.Service, error) {
+	opt := service.KeyValue{
+		"UserService": user,
+		// Windows: restart a crashed sifd after 10 s; start after boot
+		// without delaying it.
+		"OnFailure":              "restart",
+		"OnFailureDelayDuration": "10s",
+		"DelayedAutoStart":       true,
+	}
+	if unit != "" {
+		opt["SystemdScript"] = unit
+	}
+	cfg := &service.Config{
+		Name:        ServiceName,
+		DisplayName: "sif daemon",
+		Description: "sif: keeps an index of similar files and answers queries about them",
+		Executable:  exec,
+		Arguments:   args,
+		Option:      opt,
+	}
+	return service.New(noProgram{}, cfg)
+}
+
+// noProgram is the service.Interface of a service that is only installed
+// or controlled, never run, by this process.
+type noProgram struct{}
+
+func (noProgram) Start(service.Service) error { return nil }
+func (noProgram) Stop(service.Service) error  { return nil }
+
+// RunService is Run for a process that a service manager may have started.
+// When it is run interactively (from a shell, or in a container) it is
+// exactly Run. Under systemd or the Windows service manager it runs Run in
+// a goroutine through kardianos/service: a stop request (SIGTERM, or the
+// Windows service control) cancels it and waits for it at most
+// StopTimeout seconds. Cancelling ctx stops it too. If the daemon fails on
+// its own, RunService returns its error (on Windows, the process exits
+// with status 2 so that the service manager restarts it).
+func RunService(ctx context.Context, cfg Config) error {
+	if service.Interactive() {
+		return Run(ctx, cfg)
+	}
+	p := &program{parent: ctx, cfg: cfg, stopTimeout: StopTimeout * time.Second}
+	s, err := service.New(p, &service.Config{
+		Name: ServiceName,
+		// systemd: return from Run when the daemon stops on its own, not
+		// only on a signal.
+		Option: service.KeyValue{"RunWait": p.wait},
+	})
+	if err != nil {
+		return fmt.Errorf("daemon.RunService: %w", err)
+	}
+	if err := s.Run(); err != nil {
+		return err
+	}
+	return p.result()
+}
+
+// program runs the daemon for kardianos/service. Start and Stop are called
+// by kardianos, on Windows from the service manager's goroutine.
+type program struct {
+	parent      context.Context
+	cfg         Config
+	stopTimeout time.Duration
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{} // closed when Run has returned
+	err    error         // Run's result, set before done is closed
+}
+
+// Start starts the daemon in a goroutine and returns at once.
+func (p *program) Start(service.Service) error {
+	ctx, cancel := context.WithCancel(p.parent)
+	p.mu.Lock()
+	p.cancel, p.done = cancel, make(chan struct{})
+	p.mu.Unlock()
+	go func() {
+		err := Run(ctx, p.cfg)
+		p.mu.Lock()
+		p.err = err
+		p.mu.Unlock()
+		close(p.done)
+		if err != nil && ctx.Err() == nil && exitOnFailure {
+			// The Windows service manager never asks about a service
+			// that stopped on its own: crash, so that it restarts us.
+			if p.cfg.Logger != nil {
+				p.cfg.Logger.Error("sifd failed", "err", err)
+			}
+			os.Exit(2)
+		}
+	}()
+	return nil
+}
+
+// Stop cancels the daemon and waits for it, at most stopTimeout.
+func (p *program) Stop(service.Service) error {
+	p.mu.Lock()
+	cancel, done := p.cancel, p.done
+	p.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	t := time.NewTimer(p.stopTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return p.result()
+	case <-t.C:
+		return fmt.Errorf("daemon: did not stop within %s", p.stopTimeout)
+	}
+}
+
+// wait blocks until a stop signal arrives or the daemon has returned.
+func (p *program) wait() {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(sig)
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	select {
+	case <-sig:
+	case <-done:
+	}
+}
+
+func (p *program) result() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if errors.Is(p.err, context.Canceled) {
+		return nil
+	}
+	return p.err
+}

@@ -1,0 +1,197 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"text/template"
+)
+
+// Unit describes the systemd unit that `sifd install` writes. SystemdUnit
+// renders it; nothing is installed.
+type Unit struct {
+	// User selects a per-user unit (systemd --user, WantedBy=default.target)
+	// instead of a system unit (WantedBy=multi-user.target).
+	User bool
+	// Exec is the absolute path of the sifd binary.
+	Exec string
+	// Args follow Exec on the ExecStart line: "run", "--root", DIR, ...
+	Args []string
+	// Writable are the directories a system unit may write besides
+	// /var/lib/sifd and /run/sifd (ReadWritePaths=): the index and the
+	// socket's directory. A user unit does not sandbox the file system, so
+	// it ignores them.
+	Writable []string
+}
+
+// StopTimeout bounds how long a service stop waits for the daemon to finish
+// the requests in flight and close the index. The unit's TimeoutStopSec is
+// a little longer, so systemd does not kill a daemon that is still closing.
+const StopTimeout = 30
+
+// unitTemplate is the systemd unit sifd installs, passed to kardianos/service
+// as its SystemdScript once rendered. It is a text/template executed by
+// SystemdUnit, with every value already quoted for systemd; the output
+// holds no "{{", so kardianos's own template engine copies it verbatim.
+//
+// The service is an indexer that should never compete with the machine's
+// real work: low CPU and I/O weight, idle I/O class, a memory ceiling. The
+// system unit runs as root (it must read every tree it indexes) but only
+// with CAP_DAC_READ_SEARCH, on a read-only view of the system and of home
+// directories; it may write only its index and socket directories, which
+// systemd creates (StateDirectory=, RuntimeDirectory=). A user manager
+// rejects or cannot honour the mount-namespace and capability settings
+// without unprivileged user namespaces, so the user unit keeps only the
+// resource limits and the settings that need no namespace.
+const unitTemplate = `# sifd: the sif daemon. Written by "sifd install{{if .User}} --user{{end}}"; remove it with
+# "sifd uninstall{{if .User}} --user{{end}}". Generated: edit the flags by reinstalling.
+[Unit]
+Description=sif: index of similar files
+Documentation=https://github.com/sif-dev/sif
+ConditionFileIsExecutable={{.Exec}}
+{{- if not .User}}
+After=local-fs.target
+{{- end}}
+StartLimitIntervalSec=300
+StartLimitBurst=5
+
+[Service]
+Type=simple
+ExecStart={{.ExecStart}}
+Restart=on-failure
+RestartSec=10
+KillSignal=SIGTERM
+TimeoutStopSec={{.TimeoutStop}}
+UMask=0077
+
+# An indexer yields to everything else.
+Nice=10
+CPUWeight=20
+IOSchedulingClass=idle
+IOWeight=20
+MemoryHigh=768M
+MemoryMax=1G
+TasksMax=256
+LimitNOFILE=65536
+{{- if not .User}}
+
+# Where it writes: /var/lib/sifd (index) and /run/sifd (socket).
+StateDirectory=sifd
+StateDirectoryMode=0700
+RuntimeDirectory=sifd
+RuntimeDirectoryMode=0755
+ReadWritePaths={{.ReadWrite}}
+
+# Read everything, change nothing else.
+CapabilityBoundingSet=CAP_DAC_READ_SEARCH
+AmbientCapabilities=
+ProtectSystem=strict
+ProtectHome=read-only
+PrivateTmp=yes
+PrivateDevices=yes
+PrivateNetwork=yes
+ProtectKernelTunables=yes
+ProtectKernelModules=yes
+ProtectKernelLogs=yes
+ProtectControlGroups=yes
+ProtectClock=yes
+ProtectHostname=yes
+ProtectProc=invisible
+RestrictNamespaces=yes
+{{- end}}
+NoNewPrivileges=yes
+RestrictSUIDSGID=yes
+RestrictRealtime=yes
+LockPersonality=yes
+MemoryDenyWriteExecute=yes
+RestrictAddressFamilies=AF_UNIX
+SystemCallArchitectures=native
+
+[Install]
+WantedBy={{if .User}}default.target{{else}}multi-user.target{{end}}
+`
+
+var unitTmpl = template.Must(template.New("sifd.service").Parse(unitTemplate))
+
+// SystemdUnit returns the text of the systemd unit for u. It installs
+// nothing; `sifd install` passes the text to kardianos/service, and the
+// tests check it with systemd-analyze verify.
+func SystemdUnit(u Unit) (string, error) {
+	if !filepath.IsAbs(u.Exec) {
+		return "", fmt.Errorf("daemon.SystemdUnit: executable %q is not an absolute path", u.Exec)
+	}
+	words := []string{systemdQuote(u.Exec)}
+	for _, a := range u.Args {
+		words = append(words, systemdQuote(a))
+	}
+	rw := []string{"/var/lib/sifd", "/run/sifd"}
+	for _, w := range u.Writable {
+		if !filepath.IsAbs(w) {
+			return "", fmt.Errorf("daemon.SystemdUnit: writable path %q is not absolute", w)
+		}
+		w = filepath.Clean(w)
+		if under(w, "/var/lib/sifd") || under(w, "/run/sifd") {
+			continue
+		}
+		// "-": a path that has gone missing (a custom socket directory
+		// under /run after a reboot) does not stop the unit; sifd then
+		// names it in its own error.
+		rw = append(rw, "-"+systemdQuote(w))
+	}
+	data := struct {
+		User        bool
+		Exec        string
+		ExecStart   string
+		ReadWrite   string
+		TimeoutStop int
+	}{u.User, systemdQuote(u.Exec), strings.Join(words, " "), strings.Join(rw, " "), StopTimeout + 15}
+	var b strings.Builder
+	if err := unitTmpl.Execute(&b, data); err != nil {
+		return "", fmt.Errorf("daemon.SystemdUnit: %w", err)
+	}
+	out := b.String()
+	if strings.Contains(out, "{{") {
+		// kardianos/service would read it as a template action.
+		return "", errors.New(`daemon.SystemdUnit: a path or flag contains "{{", which the service installer cannot write`)
+	}
+	return out, nil
+}
+
+// systemdQuote quotes s as one word of a systemd command line or path list:
+// plain when it is made of safe characters, else in double quotes with C
+// escapes. '%' (specifiers) and '$' (environment variables) are doubled so
+// that systemd passes them through literally.
+func systemdQuote(s string) string {
+	plain := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@%$", r)) {
+			plain = false
+			break
+		}
+	}
+	var b strings.Builder
+	if !plain {
+		b.WriteByte('"')
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '%':
+			b.WriteString("%%")
+		case c == '$':
+			b.WriteString("$$")
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	if !plain {
+		b.WriteByte('"')
+	}
+	return b.String()
+}
