@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -90,12 +91,7 @@ func (c *checker) run() error {
 			return err
 		}
 	}
-	ids := make([]uint32, 0, len(c.records))
-	for id := range c.records {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(c.records)) {
 		rec := c.records[id]
 		if !rec.hasPath {
 			c.problem("file id %d (%q): no path key", id, rec.path)
@@ -318,12 +314,7 @@ func (c *checker) checkPostings() error {
 		return err
 	}
 	// Forward entries never matched.
-	ids := make([]uint32, 0, len(c.records))
-	for id := range c.records {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(c.records)) {
 		if rec := c.records[id]; rec.hasForward && !rec.broken {
 			for rec.curOK {
 				c.problem("file id %d (%q): forward entry %08x has no posting", id, rec.path, rec.cur.key)
