@@ -226,5 +226,6 @@ type Writer interface {
 	Remove(path string) error
 	Rename(oldPath string, meta FileMeta) error
 	Lookup(path string) (FileRecord, error)
+	LookupInode(dev, ino uint64) ([]FileRecord, error)
 	Files(prefix string, fn func(FileRecord) error) error
 }

@@ -19,6 +19,8 @@ import (
 //     record has its path key;
 //   - every record has its identical-content key, and every such key belongs
 //     to a record with that strong hash;
+//   - every record has its inode key, and every inode key belongs to a
+//     record with that device and inode;
 //   - every record has a forward list, every forward list a record, and a
 //     record's weight and number of features are what its forward list gives;
 //   - every posting belongs to a live file whose forward list holds that
@@ -29,7 +31,8 @@ import (
 // The report counts the distinct fingerprint keys of the postings in
 // Fingerprints. Undecodable values are reported as problems, not returned as
 // errors. Each problem is one line naming the key (path, file id,
-// fingerprint key in hex); after MaxProblems they are only counted, in More.
+// fingerprint key in hex, device:inode/id of an inode key); after
+// MaxProblems they are only counted, in More.
 // The error is for failures to read the database.
 func (ix *Index) Check() (*CheckReport, error) {
 	if err := ix.acquire(); err != nil {
@@ -61,10 +64,12 @@ type checker struct {
 type checkedRecord struct {
 	path       string
 	strong     [32]byte
+	dev, ino   uint64
 	weight     uint64
 	features   uint32
 	hasPath    bool
 	hasStrong  bool
+	hasInode   bool
 	hasForward bool
 	// The forward list, read along with the postings: fwd decodes it and
 	// cur is its next entry not yet matched with a posting.
@@ -85,7 +90,7 @@ func (c *checker) problem(format string, args ...any) {
 func (c *checker) run() error {
 	for _, step := range []func() error{
 		c.checkMeta, c.checkPrefixes, c.checkRecords, c.checkPaths,
-		c.checkStrong, c.checkForward, c.checkPostings,
+		c.checkStrong, c.checkInodes, c.checkForward, c.checkPostings,
 	} {
 		if err := step(); err != nil {
 			return err
@@ -98,6 +103,9 @@ func (c *checker) run() error {
 		}
 		if !rec.hasStrong {
 			c.problem("file id %d (%q): no identical-content key %x", id, rec.path, rec.strong)
+		}
+		if !rec.hasInode {
+			c.problem("file id %d (%q): no inode key %d:%d", id, rec.path, rec.dev, rec.ino)
 		}
 		if !rec.hasForward {
 			c.problem("file id %d (%q): no forward list", id, rec.path)
@@ -143,7 +151,7 @@ func (c *checker) checkPrefixes() error {
 		return err
 	}
 	defer it.Close()
-	known := []byte{prefixPosting, prefixForward, prefixMeta, prefixPath, prefixRecord, prefixStrong}
+	known := []byte{prefixPosting, prefixForward, prefixInode, prefixMeta, prefixPath, prefixRecord, prefixStrong}
 	for ok := it.First(); ok; {
 		k := it.Key()
 		if len(k) > 0 && bytes.IndexByte(known, k[0]) >= 0 {
@@ -172,10 +180,13 @@ func (c *checker) checkRecords() error {
 		if err != nil {
 			c.problem("file id %d: record: %v", id, err)
 			// Keep a placeholder, so its other keys are not reported as orphans.
-			c.records[id] = &checkedRecord{path: "?", hasPath: true, hasStrong: true, broken: true}
+			c.records[id] = &checkedRecord{path: "?", hasPath: true, hasStrong: true, hasInode: true, broken: true}
 			return nil
 		}
-		c.records[id] = &checkedRecord{path: rec.Path, strong: rec.Strong, weight: rec.Weight, features: rec.Features}
+		c.records[id] = &checkedRecord{
+			path: rec.Path, strong: rec.Strong, dev: rec.Dev, ino: rec.Ino,
+			weight: rec.Weight, features: rec.Features,
+		}
 		return nil
 	})
 }
@@ -228,6 +239,32 @@ func (c *checker) checkStrong() error {
 		}
 		if len(v) != 0 {
 			c.problem("identical-content key %x/%d: value %x, want empty", strong, id, v)
+		}
+		return nil
+	})
+}
+
+func (c *checker) checkInodes() error {
+	lo, hi := keyspace(prefixInode)
+	return scan(c.r, lo, hi, func(k, v []byte) error {
+		dev, ino, id, err := parseInodeKey(k)
+		if err != nil {
+			c.problem("inode key %x: %v", k, err)
+			return nil
+		}
+		rec := c.records[id]
+		switch {
+		case rec == nil:
+			c.problem("inode key %d:%d/%d: file id %d has no record", dev, ino, id, id)
+		case rec.path == "?":
+		case rec.dev != dev || rec.ino != ino:
+			c.problem("inode key %d:%d/%d: the record of file id %d (%q) has inode %d:%d",
+				dev, ino, id, id, rec.path, rec.dev, rec.ino)
+		default:
+			rec.hasInode = true
+		}
+		if len(v) != 0 {
+			c.problem("inode key %d:%d/%d: value %x, want empty", dev, ino, id, v)
 		}
 		return nil
 	})

@@ -10,17 +10,18 @@ import (
 	"github.com/sif-dev/sif/index/fingerprint"
 )
 
-// corruptFixture is a small chunks index: /a (id 1) holds hashes 0x10, 0x20
-// (twice) and 0x30, of lengths 17, 33 and 49 (weight 132); /b (id 2) holds
-// 0x20 and 0x40, of lengths 33 and 65 (weight 98).
+// corruptFixture is a small chunks index: /a (id 1, inode 1:10) holds
+// hashes 0x10, 0x20 (twice) and 0x30, of lengths 17, 33 and 49 (weight
+// 132); /b (id 2, inode 1:20) holds 0x20 and 0x40, of lengths 33 and 65
+// (weight 98).
 func corruptFixture(t *testing.T) *index.Index {
 	ix := openMem(t, nil, chunks)
 	a := sketchOf(chunks, "a", 100, fingerprint.Feature{Hash: 0x10, Count: 1}, fingerprint.Feature{Hash: 0x20, Count: 2}, fingerprint.Feature{Hash: 0x30, Count: 1})
 	b := sketchOf(chunks, "b", 200, fingerprint.Feature{Hash: 0x20, Count: 1}, fingerprint.Feature{Hash: 0x40, Count: 1})
-	if r, err := ix.Put(index.FileMeta{Path: "/a", Size: 100}, a); err != nil || r.ID != 1 {
+	if r, err := ix.Put(index.FileMeta{Path: "/a", Size: 100, Dev: 1, Ino: 10}, a); err != nil || r.ID != 1 {
 		t.Fatalf("put /a: %+v %v", r, err)
 	}
-	if r, err := ix.Put(index.FileMeta{Path: "/b", Size: 200}, b); err != nil || r.ID != 2 {
+	if r, err := ix.Put(index.FileMeta{Path: "/b", Size: 200, Dev: 1, Ino: 20}, b); err != nil || r.ID != 2 {
 		t.Fatalf("put /b: %+v %v", r, err)
 	}
 	mustClean(t, ix)
@@ -106,6 +107,24 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		{"orphan identical-content key", func(t *testing.T, ix *index.Index) error {
 			return ix.RawSet(index.StrongKey(strongOf("zz"), 2), nil)
 		}, []string{fmt.Sprintf("identical-content key %x/2: the record of file id 2 (\"/b\") has strong hash", strongOf("zz"))}},
+		{"missing inode key", func(t *testing.T, ix *index.Index) error {
+			return ix.RawDelete(index.InodeKey(1, 10, 1))
+		}, []string{"file id 1 (\"/a\"): no inode key 1:10"}},
+		{"inode key of a missing file", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.InodeKey(1, 30, 7), nil)
+		}, []string{"inode key 1:30/7: file id 7 has no record"}},
+		{"inode key with the wrong device and inode", func(t *testing.T, ix *index.Index) error {
+			if err := ix.RawDelete(index.InodeKey(1, 20, 2)); err != nil {
+				return err
+			}
+			return ix.RawSet(index.InodeKey(2, 21, 2), nil)
+		}, []string{"inode key 2:21/2: the record of file id 2 (\"/b\") has inode 1:20", "file id 2 (\"/b\"): no inode key 1:20"}},
+		{"inode key with a value", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.InodeKey(1, 10, 1), []byte{1})
+		}, []string{"inode key 1:10/1: value 01, want empty"}},
+		{"malformed inode key", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet([]byte{'i', 0, 0, 0, 1}, nil)
+		}, []string{"inode key 6900000001:", "corrupt"}},
 		{"unknown key prefix", func(t *testing.T, ix *index.Index) error {
 			return ix.RawSet([]byte("Zebra"), nil)
 		}, []string{"key 5a65627261: unknown prefix"}},

@@ -170,6 +170,7 @@ func testCrash(t *testing.T, p fingerprint.Params, ops int) {
 			t.Fatalf("clone %d (%d%% unsynced kept): state matches no state after %d..%d operations:\n%s",
 				i, c.pct, c.lo, c.hi, d)
 		}
+		verifyInodes(t, ix, history[c.lo+k])
 		if c.lo+k < c.hi {
 			lost++
 		}

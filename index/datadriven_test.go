@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,10 +29,11 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected outputs of testd
 // Lines starting with '#' between directives are comments. Commands:
 //
 //	open scheme=manber|chunks           a new, empty index
-//	put PATH [size=N] [type=text|binary] [strong=LABEL]
+//	put PATH [size=N] [type=text|binary] [strong=LABEL] [dev=N] [ino=N]
 //	                                    input: the file's features
 //	remove PATH
-//	rename OLD NEW [size=N]
+//	rename OLD NEW [size=N] [dev=N] [ino=N]
+//	lookup-inode dev=N ino=N
 //	similar [path=P] [size=N] [type=T] [strong=LABEL] [threshold=F] [limit=N]
 //	        [sizeratio=F] [sameext] [sametype] [prefix=P] [maxdf=N] [minfeatures=N]
 //	                                    input: the query's features
@@ -41,7 +43,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected outputs of testd
 //
 // Features are written HASH[xCOUNT][:LEN], e.g. "7", "7x2", "7x2:300"; a
 // missing LEN is lenOf(HASH) for chunks. strong=LABEL sets the strong hash
-// to SHA-256(LABEL); without it, it is unknown (zero). Sizes default to 100.
+// to SHA-256(LABEL); without it, it is unknown (zero). Sizes default to 100,
+// device and inode to 0 for put and to the file's own for rename.
 //
 // Besides comparing outputs, every similar match is checked against
 // fingerprint.Compare of the query and the stored sketch, unless features
@@ -142,7 +145,12 @@ func runScript(t *testing.T, file string) {
 			got = "ok"
 		case "put":
 			sk := scriptSketch(t, where, p, args, d.input)
-			meta := index.FileMeta{Path: args.pos(t, where, 0), Size: sk.Size}
+			meta := index.FileMeta{
+				Path: args.pos(t, where, 0),
+				Size: sk.Size,
+				Dev:  args.uint64(t, where, "dev", 0),
+				Ino:  args.uint64(t, where, "ino", 0),
+			}
 			if _, err := ix.Put(meta, sk); err != nil {
 				got = "error: " + err.Error()
 				break
@@ -156,12 +164,19 @@ func runScript(t *testing.T, file string) {
 		case "rename":
 			from, to := args.pos(t, where, 0), args.pos(t, where, 1)
 			f := stored[from]
-			meta := index.FileMeta{Path: to, Size: int64(args.int(t, where, "size", int(f.meta.Size)))}
+			meta := index.FileMeta{
+				Path: to,
+				Size: int64(args.int(t, where, "size", int(f.meta.Size))),
+				Dev:  args.uint64(t, where, "dev", f.meta.Dev),
+				Ino:  args.uint64(t, where, "ino", f.meta.Ino),
+			}
 			got = errText(ix.Rename(from, meta))
 			if got == "ok" {
 				delete(stored, from)
 				stored[to] = modelFile{meta, f.sk}
 			}
+		case "lookup-inode":
+			got = runLookupInode(t, where, ix, stored, args)
 		case "similar":
 			got = runSimilar(t, where, ix, p, stored, args, d.input)
 		case "groups":
@@ -246,6 +261,18 @@ func (a scriptArgs) int(t *testing.T, where, key string, def int) int {
 		return def
 	}
 	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("%s: %s=%q: %v", where, key, v, err)
+	}
+	return n
+}
+
+func (a scriptArgs) uint64(t *testing.T, where, key string, def uint64) uint64 {
+	v, ok := a.kv[key]
+	if !ok {
+		return def
+	}
+	n, err := strconv.ParseUint(v, 0, 64)
 	if err != nil {
 		t.Fatalf("%s: %s=%q: %v", where, key, v, err)
 	}
@@ -365,6 +392,48 @@ func runSimilar(t *testing.T, where string, ix *index.Index, p fingerprint.Param
 		}
 	}
 	return b.String()
+}
+
+// runLookupInode lists the files LookupInode returns, one "id=N PATH" line
+// each, and checks them against the files of the model with that inode.
+func runLookupInode(t *testing.T, where string, ix *index.Index, stored model, a scriptArgs) string {
+	if _, ok := a.kv["dev"]; !ok {
+		t.Fatalf("%s: want dev=N", where)
+	}
+	if _, ok := a.kv["ino"]; !ok {
+		t.Fatalf("%s: want ino=N", where)
+	}
+	dev, ino := a.uint64(t, where, "dev", 0), a.uint64(t, where, "ino", 0)
+	recs, err := ix.LookupInode(dev, ino)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	var want []string
+	for path, f := range stored {
+		if f.meta.Dev == dev && f.meta.Ino == ino {
+			want = append(want, path)
+		}
+	}
+	var got, lines []string
+	for i, r := range recs {
+		if i > 0 && r.ID <= recs[i-1].ID {
+			t.Errorf("%s: file id %d listed after %d", where, r.ID, recs[i-1].ID)
+		}
+		if r.Dev != dev || r.Ino != ino {
+			t.Errorf("%s: %q has inode %d:%d", where, r.Path, r.Dev, r.Ino)
+		}
+		got = append(got, r.Path)
+		lines = append(lines, fmt.Sprintf("id=%d %s", r.ID, r.Path))
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: LookupInode gives %q, the model %q", where, got, want)
+	}
+	if len(lines) == 0 {
+		return "(none)"
+	}
+	return strings.Join(lines, "\n")
 }
 
 func runGroups(t *testing.T, where string, ix *index.Index, a scriptArgs) string {

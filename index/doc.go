@@ -42,6 +42,11 @@
 //     evidence: queries and groups skip those above MaxDF.
 //   - The identical-content key of a file joins its strong hash to its id, so
 //     identical files are found without reading any posting.
+//   - The inode key of a file joins its device and inode numbers to its id,
+//     so a file renamed or moved where sif did not see it go is recognised
+//     by its inode (and its size and mtime) without being read again. Hard
+//     links of one file are indexed once per path, and share device and
+//     inode: they have one inode key each.
 //   - Containment of a query in a file is the shared weight over the query's
 //     weight (Manber's percentage); reverse containment is over the file's
 //     weight; resemblance is shared over union weight. Identical files have
@@ -58,10 +63,10 @@
 // files are found by their strong hash, not by fingerprints.
 //
 // Storage layout. Every key starts with a byte naming its keyspace; ids and
-// fingerprint keys are 4 bytes, big-endian, so Pebble keys sort
-// numerically:
+// fingerprint keys are 4 bytes, device and inode numbers 8 bytes, all
+// big-endian, so Pebble keys sort numerically:
 //
-//	'm' "version"         format version (decimal text, now 2)
+//	'm' "version"         format version (decimal text, now 3)
 //	'm' "params"          the normalized fingerprint.Params, JSON
 //	'p' path              file id (4 bytes); paths are raw bytes
 //	'r' id                file record: version byte 1, then varints
@@ -72,6 +77,7 @@
 //	                      (a manber fingerprint seen once in its file),
 //	                      else the weight (uvarint)
 //	's' strong(32) id     identical-content key, empty value
+//	'i' dev(8) ino(8) id  inode key, empty value
 //
 // Pebble's comparer ("sif.keys.v2") orders keys bytewise but takes 'P' and
 // the fingerprint key of a posting key as its prefix, so a query's prefix
@@ -88,7 +94,9 @@
 // the database (Pebble's LOCK file): Open fails with ErrLocked otherwise.
 // Check verifies every invariant above; on corruption, and for an index
 // written in another format (version 1 had 64-bit hashes in its keys and
-// stored document frequencies), the cure is to move the index aside and
-// rebuild it. Compact rewrites the database into its most compact form
-// after a bulk load.
+// stored document frequencies, version 2 no inode keys), the cure is to
+// move the index aside and rebuild it. Compact rewrites the database into
+// its most compact form after a bulk load. Dump lists the files in a
+// canonical text form, free of file ids and write history, so two indexes
+// of one tree can be compared.
 package index

@@ -12,8 +12,8 @@ import (
 // Open refuses a database with another version. Version 1 had 64-bit
 // fingerprint hashes in posting keys, counts and lengths in postings and
 // forward lists, and a keyspace of fingerprint file-counts kept by a merge
-// operator.
-const formatVersion = 2
+// operator. Version 2 had no inode keys.
+const formatVersion = 3
 
 // recordVersion is the first byte of every encoded file record.
 const recordVersion = 1

@@ -180,6 +180,19 @@ func TestKeysRoundTrip(t *testing.T) {
 	if s, gid, err := parseStrongKey(strongKey(strong, id)); err != nil || s != strong || gid != id {
 		t.Fatalf("strong key: %x %x %v", s, gid, err)
 	}
+	dev, ino := uint64(0x0102030405060708), uint64(0xf1f2f3f4f5f6f7f8)
+	ik := inodeKey(dev, ino, id)
+	if len(ik) != 21 || !bytes.HasPrefix(ik, inodePrefix(nil, dev, ino)) {
+		t.Fatalf("inode key %x: want 21 bytes starting with its prefix", ik)
+	}
+	if gdev, gino, gid, err := parseInodeKey(ik); err != nil || gdev != dev || gino != ino || gid != id {
+		t.Fatalf("inode key %x: %x %x %x %v", ik, gdev, gino, gid, err)
+	}
+	for _, bad := range [][]byte{{prefixInode}, ik[:20], append(ik, 0), strongKey(strong, id)} {
+		if _, _, _, err := parseInodeKey(bad); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("inode key %x: err %v", bad, err)
+		}
+	}
 	if gid, err := decodeID(encodeID(id)); err != nil || gid != id {
 		t.Fatalf("id: %x %v", gid, err)
 	}

@@ -115,6 +115,7 @@ func PathKey(path string) []byte       { return pathKey(path) }
 func StrongKey(strong [32]byte, id uint32) []byte {
 	return strongKey(strong, id)
 }
+func InodeKey(dev, ino uint64, id uint32) []byte { return inodeKey(dev, ino, id) }
 
 // PostingValue encodes a posting value.
 func PostingValue(weight uint64) []byte { return encodePosting(nil, weight) }

@@ -165,7 +165,7 @@ func metaFor(path string, sk *fingerprint.Sketch, rng *rand.Rand) index.FileMeta
 }
 
 // verifyModel checks that ix holds exactly m: records, forward lists, file
-// listing and counts.
+// listing, files by inode and counts.
 func verifyModel(t testing.TB, ix *index.Index, m model) {
 	t.Helper()
 	p := ix.Params()
@@ -204,12 +204,43 @@ func verifyModel(t testing.TB, ix *index.Index, m model) {
 		bytes += uint64(f.meta.Size)
 		features += uint64(len(f.sk.Features))
 	}
+	verifyInodes(t, ix, m)
 	st, err := ix.Stats()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Files != uint64(len(m)) || st.Bytes != bytes || st.Features != features || st.Fingerprints != 0 {
 		t.Fatalf("stats %+v, want files %d bytes %d features %d fingerprints 0 (not tracked)", st, len(m), bytes, features)
+	}
+}
+
+// verifyInodes checks that LookupInode finds, for every device and inode
+// of m, exactly the files of m with them, in file id order.
+func verifyInodes(t testing.TB, ix *index.Index, m model) {
+	t.Helper()
+	type inode struct{ dev, ino uint64 }
+	want := map[inode][]string{}
+	for path, f := range m {
+		in := inode{f.meta.Dev, f.meta.Ino}
+		want[in] = append(want[in], path)
+	}
+	for in, paths := range want {
+		recs, err := ix.LookupInode(in.dev, in.ino)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for i, r := range recs {
+			if i > 0 && r.ID <= recs[i-1].ID {
+				t.Fatalf("inode %d:%d: file id %d listed after %d", in.dev, in.ino, r.ID, recs[i-1].ID)
+			}
+			got = append(got, r.Path)
+		}
+		slices.Sort(got)
+		slices.Sort(paths)
+		if !slices.Equal(got, paths) {
+			t.Fatalf("inode %d:%d: files %q, want %q", in.dev, in.ino, got, paths)
+		}
 	}
 }
 

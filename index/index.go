@@ -159,8 +159,15 @@ func (ix *Index) initMeta(want fingerprint.Params) (fingerprint.Params, error) {
 		return ix.initNew(want)
 	}
 	if v, err := strconv.Atoi(string(ver)); err != nil || v != formatVersion {
-		return fingerprint.Params{}, fmt.Errorf("%w: index format version %q, this program reads version %d: move the index aside and rebuild it",
-			ErrCorrupt, ver, formatVersion)
+		by := ""
+		switch {
+		case err == nil && v < formatVersion:
+			by = " (written by an older sif)"
+		case err == nil && v > formatVersion:
+			by = " (written by a newer sif)"
+		}
+		return fingerprint.Params{}, fmt.Errorf("%w: index format version %q%s, this program reads version %d: move the index aside and rebuild it",
+			ErrCorrupt, ver, by, formatVersion)
 	}
 	raw, found, err := getValue(ix.db, metaParamsKey)
 	if err != nil {

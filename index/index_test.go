@@ -336,16 +336,23 @@ func TestOpenRefusesOldFormat(t *testing.T) {
 		db.Close()
 	})
 	t.Run("stored version", func(t *testing.T) {
-		fs := vfs.NewMem()
-		ix := openMem(t, fs, manber)
-		if err := ix.RawSet(index.MetaVersionKey, []byte("1")); err != nil {
-			t.Fatal(err)
-		}
-		ix.Close()
-		_, err := index.Open("/db", &index.Options{FS: fs})
-		if !errors.Is(err, index.ErrCorrupt) || !strings.Contains(err.Error(), `format version "1"`) ||
-			!strings.Contains(err.Error(), "move the index aside and rebuild it") {
-			t.Fatalf("open of an index with format version 1: %v, want ErrCorrupt with advice", err)
+		for _, c := range []struct{ version, by string }{
+			{"1", " (written by an older sif)"},
+			{"2", " (written by an older sif)"}, // no inode keys
+			{"99", " (written by a newer sif)"},
+			{"x", ", this program reads version"},
+		} {
+			fs := vfs.NewMem()
+			ix := openMem(t, fs, manber)
+			if err := ix.RawSet(index.MetaVersionKey, []byte(c.version)); err != nil {
+				t.Fatal(err)
+			}
+			ix.Close()
+			_, err := index.Open("/db", &index.Options{FS: fs})
+			if !errors.Is(err, index.ErrCorrupt) || !strings.Contains(err.Error(), `format version "`+c.version+`"`+c.by) ||
+				!strings.Contains(err.Error(), "move the index aside and rebuild it") {
+				t.Fatalf("open of an index with format version %s: %v, want ErrCorrupt with advice", c.version, err)
+			}
 		}
 	})
 }

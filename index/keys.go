@@ -12,6 +12,7 @@ import (
 const (
 	prefixPosting = 'P' // 'P' key(4) id(4) → posting value
 	prefixForward = 'f' // 'f' id(4) → forward list
+	prefixInode   = 'i' // 'i' dev(8) ino(8) id(4) → empty
 	prefixMeta    = 'm' // 'm' name → metadata
 	prefixPath    = 'p' // 'p' path → id(4)
 	prefixRecord  = 'r' // 'r' id(4) → file record
@@ -24,6 +25,8 @@ const (
 	postingPrefixLen = 1 + 4 // the prefix shared by the postings of one fingerprint key
 	idKeyLen         = 1 + 4 // record and forward keys
 	strongKeyLen     = 1 + 32 + 4
+	inodePrefixLen   = 1 + 8 + 8 // the prefix shared by the inode keys of one (device, inode)
+	inodeKeyLen      = inodePrefixLen + 4
 )
 
 // Metadata key names.
@@ -75,6 +78,21 @@ func strongPrefix(strong [32]byte) []byte {
 	return append(k, strong[:]...)
 }
 
+// inodeKey returns the inode key of file id, whose record has device dev
+// and inode ino.
+func inodeKey(dev, ino uint64, id uint32) []byte {
+	k := inodePrefix(make([]byte, 0, inodeKeyLen), dev, ino)
+	return binary.BigEndian.AppendUint32(k, id)
+}
+
+// inodePrefix appends the prefix shared by the inode keys of every file
+// with device dev and inode ino (hard links of one file) to dst.
+func inodePrefix(dst []byte, dev, ino uint64) []byte {
+	dst = append(dst, prefixInode)
+	dst = binary.BigEndian.AppendUint64(dst, dev)
+	return binary.BigEndian.AppendUint64(dst, ino)
+}
+
 // parsePostingKey splits a posting key into its fingerprint key and file id.
 func parsePostingKey(k []byte) (key, id uint32, err error) {
 	if len(k) != postingKeyLen || k[0] != prefixPosting {
@@ -98,6 +116,15 @@ func parseStrongKey(k []byte) (strong [32]byte, id uint32, err error) {
 	}
 	copy(strong[:], k[1:33])
 	return strong, binary.BigEndian.Uint32(k[33:]), nil
+}
+
+// parseInodeKey splits an inode key into device, inode and file id.
+func parseInodeKey(k []byte) (dev, ino uint64, id uint32, err error) {
+	if len(k) != inodeKeyLen || k[0] != prefixInode {
+		return 0, 0, 0, fmt.Errorf("%w: inode key %x: want %d bytes", ErrCorrupt, k, inodeKeyLen)
+	}
+	return binary.BigEndian.Uint64(k[1:9]), binary.BigEndian.Uint64(k[9:inodePrefixLen]),
+		binary.BigEndian.Uint32(k[inodePrefixLen:]), nil
 }
 
 // encodeID and decodeID are the value of a path key.
@@ -132,6 +159,8 @@ func keyspace(prefix byte) (lower, upper []byte) {
 // database and refuses to open the database with a comparer of another name,
 // so it changes whenever Split does (bloom filters are built on prefixes).
 // "sif.keys.v1" split posting keys after a 64-bit hash (format version 1).
+// Format versions 2 and 3 split keys alike, so both use "sif.keys.v2"; the
+// stored format version tells them apart.
 const (
 	comparerName   = "sif.keys.v2"
 	comparerNameV1 = "sif.keys.v1"

@@ -24,6 +24,51 @@ func (ix *Index) Lookup(path string) (FileRecord, error) {
 	return rec, nil
 }
 
+// LookupInode returns the records of the files with device dev and inode
+// ino, in file id order: one per indexed path of the file, so several for
+// hard links, and none (an empty slice and a nil error) when no indexed
+// file has that inode. It finds a renamed or moved file by its inode
+// without reading it again; the caller compares sizes and modification
+// times to tell whether the content is still the one indexed. All records
+// come from one consistent view of the index. The caller owns the result.
+func (ix *Index) LookupInode(dev, ino uint64) ([]FileRecord, error) {
+	recs, err := ix.lookupInode(dev, ino)
+	if err != nil {
+		return nil, fmt.Errorf("index.LookupInode %d:%d: %w", dev, ino, err)
+	}
+	return recs, nil
+}
+
+func (ix *Index) lookupInode(dev, ino uint64) ([]FileRecord, error) {
+	if err := ix.acquire(); err != nil {
+		return nil, err
+	}
+	defer ix.release()
+	snap := ix.db.NewSnapshot()
+	defer snap.Close()
+	lo := inodePrefix(nil, dev, ino)
+	recs := []FileRecord{}
+	err := scan(snap, lo, prefixEnd(lo), func(k, _ []byte) error {
+		_, _, id, err := parseInodeKey(k)
+		if err != nil {
+			return err
+		}
+		rec, found, err := readRecord(snap, id)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("%w: inode key names file id %d, which has no record", ErrCorrupt, id)
+		}
+		recs = append(recs, rec)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
 // lookup reads the record of the file at path from r.
 func (ix *Index) lookup(r pebble.Reader, path string) (FileRecord, bool, error) {
 	v, found, err := getValue(r, pathKey(path))

@@ -13,7 +13,9 @@ import (
 // Put adds the file at meta.Path with sketch sk, or replaces it when the
 // path is indexed already (keeping its file id). The old postings are
 // removed through the file's forward list; the new record, forward list,
-// postings and identical-content key are written, all in one atomic batch.
+// postings, identical-content key and inode key are written (the old
+// identical-content and inode keys deleted when they change), all in one
+// atomic batch.
 // Put reads nothing but the file's old path key, record and forward list:
 // its writes are blind. sk's features need not be sorted (they are mapped to
 // fingerprint keys, sorted and merged); sk.Params must be zero or equal the
@@ -68,6 +70,10 @@ func (ix *Index) put(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) 
 		w.delete(strongKey(old.Strong, id))
 	}
 	w.set(strongKey(rec.Strong, id), nil)
+	if found && (old.Dev != rec.Dev || old.Ino != rec.Ino) {
+		w.delete(inodeKey(old.Dev, old.Ino, id))
+	}
+	w.set(inodeKey(rec.Dev, rec.Ino, id), nil)
 	w.set(recordKey(id), encodeRecord(nil, &rec))
 	w.set(forwardKey(id), encodeForward(nil, entries))
 	if !found {
@@ -115,10 +121,13 @@ func (ix *Index) remove(path string) error {
 
 // Rename moves the file at oldPath to meta.Path, with meta as its new
 // metadata, in one atomic batch. The content is taken to be unchanged: the
-// file keeps its id, summary and postings. A file indexed at meta.Path
-// already is removed in the same batch. oldPath may equal meta.Path, to
-// update the metadata only. It returns an error wrapping ErrNotFound when
-// oldPath is not indexed.
+// file keeps its id, summary and postings. A rename within a filesystem
+// keeps the file's device and inode, and so its inode key; when meta names
+// another device or inode (a move across filesystems, which copies the
+// file), the inode key follows it. A file indexed at meta.Path already is
+// removed in the same batch, with all its keys. oldPath may equal
+// meta.Path, to update the metadata only. It returns an error wrapping
+// ErrNotFound when oldPath is not indexed.
 func (ix *Index) Rename(oldPath string, meta FileMeta) error {
 	if err := ix.rename(oldPath, meta); err != nil {
 		return fmt.Errorf("index.Rename %q to %q: %w", oldPath, meta.Path, err)
@@ -153,6 +162,10 @@ func (ix *Index) rename(oldPath string, meta FileMeta) error {
 		}
 		w.delete(pathKey(oldPath))
 		w.set(pathKey(meta.Path), encodeID(rec.ID))
+	}
+	if meta.Dev != rec.Dev || meta.Ino != rec.Ino {
+		w.delete(inodeKey(rec.Dev, rec.Ino, rec.ID))
+		w.set(inodeKey(meta.Dev, meta.Ino, rec.ID), nil)
 	}
 	w.delta.Bytes += int64(fileBytes(meta)) - int64(fileBytes(rec.FileMeta))
 	rec.FileMeta = meta
@@ -250,6 +263,7 @@ func (w *batch) diffPostings(id uint32, old, new []entry) {
 func (w *batch) removeFile(rec FileRecord, es []entry) {
 	w.diffPostings(rec.ID, es, nil)
 	w.delete(strongKey(rec.Strong, rec.ID))
+	w.delete(inodeKey(rec.Dev, rec.Ino, rec.ID))
 	w.delete(recordKey(rec.ID))
 	w.delete(forwardKey(rec.ID))
 	w.delta.Files--

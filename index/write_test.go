@@ -3,6 +3,7 @@ package index_test
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -33,6 +34,11 @@ func TestWritesFollowModel(t *testing.T) {
 					}
 					copies = append(copies, sk)
 					meta := metaFor(path, sk, rng)
+					if len(m) > 0 && rng.IntN(4) == 0 {
+						// A hard link of an indexed file: its device and inode.
+						other := m[slices.Sorted(maps.Keys(m))[rng.IntN(len(m))]]
+						meta.Dev, meta.Ino = other.meta.Dev, other.meta.Ino
+					}
 					rec, err := ix.Put(meta, sk)
 					if err != nil {
 						t.Fatal(err)
@@ -214,7 +220,7 @@ func TestRemovedFilesVanish(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, p := range []byte("Pfprs") {
+	for _, p := range []byte("Pfiprs") {
 		if n, _ := ix.RawKeys(p); n != 0 {
 			t.Fatalf("%d %c keys visible after removing every file", n, p)
 		}
