@@ -21,6 +21,15 @@ const SystemDB = "/var/lib/sifd"
 // DefaultMaxFileSize is the largest file indexed when no limit is set.
 const DefaultMaxFileSize = 256 << 20
 
+// DefaultRescanInterval is how often what cannot be watched is rescanned.
+const DefaultRescanInterval = 30 * time.Minute
+
+// Values of Config.NetworkFS.
+const (
+	NetworkFSScan   = "scan"
+	NetworkFSRefuse = "refuse"
+)
+
 // Config is what sifd runs with. The zero value of a field means its
 // default.
 type Config struct {
@@ -39,7 +48,7 @@ type Config struct {
 	MinFileSize int64
 	// Exclude lists the glob patterns (path.Match syntax) of paths not to
 	// index, such as ".git/", "node_modules/" or "*.swp"; a pattern ending
-	// in "/" matches directories only. Stored, not yet applied.
+	// in "/" matches directories only (see watcher.Exclude).
 	Exclude []string
 	// SettleDelay is how long a changed file must be quiet before it is
 	// read again; 0 means the watcher's default.
@@ -47,6 +56,33 @@ type Config struct {
 	// MaxSettleDelay bounds how long a file that keeps changing waits
 	// after its first change; 0 means the watcher's default.
 	MaxSettleDelay time.Duration
+	// RescanInterval is how often roots on filesystems without change
+	// events, and directories that could not be watched, are rescanned; 0
+	// means DefaultRescanInterval.
+	RescanInterval time.Duration
+	// NetworkFS says what to do with a root on a filesystem that sends no
+	// change events (NFS, SMB, FUSE, proc): NetworkFSScan (the default)
+	// rescans it every RescanInterval, NetworkFSRefuse refuses it.
+	NetworkFS string
+	// EventBuffer is the capacity of the queue between the kernel's event
+	// reader and the daemon; 0 means the watcher's default. Tests make it
+	// tiny to force event loss.
+	EventBuffer uint
+	// DropEvents, when positive, makes the watcher drop every
+	// DropEvents-th event and report it lost (fault injection for tests).
+	DropEvents int
+	// NoWatch turns watching off: roots are scanned at start and then
+	// every RescanInterval, like roots without events.
+	NoWatch bool
+	// ShutdownTimeout bounds how long a shutdown waits for work in flight;
+	// 0 means 10s. Past it, sifd exits without closing the index cleanly
+	// (the index stays consistent; the next start reconciles).
+	ShutdownTimeout time.Duration
+	// Reload, if set, is called on SIGHUP for a new configuration. Roots,
+	// exclusions, size limits and the rescan interval apply at once;
+	// other changes are logged as needing a restart. If Reload fails, the
+	// running configuration stays.
+	Reload func() (Config, error)
 	// ProgressEvery is how often a scan logs its progress; 0 means 5s.
 	ProgressEvery time.Duration
 	// SocketMode is the socket's permission bits; 0 means 0600. Answers
@@ -85,6 +121,22 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxFileSize == 0 {
 		c.MaxFileSize = DefaultMaxFileSize
+	}
+	if c.RescanInterval <= 0 {
+		c.RescanInterval = DefaultRescanInterval
+	}
+	switch c.NetworkFS {
+	case "":
+		c.NetworkFS = NetworkFSScan
+	case NetworkFSScan, NetworkFSRefuse:
+	default:
+		return c, fmt.Errorf("network_fs %q: want %q or %q", c.NetworkFS, NetworkFSScan, NetworkFSRefuse)
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = 10 * time.Second
+	}
+	if _, err := newFilter(c); err != nil {
+		return c, fmt.Errorf("exclude: %w", err)
 	}
 	if c.ProgressEvery <= 0 {
 		c.ProgressEvery = 5 * time.Second

@@ -27,6 +27,8 @@ import (
 //	max_size = "256MiB"                # "unlimited" for no limit
 //	settle_delay = "500ms"
 //	max_settle_delay = "10s"
+//	rescan_interval = "30m"            # roots without events, unwatched directories
+//	network_fs = "scan"                # or "refuse": roots on NFS, SMB, FUSE, proc
 //	workers = 0                        # 0: one per core
 //	db = "/var/lib/sifd"
 //	socket = "/run/sifd/sifd.sock"
@@ -167,6 +169,8 @@ type fileKeys struct {
 	MaxSize        size         `toml:"max_size"`
 	SettleDelay    duration     `toml:"settle_delay"`
 	MaxSettleDelay duration     `toml:"max_settle_delay"`
+	RescanInterval duration     `toml:"rescan_interval"`
+	NetworkFS      networkFS    `toml:"network_fs"`
 	Workers        count        `toml:"workers"`
 	DB             pathString   `toml:"db"`
 	Socket         pathString   `toml:"socket"`
@@ -188,6 +192,7 @@ type schemeTable struct {
 // would also accept other cases).
 var knownKeys = []string{
 	"roots", "exclude", "min_size", "max_size", "settle_delay", "max_settle_delay",
+	"rescan_interval", "network_fs",
 	"workers", "db", "socket", "log_level",
 	"scheme", "scheme.scheme", "scheme.window", "scheme.bits", "scheme.mod_bits",
 	"scheme.min_chunk", "scheme.avg_chunk", "scheme.max_chunk",
@@ -223,6 +228,8 @@ func (p *configParser) parse() (FileConfig, error) {
 	c.MaxFileSize = int64(k.MaxSize)
 	c.SettleDelay = time.Duration(k.SettleDelay)
 	c.MaxSettleDelay = time.Duration(k.MaxSettleDelay)
+	c.RescanInterval = time.Duration(k.RescanInterval)
+	c.NetworkFS = string(k.NetworkFS)
 	c.Workers = int(k.Workers)
 	if md.IsDefined("min_size") && md.IsDefined("max_size") && c.MaxFileSize >= 0 && c.MinFileSize > c.MaxFileSize {
 		return FileConfig{}, p.errAt("min_size", "%d bytes is more than max_size (%d bytes)", c.MinFileSize, c.MaxFileSize)
@@ -578,6 +585,21 @@ func (l *logLevel) UnmarshalTOML(v any) error {
 		return fmt.Errorf("%q: want debug, info, warn or error", s)
 	}
 	*l = logLevel(strings.ToLower(s))
+	return nil
+}
+
+// networkFS is what to do with roots on filesystems without events.
+type networkFS string
+
+func (n *networkFS) UnmarshalTOML(v any) error {
+	s, ok := v.(string)
+	if !ok || (s != NetworkFSScan && s != NetworkFSRefuse) {
+		if ok {
+			return fmt.Errorf("%q: want %q or %q", s, NetworkFSScan, NetworkFSRefuse)
+		}
+		return fmt.Errorf("want %q or %q, not %s", NetworkFSScan, NetworkFSRefuse, tomlType(v))
+	}
+	*n = networkFS(s)
 	return nil
 }
 

@@ -81,6 +81,8 @@ func TestConfigFileFull(t *testing.T) {
 			MaxFileSize:    256 << 20,
 			SettleDelay:    250 * time.Millisecond,
 			MaxSettleDelay: 5 * time.Second,
+			RescanInterval: 15 * time.Minute,
+			NetworkFS:      NetworkFSRefuse,
 			Workers:        3,
 			DB:             filepath.Join(dir, "state", "index"),
 			Socket:         filepath.FromSlash("/run/sifd/test.sock"),

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -13,25 +15,57 @@ import (
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/ipc"
+	"github.com/sif-dev/sif/watcher"
 )
 
-// Daemon indexes its roots and serves queries about them.
+// Daemon keeps the index equal to its roots and serves queries about them.
+//
+// Data flow: the watcher's event goroutine touches changed paths in a
+// settler; settled paths go on the live lane; scans (first scan,
+// reconciles, new directories) walk directories onto the bulk or live lane;
+// workers take items, live first, and bring each path up to date under a
+// per-path claim. A tracker counts the work each moment caused, so Wait can
+// tell when every change made before it was called has been applied.
 type Daemon struct {
 	cfg     Config
 	log     *slog.Logger
 	ix      *index.Index
 	started time.Time
-	roots   []*rootState
 	count   counters
 	errs    errorLog
 	ready   chan struct{} // closed when every root's first scan has ended
+	unclean bool          // the previous run did not shut down cleanly
+
+	runCtx context.Context
+	ctlMu  sync.Mutex // serialises root changes and reloads, and guards cfg.Roots
+	rmu    sync.RWMutex
+	roots  []*rootState
+	filt   atomic.Pointer[filter]
+
+	lanes      *lanes
+	claims     claims
+	track      *tracker
+	live, bulk *scanner
+	settle     *watcher.Settler // changed paths
+	settleGone *watcher.Settler // removed paths, which settle a little later
+	watch      *watcher.Watcher // nil with NoWatch
+	cookies    cookieJar
+
+	pmu       sync.Mutex
+	pend      map[string]uint64 // settling path → tracker epoch
+	retries   map[string]int    // path → reads that found it changing
+	deferrals map[string]int    // vanished directory → removals put off
+
+	// racySince, when not 0, is a time (Unix ns) from which files are read
+	// even if their metadata match their records (see racy).
+	racySince atomic.Int64
 }
 
-// Run opens the index, listens on the socket, scans the roots and serves
-// queries until ctx is done; then it stops scanning, finishes the requests
-// in flight, closes the index and returns nil. It returns an error if it
-// cannot start (bad configuration, index in use or built with other
-// parameters, socket in use) or if serving fails.
+// Run opens the index, listens on the socket, watches and scans the roots
+// and serves queries until ctx is done; then it stops, lets work in flight
+// finish (up to Config.ShutdownTimeout), closes the index and returns nil.
+// It returns an error if it cannot start (bad configuration, index in use
+// or built with other parameters, socket in use) or if serving fails.
 func Run(ctx context.Context, cfg Config) error {
 	d, err := open(cfg)
 	if err != nil {
@@ -45,10 +79,23 @@ func open(cfg Config) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{cfg: cfg, log: cfg.Logger, started: time.Now(), ready: make(chan struct{})}
-	for _, r := range cfg.Roots {
-		d.roots = append(d.roots, &rootState{path: r, state: "pending"})
+	d := &Daemon{
+		cfg: cfg, log: cfg.Logger, started: time.Now(), ready: make(chan struct{}),
+		lanes: newLanes(cfg.Workers), track: newTracker(),
+		live: newScanner(true), bulk: newScanner(false),
+		pend: make(map[string]uint64), retries: make(map[string]int), deferrals: make(map[string]int),
 	}
+	f, err := newFilter(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d.filt.Store(f)
+	settle := watcher.SettleOptions{Delay: cfg.SettleDelay, MaxDelay: cfg.MaxSettleDelay}
+	d.settle = watcher.NewSettler(settle)
+	settle.Delay = goneDelay(cfg.SettleDelay)
+	settle.MaxDelay = max(settle.MaxDelay, settle.Delay)
+	d.settleGone = watcher.NewSettler(settle)
+
 	if err := os.MkdirAll(cfg.DB, 0o700); err != nil {
 		return nil, fmt.Errorf("db %s: %w", cfg.DB, err)
 	}
@@ -60,62 +107,273 @@ func open(cfg Config) (*Daemon, error) {
 	return d, nil
 }
 
+// goneDelay is the settle delay of removals: a quarter longer than that of
+// changes (at least 100ms more), so that when a file or directory is
+// moved, its new name is dealt with first and its record moved, not read
+// again.
+func goneDelay(delay time.Duration) time.Duration {
+	if delay <= 0 {
+		delay = watcher.DefaultSettleDelay
+	}
+	return delay + max(delay/4, 100*time.Millisecond)
+}
+
 func (d *Daemon) run(ctx context.Context) (err error) {
+	closeIndex := true
 	defer func() {
+		if !closeIndex {
+			return
+		}
 		if cerr := d.ix.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("closing index: %w", cerr)
 		}
+		if err == nil {
+			d.removeMarker()
+		}
 	}()
+	if err := d.writeMarker(); err != nil {
+		return err
+	}
 	ln, err := ipc.Listen(d.cfg.Socket, d.cfg.SocketMode)
 	if err != nil {
 		return err
 	}
 	defer os.Remove(d.cfg.Socket)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	d.runCtx = ctx
+	if err := d.setUpRoots(ctx); err != nil {
+		ln.Close()
+		return err
+	}
 	d.log.Info("sifd started", "version", d.cfg.Version, "pid", os.Getpid(), "db", d.cfg.DB,
-		"socket", d.cfg.Socket, "params", d.ix.Params().String(), "roots", d.cfg.Roots, "workers", d.cfg.Workers)
+		"socket", d.cfg.Socket, "params", d.ix.Params().String(), "roots", d.cfg.Roots, "workers", d.cfg.Workers,
+		"watch", d.watch != nil)
+	if err := d.dropOutsideRoots(); err != nil {
+		ln.Close()
+		return err
+	}
+
+	// Workers run outside the group, so a shutdown can give up on them.
+	var workers sync.WaitGroup
+	for range d.cfg.Workers {
+		r, err := newReader(d.ix.Params(), d.cfg.MaxFileSize)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		workers.Go(func() {
+			defer r.close()
+			d.worker(ctx, r)
+		})
+	}
 
 	srv := ipc.NewServer(d, ipc.ServerOptions{Version: d.cfg.Version, Logger: d.log.With("component", "ipc")})
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return srv.Serve(gctx, ln) })
-	g.Go(func() error {
-		err := d.scanAll(gctx)
-		if errors.Is(err, context.Canceled) {
+	if d.watch != nil {
+		g.Go(func() error {
+			if err := d.watch.Run(gctx, d.handler()); err != nil && gctx.Err() == nil {
+				return err
+			}
 			return nil
-		}
-		return err
-	})
+		})
+	}
+	g.Go(func() error { d.settle.Run(gctx, func(p string, _ uint64) { d.settled(gctx, p) }); return nil })
+	g.Go(func() error { d.settleGone.Run(gctx, func(p string, _ uint64) { d.settled(gctx, p) }); return nil })
+	g.Go(func() error { d.live.run(gctx, d); return nil })
+	g.Go(func() error { d.bulk.run(gctx, d); return nil })
+	g.Go(func() error { d.periodic(gctx); return nil })
+	g.Go(func() error { d.reloadLoop(gctx); return nil })
+	g.Go(func() error { return d.firstScan(gctx) })
 	err = g.Wait()
+	cancel()
 	if ctx.Err() != nil {
 		d.log.Info("sifd stopping", "reason", context.Cause(ctx))
 	}
+	done := make(chan struct{})
+	go func() { workers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d.cfg.ShutdownTimeout):
+		// A worker is stuck, e.g. reading from a hung network filesystem.
+		// Pebble must not be closed under it; the index is consistent as
+		// it is, and the next start reconciles.
+		d.log.Error("workers did not stop in time: exiting without closing the index", "timeout", d.cfg.ShutdownTimeout)
+		closeIndex = false
+		return err
+	}
+	if serr := d.ix.Sync(); serr != nil && err == nil {
+		err = fmt.Errorf("syncing index: %w", serr)
+	}
 	return err
+}
+
+// setUpRoots creates the watcher and the roots in effect: those of the
+// configuration, with the changes made by sifctl roots.
+func (d *Daemon) setUpRoots(ctx context.Context) error {
+	if !d.cfg.NoWatch {
+		w, err := watcher.NewWatcher(watcher.WatchOptions{
+			BufferSize: d.cfg.EventBuffer, Exclude: d.filter().exclude, Logger: d.log.With("component", "watcher"),
+			DropEvery: d.cfg.DropEvents,
+		})
+		if err != nil {
+			return err
+		}
+		d.watch = w
+	}
+	rf, err := d.loadRootsFile()
+	if err != nil {
+		return err
+	}
+	paths, source := effectiveRoots(d.cfg.Roots, rf)
+	if len(paths) == 0 {
+		return errors.New("no roots: every configured root was removed with sifctl roots remove; add one with sifctl roots add or in the configuration")
+	}
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil || !st.IsDir() {
+			if source[p] == "added" {
+				d.log.Warn("root added with sifctl roots add is gone; ignoring it", "root", p, "err", err)
+				continue
+			}
+			return fmt.Errorf("root %s: not a directory", p)
+		}
+		r := newRootState(ctx, p, source[p])
+		if err := d.classifyRoot(r); err != nil {
+			return err
+		}
+		if d.watch == nil {
+			r.polled = true
+		}
+		d.roots = append(d.roots, r)
+	}
+	return nil
+}
+
+// firstScan starts every root, waits until their first scans are done,
+// then declares the daemon ready.
+func (d *Daemon) firstScan(ctx context.Context) error {
+	var scans []*scanRun
+	for _, r := range d.rootList() {
+		scans = append(scans, d.startRoot(ctx, r, "start"))
+	}
+	for _, s := range scans {
+		if !waitChan(ctx, s.done) {
+			return nil // shutting down
+		}
+	}
+	d.racySince.Store(0)
+	// Scans commit without fsync; make the finished scan durable.
+	if err := d.ix.Sync(); err != nil {
+		return fmt.Errorf("syncing index: %w", err)
+	}
+	close(d.ready)
+	st, _ := d.ix.Stats()
+	d.log.Info("ready", "files", st.Files, "bytes", st.Bytes, "postings", st.Features,
+		"disk_bytes", st.DiskBytes, "elapsed", time.Since(d.started).Round(time.Millisecond))
+	// A scan that wrote much leaves the index larger than it need be (a
+	// small corpus may never leave the memtable); rewrite it compactly
+	// while serving queries.
+	if written := d.count.indexed.Load() + d.count.removed.Load(); written > 0 {
+		t0 := time.Now()
+		if err := d.ix.Compact(); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("compacting index: %w", err)
+		}
+		st, _ := d.ix.Stats()
+		d.log.Info("index compacted", "disk_bytes", st.DiskBytes, "elapsed", time.Since(t0).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// handler returns the watcher.Handler that feeds the daemon.
+func (d *Daemon) handler() watcher.Handler { return (*watchHandler)(d) }
+
+// watchHandler receives the watcher's reports on its goroutines; every
+// method only records and returns.
+type watchHandler Daemon
+
+func (h *watchHandler) Changed(path string) {
+	d := (*Daemon)(h)
+	d.count.events.Add(1)
+	if isCookie(path) {
+		d.cookies.seen(path)
+		return
+	}
+	d.touch(path, 0, false)
+}
+
+func (h *watchHandler) Removed(path string) {
+	d := (*Daemon)(h)
+	d.count.events.Add(1)
+	if isCookie(path) {
+		return
+	}
+	d.touch(path, 0, true)
+}
+
+func (h *watchHandler) DirAdded(dir string) {
+	d := (*Daemon)(h)
+	if r := d.rootOf(dir); r != nil && dir != r.path {
+		d.requestScan(r, dir, true, "new directory")
+	}
+}
+
+func (h *watchHandler) Overflow(root string) {
+	d := (*Daemon)(h)
+	d.count.overflows.Add(1)
+	d.overflow(root)
+}
+
+func (h *watchHandler) Unwatched(dir string, err error) {
+	d := (*Daemon)(h)
+	if r := d.rootOf(dir); r != nil {
+		r.setUnwatched(dir, err)
+	}
 }
 
 // Status implements ipc.Backend.
 func (d *Daemon) Status() ipc.Status {
 	st := ipc.Status{
-		Version:   d.cfg.Version,
-		PID:       os.Getpid(),
-		Started:   d.started.UTC(),
-		State:     "scanning",
-		DB:        d.cfg.DB,
-		Socket:    d.cfg.Socket,
-		Params:    d.ix.Params().String(),
-		Counters:  d.count.snapshot(),
-		LastError: d.errs.get(),
+		Version:      d.cfg.Version,
+		PID:          os.Getpid(),
+		Started:      d.started.UTC(),
+		State:        "scanning",
+		DB:           d.cfg.DB,
+		Socket:       d.cfg.Socket,
+		Params:       d.ix.Params().String(),
+		Roots:        d.Roots(),
+		Counters:     d.count.snapshot(),
+		LastError:    d.errs.get(),
+		UncleanStart: d.unclean,
+		Queue: ipc.QueueStatus{
+			Settling: d.settle.Pending() + d.settleGone.Pending(),
+			Live:     len(d.lanes.live),
+			Scan:     len(d.lanes.bulk),
+			Scans:    d.live.size() + d.bulk.size(),
+			Busy:     int(d.lanes.busy.Load()),
+		},
 	}
 	select {
 	case <-d.ready:
 		st.State = "ready"
 	default:
 	}
-	for _, r := range d.roots {
-		st.Roots = append(st.Roots, r.status())
-	}
 	if s, err := d.ix.Stats(); err == nil {
 		st.Index = ipc.IndexStats{Files: s.Files, Bytes: s.Bytes, Postings: s.Features, Fingerprints: s.Fingerprints, DiskBytes: s.DiskBytes}
 	}
 	return st
+}
+
+func (d *Daemon) watchedUnder(root string) int {
+	if d.watch == nil {
+		return 0
+	}
+	return d.watch.WatchedUnder(root)
 }
 
 // The index.Querier half of ipc.Backend.

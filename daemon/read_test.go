@@ -74,9 +74,10 @@ func TestReadRefusesSpecialAndSymlinks(t *testing.T) {
 	}
 }
 
-// A file that keeps changing is retried, then counted and left out of the
-// index; what was indexed for it before is kept for the next scan.
-func TestProcessRetriesThenSkipsChangingFile(t *testing.T) {
+// A file that keeps changing while it is read is put back to settle again,
+// then, after changeRetries attempts, counted and left out of the index
+// until its next change.
+func TestChangingFileIsRetriedThenSkipped(t *testing.T) {
 	root := t.TempDir()
 	p := filepath.Join(root, "busy.log")
 	os.WriteFile(p, make([]byte, 5000), 0o644)
@@ -85,6 +86,7 @@ func TestProcessRetriesThenSkipsChangingFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.ix.Close()
+	d.roots = append(d.roots, newRootState(context.Background(), root, "config"))
 	r := testReader(t)
 	reads := 0
 	r.afterRead = func(path string) {
@@ -93,16 +95,36 @@ func TestProcessRetriesThenSkipsChangingFile(t *testing.T) {
 		f.Write([]byte("tick\n"))
 		f.Close()
 	}
-	st, _ := os.Lstat(p)
-	d.process(context.Background(), r, job{root: d.roots[0], path: p, info: st})
-	if reads != changeRetries {
-		t.Errorf("read %d times, want %d", reads, changeRetries)
+	for i := range changeRetries + 1 {
+		d.syncPath(context.Background(), r, p, nil, ticket{})
+		want := 1 // put back to settle
+		if i == changeRetries {
+			want = 0 // given up
+		}
+		d.pmu.Lock()
+		got := len(d.pend)
+		d.pmu.Unlock()
+		if got != want {
+			t.Fatalf("after read %d: %d paths settling, want %d", i+1, got, want)
+		}
+		if i < changeRetries {
+			d.settled(context.Background(), p) // as the settler would
+			<-d.lanes.live
+		}
+	}
+	if reads != changeRetries+1 {
+		t.Errorf("read %d times, want %d", reads, changeRetries+1)
 	}
 	if got := d.count.changed.Load(); got != 1 {
 		t.Errorf("changed_during_read = %d, want 1", got)
 	}
 	if _, err := d.ix.Lookup(p); !errors.Is(err, index.ErrNotFound) {
 		t.Errorf("a half-read file was indexed: %v", err)
+	}
+	r.afterRead = nil
+	d.syncPath(context.Background(), r, p, nil, ticket{})
+	if _, err := d.ix.Lookup(p); err != nil {
+		t.Errorf("once quiet, the file was not indexed: %v", err)
 	}
 }
 

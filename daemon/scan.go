@@ -2,9 +2,7 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"sync"
 	"time"
@@ -13,84 +11,207 @@ import (
 	"github.com/sif-dev/sif/watcher"
 )
 
-// job is one regular file found by a walk.
-type job struct {
+// A scan walks a directory, queues its regular files for the workers, and
+// then removes the records of files under it that are gone. Full scans
+// cover a whole root: the first scan, reconciles after lost events, the
+// periodic scans of roots without events, and rescans asked for. Live
+// scans cover a directory that just appeared, and queue its files on the
+// live lane.
+
+// scanRun is one requested scan.
+type scanRun struct {
 	root *rootState
-	path string
-	info fs.FileInfo // from lstat during the walk
+	dir  string
+	live bool
+	why  string
+	// epoch is the tracker epoch the request was registered at; merged
+	// holds the requests merged into this one. All are released when the
+	// scan ends, and their done channels closed.
+	epoch  uint64
+	merged []*scanRun
+	done   chan struct{}
+
+	mu      sync.Mutex
+	pending int           // items queued and not yet done
+	idle    chan struct{} // closed when pending drops to 0 after the walk
+	walked  bool
 }
 
-// changeRetries is how often a file that changes while it is read is read
-// again before it is left for the next scan.
-const changeRetries = 3
+func (s *scanRun) full() bool { return s.dir == s.root.path }
 
-// scanAll scans every root once, then marks the daemon ready.
-func (d *Daemon) scanAll(ctx context.Context) error {
-	if err := d.dropOutsideRoots(); err != nil {
-		return err
+func (s *scanRun) itemAdded() {
+	s.mu.Lock()
+	s.pending++
+	s.mu.Unlock()
+}
+
+func (s *scanRun) itemDone() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending--
+	if s.pending == 0 && s.walked && s.idle != nil {
+		close(s.idle)
+		s.idle = nil
 	}
-	jobs := make(chan job, 4*d.cfg.Workers)
-	var wg sync.WaitGroup
-	for range d.cfg.Workers {
-		r, err := newReader(d.ix.Params(), d.cfg.MaxFileSize)
-		if err != nil {
-			return err
+}
+
+// drained returns a channel closed once every item queued so far is done;
+// the walk must have ended.
+func (s *scanRun) drained() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.walked = true
+	ch := make(chan struct{})
+	if s.pending == 0 {
+		close(ch)
+	} else {
+		s.idle = ch
+	}
+	return ch
+}
+
+// scanner runs scans one at a time, in request order. Requests for a
+// directory already queued, or below one, are merged into it.
+type scanner struct {
+	live    bool
+	mu      sync.Mutex
+	queue   []*scanRun
+	running *scanRun
+	wake    chan struct{}
+}
+
+func newScanner(live bool) *scanner {
+	return &scanner{live: live, wake: make(chan struct{}, 1)}
+}
+
+// add queues s unless a queued scan covers it.
+func (q *scanner) add(s *scanRun, track *tracker) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, x := range q.queue {
+		if under(s.dir, x.dir) {
+			x.merged = append(x.merged, s)
+			return
 		}
-		wg.Go(func() {
-			defer r.close()
-			for j := range jobs {
-				if ctx.Err() != nil {
-					continue // drain
-				}
-				d.process(ctx, r, j)
+	}
+	keep := q.queue[:0]
+	for _, x := range q.queue {
+		if under(x.dir, s.dir) {
+			s.merged = append(s.merged, x)
+			continue
+		}
+		keep = append(keep, x)
+	}
+	q.queue = append(keep, s)
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// dropRoot removes the queued scans of root, releasing their epochs.
+func (q *scanner) dropRoot(root *rootState, track *tracker) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	keep := q.queue[:0]
+	for _, x := range q.queue {
+		if x.root == root {
+			x.finish(track)
+			continue
+		}
+		keep = append(keep, x)
+	}
+	q.queue = keep
+}
+
+// active reports whether a scan is queued or running.
+func (q *scanner) active() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.running != nil || len(q.queue) > 0
+}
+
+// size returns the number of scans queued or running.
+func (q *scanner) size() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := len(q.queue)
+	if q.running != nil {
+		n++
+	}
+	return n
+}
+
+// run runs queued scans until ctx is done.
+func (q *scanner) run(ctx context.Context, d *Daemon) {
+	for {
+		q.mu.Lock()
+		var s *scanRun
+		if len(q.queue) > 0 {
+			s = q.queue[0]
+			q.queue = q.queue[1:]
+			q.running = s
+		}
+		q.mu.Unlock()
+		if s == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-q.wake:
+				continue
 			}
-		})
-	}
-	var err error
-	for _, root := range d.roots {
-		if err = d.scanRoot(ctx, root, jobs); err != nil {
-			break
+		}
+		d.runScan(ctx, s)
+		q.mu.Lock()
+		q.running = nil
+		q.mu.Unlock()
+		s.finish(d.track)
+		if ctx.Err() != nil {
+			return
 		}
 	}
-	close(jobs)
-	wg.Wait()
-	if err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	// Scans commit without fsync; make the finished scan durable.
-	if err := d.ix.Sync(); err != nil {
-		return fmt.Errorf("syncing index: %w", err)
-	}
-	close(d.ready)
-	st, _ := d.ix.Stats()
-	d.log.Info("ready", "files", st.Files, "bytes", st.Bytes, "postings", st.Features,
-		"disk_bytes", st.DiskBytes, "elapsed", time.Since(d.started).Round(time.Millisecond))
-	// A scan that wrote much leaves the index larger than it need be (a
-	// small corpus may never leave the memtable); rewrite it compactly, in
-	// the background of serving queries.
-	if written := d.count.indexed.Load() + d.count.removed.Load(); written > 0 {
-		t0 := time.Now()
-		if err := d.ix.Compact(); err != nil {
-			return fmt.Errorf("compacting index: %w", err)
-		}
-		st, _ := d.ix.Stats()
-		d.log.Info("index compacted", "disk_bytes", st.DiskBytes, "elapsed", time.Since(t0).Round(time.Millisecond))
-	}
-	return nil
 }
 
-// scanRoot walks one root, queueing its regular files, then removes the
-// records of files that are gone. A failure inside the tree is counted and
-// logged; only cancellation stops the walk.
-func (d *Daemon) scanRoot(ctx context.Context, root *rootState, jobs chan<- job) error {
-	root.setState("scanning")
-	d.log.Info("scan started", "root", root.path)
-	stop := d.progress(ctx, root)
-	defer stop()
-	err := watcher.Walk(ctx, root.path, func(e watcher.Entry) error {
+// finish releases s and the requests merged into it.
+func (s *scanRun) finish(track *tracker) {
+	for _, x := range s.merged {
+		x.finish(track)
+	}
+	track.done(s.epoch)
+	close(s.done)
+}
+
+// requestScan queues a scan of dir, which lies under root. The returned
+// scan's done channel is closed when a scan covering dir has ended.
+func (d *Daemon) requestScan(root *rootState, dir string, live bool, why string) *scanRun {
+	s := &scanRun{root: root, dir: dir, live: live, why: why, epoch: d.track.begin(), done: make(chan struct{})}
+	if live {
+		d.live.add(s, d.track)
+	} else {
+		d.bulk.add(s, d.track)
+	}
+	return s
+}
+
+// runScan walks s.dir, queues its files, waits for them, then queues the
+// records of vanished files for removal, and waits for those.
+func (d *Daemon) runScan(ctx context.Context, s *scanRun) {
+	root := s.root
+	ctx, cancel := root.context(ctx)
+	defer cancel()
+	if ctx.Err() != nil {
+		return
+	}
+	if s.full() {
+		root.beginScan()
+		d.log.Info("scan started", "root", root.path, "why", s.why)
+		stop := d.progress(ctx, root)
+		defer stop()
+	} else {
+		d.log.Debug("scan started", "dir", s.dir, "why", s.why)
+	}
+	f := d.filter()
+	err := watcher.Walk(ctx, s.dir, watcher.WalkOptions{Root: root.path, Exclude: f.exclude}, func(e watcher.Entry) error {
 		switch e.Kind {
 		case watcher.Symlink:
 			d.count.symlinks.Add(1)
@@ -99,143 +220,98 @@ func (d *Daemon) scanRoot(ctx context.Context, root *rootState, jobs chan<- job)
 			d.count.special.Add(1)
 			return nil
 		case watcher.Vanished:
-			d.skip(root, e.Path, fmt.Errorf("%s: %w", e.Path, errVanished))
-			return nil
+			return nil // the removal pass below deals with its record
 		case watcher.Unreadable:
 			d.skip(root, e.Path, fmt.Errorf("%s: %w: %v", e.Path, errUnreadable, e.Err))
 			return nil
 		}
-		root.filesSeen.Add(1)
-		root.bytesSeen.Add(uint64(e.Info.Size()))
-		select {
-		case jobs <- job{root: root, path: e.Path, info: e.Info}:
+		if isCookie(e.Path) {
 			return nil
-		case <-ctx.Done():
+		}
+		if s.full() {
+			root.filesSeen.Add(1)
+			root.bytesSeen.Add(uint64(e.Info.Size()))
+		}
+		s.itemAdded()
+		if !d.lanes.push(ctx, s.live, item{path: e.Path, info: e.Info, t: ticket{scan: s}}) {
+			s.itemDone()
 			return ctx.Err()
 		}
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		root.setState("failed")
-		root.setErr(err)
-		d.errs.add(err.Error())
-		d.log.Error("scan failed", "root", root.path, "err", err)
 		return nil
-	}
-	if err := d.removeVanished(ctx, root); err != nil {
-		return err
-	}
-	root.setState("ready")
-	st := root.status()
-	d.log.Info("scan finished", "root", root.path, "files", st.FilesSeen, "read", st.FilesRead,
-		"bytes_read", st.BytesRead, "elapsed", time.Duration(st.ScanSecs*float64(time.Second)).Round(time.Millisecond))
-	return nil
-}
-
-// process brings the index up to date with one file.
-func (d *Daemon) process(ctx context.Context, r *reader, j job) {
-	dev, ino := fileID(j.info)
-	if rec, err := d.ix.Lookup(j.path); err == nil &&
-		rec.FileMeta.Size == j.info.Size() && rec.MtimeNs == j.info.ModTime().UnixNano() && rec.Dev == dev && rec.Ino == ino {
-		d.count.unchanged.Add(1)
-		return
-	}
-	var err error
-	for attempt := 0; attempt < changeRetries; attempt++ {
-		meta, sketch, rerr := r.read(ctx, j.path)
-		err = rerr
-		if err == nil {
-			if _, err = d.ix.Put(meta, sketch); err != nil {
-				d.count.errors.Add(1)
-				d.errs.add(fmt.Sprintf("%s: indexing: %v", j.path, err))
-				d.log.Error("index write failed", "path", j.path, "err", err)
-				return
-			}
-			d.count.indexed.Add(1)
-			j.root.filesRead.Add(1)
-			j.root.bytesRead.Add(uint64(meta.Size))
-			return
-		}
-		if !errors.Is(err, errChanged) || ctx.Err() != nil {
-			break
-		}
-		select {
-		case <-time.After(time.Duration(attempt+1) * 50 * time.Millisecond):
-		case <-ctx.Done():
-			return
+	})
+	if err != nil && ctx.Err() == nil {
+		// The directory itself is gone or unreadable.
+		if s.full() {
+			root.fail(err)
+			d.errs.add(err.Error())
+			d.log.Error("scan failed", "root", root.path, "err", err)
+		} else {
+			d.log.Debug("scan of a directory failed", "dir", s.dir, "err", err)
 		}
 	}
-	if ctx.Err() != nil {
+	if s.full() {
+		root.walkDone.Store(true)
+	}
+	if !waitChan(ctx, s.drained()) {
 		return
 	}
-	d.skip(j.root, j.path, err)
-	// What the index holds for this path no longer describes the disk.
-	if !errors.Is(err, errChanged) {
-		d.forget(j.path)
+	// Records of files no longer there: route them through the workers, so
+	// a removal is ordered with any read of the same path.
+	s2 := &scanRun{root: root, dir: s.dir, live: s.live}
+	if err == nil || !s.full() {
+		d.queueVanished(ctx, s2)
+	}
+	if !waitChan(ctx, s2.drained()) {
+		return
+	}
+	if s.full() {
+		root.endScan(err)
+		st := root.status()
+		d.log.Info("scan finished", "root", root.path, "files", st.FilesSeen, "read", st.FilesRead,
+			"bytes_read", st.BytesRead, "elapsed", time.Duration(st.ScanSecs*float64(time.Second)).Round(time.Millisecond))
 	}
 }
 
-// skip counts and logs a file or directory that was not indexed.
-func (d *Daemon) skip(root *rootState, path string, err error) {
-	switch {
-	case errors.Is(err, errVanished):
-		d.count.vanished.Add(1)
-	case errors.Is(err, errSymlink):
-		d.count.symlinks.Add(1)
-		return
-	case errors.Is(err, errSpecial):
-		d.count.special.Add(1)
-		return
-	case errors.Is(err, errChanged):
-		d.count.changed.Add(1)
-	case errors.Is(err, errTooLarge):
-		d.count.tooLarge.Add(1)
-	default:
-		d.count.unreadable.Add(1)
-	}
-	d.errs.add(err.Error())
-	d.log.Warn("skipped", "err", err)
-}
-
-// forget removes path's record, if any.
-func (d *Daemon) forget(path string) {
-	err := d.ix.Remove(path)
-	switch {
-	case err == nil:
-		d.count.removed.Add(1)
-	case errors.Is(err, index.ErrNotFound):
-	default:
-		d.count.errors.Add(1)
-		d.log.Error("index remove failed", "path", path, "err", err)
-	}
-}
-
-// removeVanished removes the records under root whose files are no longer
-// regular files.
-func (d *Daemon) removeVanished(ctx context.Context, root *rootState) error {
+// queueVanished queues the records under s.dir whose files are no longer
+// regular files (or are now excluded) as items of s.
+func (d *Daemon) queueVanished(ctx context.Context, s *scanRun) {
 	var gone []string
-	err := d.ix.Files(dirPrefix(root.path), func(rec index.FileRecord) error {
-		if ctx.Err() != nil {
-			return ctx.Err()
+	f := d.filter()
+	err := d.ix.Files(dirPrefix(s.dir), func(rec index.FileRecord) error {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		st, err := os.Lstat(rec.Path)
-		if err != nil || !st.Mode().IsRegular() {
+		if isCookie(rec.Path) || f.excluded(s.root.path, rec.Path, false) {
+			gone = append(gone, rec.Path)
+			return nil
+		}
+		if st, err := os.Lstat(rec.Path); err != nil || !st.Mode().IsRegular() {
 			gone = append(gone, rec.Path)
 		}
 		return nil
 	})
 	if err != nil {
-		return err
+		if ctx.Err() == nil {
+			d.log.Error("listing records failed", "dir", s.dir, "err", err)
+		}
+		return
 	}
 	for _, p := range gone {
-		d.forget(p)
+		s.itemAdded()
+		if !d.lanes.push(ctx, s.live, item{path: p, t: ticket{scan: s}}) {
+			s.itemDone()
+			return
+		}
 	}
-	if len(gone) > 0 {
-		d.log.Info("removed vanished files", "root", root.path, "count", len(gone))
+}
+
+func waitChan(ctx context.Context, ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		return false
 	}
-	return nil
 }
 
 // dropOutsideRoots removes records of files outside every root, left from a
@@ -243,12 +319,9 @@ func (d *Daemon) removeVanished(ctx context.Context, root *rootState) error {
 func (d *Daemon) dropOutsideRoots() error {
 	var drop []string
 	err := d.ix.Files("", func(rec index.FileRecord) error {
-		for _, r := range d.cfg.Roots {
-			if under(rec.Path, r) {
-				return nil
-			}
+		if d.rootOf(rec.Path) == nil {
+			drop = append(drop, rec.Path)
 		}
-		drop = append(drop, rec.Path)
 		return nil
 	})
 	if err != nil {
@@ -272,18 +345,19 @@ func (d *Daemon) progress(ctx context.Context, root *rootState) (stop func()) {
 		defer close(done)
 		t := time.NewTicker(d.cfg.ProgressEvery)
 		defer t.Stop()
-		start := time.Now()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
 				st := root.status()
-				secs := time.Since(start).Seconds()
-				d.log.Info("scan progress", "root", root.path, "files_seen", st.FilesSeen,
-					"files_read", st.FilesRead, "mb_read", st.BytesRead>>20,
-					"mb_per_s", fmt.Sprintf("%.1f", float64(st.BytesRead)/1e6/secs),
-					"files_per_s", fmt.Sprintf("%.0f", float64(st.FilesSeen)/secs))
+				args := []any{"root", root.path, "files_seen", st.FilesSeen, "files_done", st.FilesDone,
+					"files_read", st.FilesRead, "mb_read", st.BytesRead >> 20,
+					"mb_per_s", fmt.Sprintf("%.1f", st.BytesPerSec/1e6)}
+				if st.ETASecs != nil {
+					args = append(args, "eta", (time.Duration(*st.ETASecs) * time.Second).String())
+				}
+				d.log.Info("scan progress", args...)
 			}
 		}
 	}()

@@ -12,6 +12,7 @@ import (
 type counters struct {
 	indexed, unchanged, removed, unreadable, special, symlinks atomic.Uint64
 	vanished, changed, tooLarge, errors                        atomic.Uint64
+	tooSmall, excluded, renamed, events, overflows             atomic.Uint64
 }
 
 func (c *counters) snapshot() ipc.Counters {
@@ -25,58 +26,13 @@ func (c *counters) snapshot() ipc.Counters {
 		Vanished:          c.vanished.Load(),
 		ChangedDuringRead: c.changed.Load(),
 		TooLarge:          c.tooLarge.Load(),
+		TooSmall:          c.tooSmall.Load(),
+		Excluded:          c.excluded.Load(),
+		Renamed:           c.renamed.Load(),
+		Events:            c.events.Load(),
+		Overflows:         c.overflows.Load(),
 		Errors:            c.errors.Load(),
 	}
-}
-
-// rootState is the progress of one root's scan.
-type rootState struct {
-	path                                       string
-	filesSeen, bytesSeen, filesRead, bytesRead atomic.Uint64
-	mu                                         sync.Mutex
-	state                                      string
-	started, finished                          time.Time
-	lastErr                                    string
-}
-
-func (r *rootState) setState(s string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.state = s
-	switch s {
-	case "scanning":
-		r.started = time.Now()
-	case "ready", "failed":
-		r.finished = time.Now()
-	}
-}
-
-func (r *rootState) setErr(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.lastErr = err.Error()
-}
-
-func (r *rootState) status() ipc.RootStatus {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	st := ipc.RootStatus{
-		Path:      r.path,
-		State:     r.state,
-		FilesSeen: r.filesSeen.Load(),
-		BytesSeen: r.bytesSeen.Load(),
-		FilesRead: r.filesRead.Load(),
-		BytesRead: r.bytesRead.Load(),
-		LastError: r.lastErr,
-	}
-	switch {
-	case !r.finished.IsZero():
-		st.ScanSecs = r.finished.Sub(r.started).Seconds()
-		st.ScanFinish = r.finished.UTC().Format(time.RFC3339)
-	case !r.started.IsZero():
-		st.ScanSecs = time.Since(r.started).Seconds()
-	}
-	return st
 }
 
 // errorLog keeps the last few error lines for the status.

@@ -20,6 +20,7 @@ const (
 	CodeNotFound       Code = "not_found"       // no such route or object
 	CodeMethod         Code = "method_not_allowed"
 	CodeUnavailable    Code = "unavailable" // the daemon is shutting down
+	CodeTimeout        Code = "timeout"     // a wait did not complete in time
 	CodeInternal       Code = "internal"    // the daemon failed; see its log
 )
 
@@ -240,30 +241,120 @@ type Status struct {
 	Version   string       `json:"version"`
 	PID       int          `json:"pid"`
 	Started   time.Time    `json:"started"`
-	State     string       `json:"state"` // "scanning" or "ready"
+	State     string       `json:"state"` // "scanning" until every root's first scan has ended, then "ready"
 	DB        string       `json:"db"`
 	Socket    string       `json:"socket"`
 	Params    string       `json:"params"`
 	Roots     []RootStatus `json:"roots"`
+	Queue     QueueStatus  `json:"queue"`
 	Counters  Counters     `json:"counters"`
 	Index     IndexStats   `json:"index"`
 	LastError []string     `json:"last_errors,omitempty"`
+	// UncleanStart is set when the previous run did not shut down cleanly,
+	// so the first scan re-read what that run may have missed.
+	UncleanStart bool `json:"unclean_start,omitempty"`
 }
+
+// Root states.
+const (
+	RootScanning = "scanning" // a scan of the whole root is running (first scan, reconcile, rescan)
+	RootWatching = "watching" // every directory is watched; changes apply as they happen
+	RootPolling  = "polling"  // a filesystem without change events: scanned every rescan interval
+	RootDegraded = "degraded" // some directories could not be watched and are rescanned periodically
+	RootFailed   = "failed"   // the root cannot be read; retried at the next rescan
+)
 
 // RootStatus is one watched root.
 type RootStatus struct {
-	Path       string  `json:"path"`
-	State      string  `json:"state"` // "scanning", "ready" or "failed"
-	FilesSeen  uint64  `json:"files_seen"`
-	BytesSeen  uint64  `json:"bytes_seen"`
-	FilesRead  uint64  `json:"files_read"`
-	BytesRead  uint64  `json:"bytes_read"`
-	ScanSecs   float64 `json:"scan_seconds"`
-	LastError  string  `json:"last_error,omitempty"`
-	ScanFinish string  `json:"scan_finished,omitempty"`
+	Path string `json:"path"`
+	// State is one of the Root* constants.
+	State string `json:"state"`
+	// Reason says why a root is polling, degraded or failed.
+	Reason string `json:"reason,omitempty"`
+	// FS names the root's filesystem type (ext4, nfs, fuse, ...).
+	FS string `json:"fs,omitempty"`
+	// Source is "config" for roots from the configuration or command line,
+	// "added" for roots added with sifctl roots add.
+	Source string `json:"source,omitempty"`
+	// Watched is the number of watched directories under the root, and
+	// Unwatched the number of subtrees that could not be watched.
+	Watched   int `json:"watched_dirs"`
+	Unwatched int `json:"unwatched_dirs,omitempty"`
+	// The current or last scan: files and bytes found by the walk so far
+	// (Seen), those dealt with (Done: found unchanged, read, or skipped),
+	// and those read.
+	FilesSeen uint64 `json:"files_seen"`
+	BytesSeen uint64 `json:"bytes_seen"`
+	FilesDone uint64 `json:"files_done"`
+	BytesDone uint64 `json:"bytes_done"`
+	FilesRead uint64 `json:"files_read"`
+	BytesRead uint64 `json:"bytes_read"`
+	// WalkDone is set once the scan's walk has found every file, so Seen
+	// are totals and ETA can be estimated.
+	WalkDone bool    `json:"walk_done"`
+	ScanSecs float64 `json:"scan_seconds"`
+	// BytesPerSec is the rate at which the scan deals with bytes, and
+	// ETASecs the estimated seconds left (absent until the walk is done).
+	BytesPerSec float64  `json:"bytes_per_second,omitempty"`
+	ETASecs     *float64 `json:"eta_seconds,omitempty"`
+	Scans       uint64   `json:"scans"` // scans of the whole root since start
+	LastError   string   `json:"last_error,omitempty"`
+	ScanFinish  string   `json:"scan_finished,omitempty"`
 }
 
-// Counters count what the scans did since the daemon started.
+// QueueStatus is the work waiting in the daemon.
+type QueueStatus struct {
+	Settling int `json:"settling"` // changed paths waiting for their settle delay
+	Live     int `json:"live"`     // settled changes queued for a worker
+	Scan     int `json:"scan"`     // files found by scans queued for a worker
+	Scans    int `json:"scans"`    // directory scans queued or running
+	Busy     int `json:"busy"`     // workers busy
+}
+
+// RootsResponse answers GET and POST /v1/roots.
+type RootsResponse struct {
+	Roots []RootStatus `json:"roots"`
+}
+
+// RootsRequest changes the roots: Action "add" or "remove", with the
+// directory. The change is applied at once and persisted in the index
+// directory, so it outlives restarts.
+type RootsRequest struct {
+	Action  string `json:"action"`
+	Path    string `json:"path"`
+	PathRaw string `json:"path_raw,omitempty"`
+}
+
+// RescanRequest asks for a reconcile of Path (a root or a directory under
+// one), or of every root when Path is empty.
+type RescanRequest struct {
+	Path    string `json:"path,omitempty"`
+	PathRaw string `json:"path_raw,omitempty"`
+}
+
+// RescanResponse lists the directories queued for a reconcile.
+type RescanResponse struct {
+	Queued []FilePath `json:"queued"`
+}
+
+// WaitRequest asks the daemon to answer once every change made before the
+// request has been applied to the index. TimeoutMs bounds the wait; 0
+// means 60 seconds.
+type WaitRequest struct {
+	TimeoutMs int64 `json:"timeout_ms,omitempty"`
+}
+
+// WaitResponse answers a WaitRequest that completed.
+type WaitResponse struct {
+	// Cookies is the number of roots synchronised with a cookie file;
+	// Rescanned lists the roots that had to be rescanned instead (no
+	// change events, or not writable by the daemon).
+	Cookies   int        `json:"cookies"`
+	Rescanned []FilePath `json:"rescanned,omitempty"`
+	ElapsedNs int64      `json:"elapsed_ns"`
+}
+
+// Counters count what the daemon did since it started.
 type Counters struct {
 	Indexed           uint64 `json:"indexed"`             // files read and (re)indexed
 	Unchanged         uint64 `json:"unchanged"`           // skipped: size, mtime and inode as indexed
@@ -274,6 +365,11 @@ type Counters struct {
 	Vanished          uint64 `json:"vanished"`            // gone between listing and reading
 	ChangedDuringRead uint64 `json:"changed_during_read"` // still changing after retries
 	TooLarge          uint64 `json:"too_large"`           // above the size limit
+	TooSmall          uint64 `json:"too_small"`           // below min_size
+	Excluded          uint64 `json:"excluded"`            // records dropped because an exclude pattern now matches
+	Renamed           uint64 `json:"renamed"`             // moved files recognised by device, inode, size and mtime: not read again
+	Events            uint64 `json:"events"`              // change events received from the watcher
+	Overflows         uint64 `json:"overflows"`           // times the kernel dropped events (each forces a reconcile)
 	Errors            uint64 `json:"errors"`              // index write failures
 }
 

@@ -47,6 +47,8 @@ func NewClient(socket string) *Client {
 		MaxIdleConns:    2,
 		IdleConnTimeout: 30 * time.Second,
 	}
+	// No Timeout: requests end with their context, and POST /v1/wait may
+	// rightly take up to MaxWait.
 	return &Client{socket: socket, hc: &http.Client{Transport: tr}}
 }
 
@@ -125,6 +127,75 @@ func (c *Client) Dupes(ctx context.Context, prefix string) (*DupesResponse, erro
 func (c *Client) Status(ctx context.Context) (*Status, error) {
 	var out Status
 	if err := c.do(ctx, http.MethodGet, "/v1/status", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Roots lists the daemon's roots. Daemons that cannot change their roots
+// answer with an *Error of code CodeNotFound.
+func (c *Client) Roots(ctx context.Context) (*RootsResponse, error) {
+	var out RootsResponse
+	if err := c.do(ctx, http.MethodGet, "/v1/roots", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// AddRoot makes the directory at path, which must be absolute, a root: the
+// daemon watches and indexes it, and remembers it across restarts. It
+// returns the roots after the change.
+func (c *Client) AddRoot(ctx context.Context, path string) (*RootsResponse, error) {
+	return c.changeRoots(ctx, "add", path)
+}
+
+// RemoveRoot stops watching the root at path, which must be absolute; the
+// daemon drops its files from the index and forgets it. It returns the
+// roots after the change.
+func (c *Client) RemoveRoot(ctx context.Context, path string) (*RootsResponse, error) {
+	return c.changeRoots(ctx, "remove", path)
+}
+
+func (c *Client) changeRoots(ctx context.Context, action, path string) (*RootsResponse, error) {
+	p, raw := PathFields(path)
+	var out RootsResponse
+	if err := c.do(ctx, http.MethodPost, "/v1/roots", &RootsRequest{Action: action, Path: p, PathRaw: raw}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Rescan asks for a reconcile of path, an absolute path to a root or a
+// directory under one, or of every root when path is "". It returns once
+// the directories are queued, not when they have been scanned; Wait for
+// that.
+func (c *Client) Rescan(ctx context.Context, path string) (*RescanResponse, error) {
+	p, raw := PathFields(path)
+	var out RescanResponse
+	if err := c.do(ctx, http.MethodPost, "/v1/rescan", &RescanRequest{Path: p, PathRaw: raw}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Wait returns once the daemon has applied every change made to the roots
+// before the call. timeout bounds the wait on the daemon's side: 0 means
+// DefaultWait, and more than MaxWait is cut to MaxWait. When it runs out the
+// error is an *Error of code CodeTimeout. Cancelling ctx hangs up, which
+// ends the wait in the daemon too.
+func (c *Client) Wait(ctx context.Context, timeout time.Duration) (*WaitResponse, error) {
+	if timeout < 0 {
+		return nil, fmt.Errorf("ipc: wait timeout %s: must not be negative", timeout)
+	}
+	// The daemon cuts the timeout to MaxWait anyway; cutting it here keeps
+	// the rounding up from overflowing. Rounding up keeps a timeout under a
+	// millisecond from becoming 0, the default.
+	timeout = min(timeout, MaxWait)
+	ms := (timeout + time.Millisecond - 1).Milliseconds()
+	// The request has no deadline of its own (c.hc has no Timeout, and do
+	// sets none), so only ctx and the daemon's timeout end it.
+	var out WaitResponse
+	if err := c.do(ctx, http.MethodPost, "/v1/wait", &WaitRequest{TimeoutMs: ms}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -24,6 +25,44 @@ type Backend interface {
 	index.Querier
 	Status() Status
 }
+
+// Controller is implemented by a Backend that can change its roots and
+// synchronise with the disk. Routes that need it answer 404 not_found
+// ("not supported by this daemon") when the backend lacks it.
+//
+// Paths given to a Controller are absolute and lexically clean; the server
+// checks that before calling it.
+type Controller interface {
+	// Roots reports every root, in the order the daemon keeps them.
+	Roots() []RootStatus
+	// AddRoot starts watching and indexing path and remembers it across
+	// restarts. An error wrapping ErrBadRoot is the caller's fault (not a
+	// directory, already a root, inside another root, ...) and is reported
+	// as 400 bad_request with its message.
+	AddRoot(path string) error
+	// RemoveRoot stops watching path, drops its files from the index and
+	// forgets it. Errors wrapping ErrBadRoot are reported as for AddRoot.
+	RemoveRoot(path string) error
+	// Rescan queues a reconcile of path, a root or a directory under one,
+	// or of every root when path is "", and returns the directories
+	// queued. Errors wrapping ErrBadRoot are reported as for AddRoot.
+	Rescan(path string) ([]string, error)
+	// Wait returns once every change made before the call has been applied
+	// to the index, or after timeout with an error wrapping
+	// context.DeadlineExceeded, or when ctx is done (the client went away,
+	// or the daemon is stopping).
+	Wait(ctx context.Context, timeout time.Duration) (WaitResponse, error)
+}
+
+// ErrBadRoot marks a Controller error caused by the path a client named
+// rather than by the daemon; wrap it with a message that says what is wrong.
+var ErrBadRoot = errors.New("bad root")
+
+// Limits of POST /v1/wait.
+const (
+	DefaultWait = 60 * time.Second // a WaitRequest without a timeout
+	MaxWait     = time.Hour        // longer timeouts are cut to this
+)
 
 // ServerOptions configure a Server. The zero value means the defaults.
 type ServerOptions struct {
@@ -56,6 +95,10 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 	s.mux.HandleFunc("GET /v1/groups", s.groups)
 	s.mux.HandleFunc("GET /v1/dupes", s.dupes)
 	s.mux.HandleFunc("GET /v1/status", s.status)
+	s.mux.HandleFunc("GET /v1/roots", s.roots)
+	s.mux.HandleFunc("POST /v1/roots", s.changeRoots)
+	s.mux.HandleFunc("POST /v1/rescan", s.rescan)
+	s.mux.HandleFunc("POST /v1/wait", s.wait)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})
@@ -112,10 +155,7 @@ func statsOf(st index.Stats) IndexStats {
 func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var req SimilarRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, s.opts.MaxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, CodeBadRequest, "decoding request body: "+err.Error())
+	if !s.decode(w, r, &req) {
 		return
 	}
 	q, opts, err := s.parseSimilar(&req)
@@ -340,6 +380,184 @@ func (s *Server) dupes(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, s.b.Status())
+}
+
+// decode reads the request body, at most MaxBody bytes, into v, refusing
+// unknown fields. On failure it answers 400 and returns false.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(io.LimitReader(r.Body, s.opts.MaxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		msg := "decoding request body: " + err.Error()
+		if errors.Is(err, io.EOF) {
+			msg = "decoding request body: empty; want a JSON object"
+		}
+		writeError(w, http.StatusBadRequest, CodeBadRequest, msg)
+		return false
+	}
+	return true
+}
+
+// controller returns the backend as a Controller, or answers 404 and
+// returns false when it is not one.
+func (s *Server) controller(w http.ResponseWriter, r *http.Request) (Controller, bool) {
+	c, ok := s.b.(Controller)
+	if !ok {
+		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("%s %s: not supported by this daemon", r.Method, r.URL.Path))
+	}
+	return c, ok
+}
+
+// reqPath decodes the path of a request (field names the JSON field, for
+// errors) and checks that it is absolute. An empty path is returned as "";
+// the caller decides whether it is allowed.
+func reqPath(field, display, raw string) (string, error) {
+	p, err := JoinPath(display, raw)
+	if err != nil {
+		return "", err // names path_raw
+	}
+	if p == "" {
+		return "", nil
+	}
+	if !filepath.IsAbs(p) {
+		return "", fmt.Errorf("%s %q: must be absolute", field, p)
+	}
+	return filepath.Clean(p), nil
+}
+
+// rootsResponse wraps roots, with [] rather than null for none.
+func rootsResponse(roots []RootStatus) RootsResponse {
+	if roots == nil {
+		roots = []RootStatus{}
+	}
+	return RootsResponse{Roots: roots}
+}
+
+func (s *Server) roots(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.controller(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, rootsResponse(c.Roots()))
+}
+
+func (s *Server) changeRoots(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.controller(w, r)
+	if !ok {
+		return
+	}
+	var req RootsRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	var change func(string) error
+	switch req.Action {
+	case "add":
+		change = c.AddRoot
+	case "remove":
+		change = c.RemoveRoot
+	case "":
+		writeError(w, http.StatusBadRequest, CodeBadRequest, `action: required; want "add" or "remove"`)
+		return
+	default:
+		writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf(`action %q: want "add" or "remove"`, req.Action))
+		return
+	}
+	path, err := reqPath("path", req.Path, req.PathRaw)
+	if err == nil && path == "" {
+		err = errors.New("path: required; want the root's absolute path")
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+		return
+	}
+	if err := change(path); err != nil {
+		s.failRoot(w, err)
+		return
+	}
+	writeJSON(w, rootsResponse(c.Roots()))
+}
+
+func (s *Server) rescan(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.controller(w, r)
+	if !ok {
+		return
+	}
+	var req RescanRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	path, err := reqPath("path", req.Path, req.PathRaw)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+		return
+	}
+	dirs, err := c.Rescan(path)
+	if err != nil {
+		s.failRoot(w, err)
+		return
+	}
+	out := RescanResponse{Queued: make([]FilePath, 0, len(dirs))}
+	for _, d := range dirs {
+		out.Queued = append(out.Queued, NewFilePath(d))
+	}
+	writeJSON(w, out)
+}
+
+// wait holds the request until the backend has caught up with the disk. It
+// passes on the request's context, so a client that hangs up stops the
+// wait, as does the daemon stopping.
+func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	c, ok := s.controller(w, r)
+	if !ok {
+		return
+	}
+	var req WaitRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	timeout := DefaultWait
+	switch {
+	case req.TimeoutMs < 0:
+		writeError(w, http.StatusBadRequest, CodeBadRequest,
+			fmt.Sprintf("timeout_ms %d: must not be negative (0 means %s)", req.TimeoutMs, DefaultWait))
+		return
+	case req.TimeoutMs > MaxWait.Milliseconds(): // compared before converting, which could overflow
+		timeout = MaxWait
+	case req.TimeoutMs > 0:
+		timeout = time.Duration(req.TimeoutMs) * time.Millisecond
+	}
+	resp, err := c.Wait(r.Context(), timeout)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		writeError(w, http.StatusGatewayTimeout, CodeTimeout, fmt.Sprintf(
+			"changes were still being applied after waiting %s; see /v1/status for the queue", timeout))
+		return
+	case errors.Is(err, context.Canceled):
+		// Either the client hung up, and nobody reads this, or the daemon
+		// is stopping.
+		s.log.Debug("wait canceled", "err", err)
+		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "wait canceled: the daemon is shutting down")
+		return
+	case err != nil:
+		s.failRoot(w, err)
+		return
+	}
+	if resp.ElapsedNs == 0 {
+		resp.ElapsedNs = time.Since(start).Nanoseconds()
+	}
+	writeJSON(w, resp)
+}
+
+// failRoot reports an error from a Controller: the client's fault when it
+// wraps ErrBadRoot, else as fail does.
+func (s *Server) failRoot(w http.ResponseWriter, err error) {
+	if errors.Is(err, ErrBadRoot) {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+		return
+	}
+	s.fail(w, err)
 }
 
 // fail reports an error from the backend.

@@ -4,21 +4,36 @@
 // Vocabulary:
 //
 //   - A root is a directory tree sif keeps indexed.
+//   - Exclusions are gitignore-like patterns (see Exclude) naming the paths
+//     under a root to leave alone: ".git/", "node_modules/", "*.swp". They
+//     are matched against paths relative to the root; an excluded directory
+//     excludes everything below it.
 //   - A walk visits every entry under a root without following symlinks, so
 //     a symlink loop cannot trap it, and reports each one as an Entry of a
 //     Kind: a regular file to index, or a reason it is not one (a symlink, a
 //     special file such as a fifo, socket or device, or an entry that could
 //     not be read). Directories are descended into, not reported; one that
-//     cannot be listed is reported as Unreadable and skipped.
+//     cannot be listed is reported as Unreadable and skipped. Excluded
+//     entries are skipped silently, excluded directories not entered.
 //   - A Watcher watches roots recursively on top of fsnotify, which watches
 //     single directories. It reports to a Handler: a file that may have
 //     changed, a path that is gone, a new directory to scan (files can land
 //     in it before its watch does), an overflow (events were lost: reconcile
 //     the root), and directories it could not watch (out of inotify
-//     watches: reconcile them on a schedule).
+//     watches: reconcile them on a schedule). Excluded directories get no
+//     watch, and the creation or change of an excluded path is not
+//     reported (its removal is). Roots can be added and removed while it
+//     runs.
 //   - The settle delay is how long a path must be quiet before it is
 //     fingerprinted; a Settler absorbs bursts of events per path, and hands
 //     a path on at the latest after a maximum delay while it keeps changing.
+//     Each burst carries the tag of its first touch, such as an epoch, so
+//     that the receiver knows when all the changes seen before some moment
+//     have been handed on.
 //   - A Clock is the time source of the settle delay, so tests run on a
 //     FakeClock and never sleep.
+//   - DetectFS tells the kind of filesystem a root is on: local (its events
+//     can be trusted), network, cluster or FUSE (changes made elsewhere
+//     raise no event, so it must be reconciled on a schedule), or a kernel
+//     pseudo-filesystem such as /proc (nothing to index).
 package watcher

@@ -32,6 +32,11 @@ const (
 // appended to, thus costs one fingerprinting per delay rather than one per
 // event.
 //
+// Every touch carries a tag, which the burst keeps from its first touch and
+// hands on with the path. With a tag that grows over time (an epoch), the
+// receiver knows when every change touched before some moment has been
+// handed on: when no pending burst has an older tag.
+//
 // Touch is cheap and never blocks, so the goroutine reading filesystem
 // events can call it; Run hands settled paths on from its own goroutine.
 type Settler struct {
@@ -42,12 +47,14 @@ type Settler struct {
 	pending map[string]*burst
 	queue   deadlines // lazily updated: entries whose gen is stale are skipped
 	seq     uint64    // orders equal deadlines by touch
+	handing int       // paths settled, taken off pending, not yet emitted
 	wake    chan struct{}
 }
 
 // burst is the state of one pending path.
 type burst struct {
 	first, last time.Time
+	tag         uint64 // of the first touch
 	gen         uint64 // bumped by every touch
 }
 
@@ -70,13 +77,15 @@ func NewSettler(o SettleOptions) *Settler {
 	}
 }
 
-// Touch records a change to path. Safe for concurrent use.
-func (s *Settler) Touch(path string) {
+// Touch records a change to path. If path is pending, the change joins its
+// burst, which keeps the tag it has; else it starts a burst tagged tag.
+// Safe for concurrent use.
+func (s *Settler) Touch(path string, tag uint64) {
 	now := s.clock.Now()
 	s.mu.Lock()
 	b := s.pending[path]
 	if b == nil {
-		b = &burst{first: now}
+		b = &burst{first: now, tag: tag}
 		s.pending[path] = b
 	}
 	b.last = now
@@ -95,21 +104,27 @@ func (s *Settler) Touch(path string) {
 	}
 }
 
-// Pending returns the number of paths waiting to settle.
+// Pending returns the number of paths touched and not yet handed on:
+// waiting to settle, or settled and waiting for emit to return.
 func (s *Settler) Pending() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.pending)
+	return len(s.pending) + s.handing
 }
 
-// Run calls emit for every path as it settles, in order of settling (paths
-// due at the same instant in the order of their last touch), until
-// ctx is done; then it returns ctx.Err(). Paths still pending are not
-// emitted. emit is called from Run's goroutine and may block: touches are
-// still recorded meanwhile.
-func (s *Settler) Run(ctx context.Context, emit func(path string)) error {
+// Run calls emit for every path as it settles, with the tag of its burst,
+// in order of settling (paths due at the same instant in the order of their
+// last touch), until ctx is done; then it returns ctx.Err(). Paths still
+// pending are not emitted. emit is called from Run's goroutine and may
+// block: touches are still recorded meanwhile, and a path touched once its
+// burst has been taken off for emitting starts a new burst.
+func (s *Settler) Run(ctx context.Context, emit func(path string, tag uint64)) error {
+	type settled struct {
+		path string
+		tag  uint64
+	}
 	for {
-		var ready []string
+		var ready []settled
 		s.mu.Lock()
 		now := s.clock.Now()
 		var next time.Time
@@ -126,11 +141,15 @@ func (s *Settler) Run(ctx context.Context, emit func(path string)) error {
 			}
 			heap.Pop(&s.queue)
 			delete(s.pending, d.path)
-			ready = append(ready, d.path)
+			ready = append(ready, settled{d.path, b.tag})
 		}
+		s.handing = len(ready)
 		s.mu.Unlock()
-		for _, p := range ready {
-			emit(p)
+		for _, r := range ready {
+			emit(r.path, r.tag)
+			s.mu.Lock()
+			s.handing--
+			s.mu.Unlock()
 		}
 		if len(ready) > 0 {
 			continue // emitting took time: look again before sleeping

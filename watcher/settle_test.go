@@ -9,7 +9,7 @@ import (
 )
 
 // settleRig runs a Settler on a fake clock and records what it emits, with
-// the fake time of each emission.
+// the fake time of each emission and its tag.
 type settleRig struct {
 	t     *testing.T
 	clock *FakeClock
@@ -21,6 +21,7 @@ type settleRig struct {
 type emitted struct {
 	path string
 	at   time.Duration // since the rig's start
+	tag  uint64
 }
 
 func newSettleRig(t *testing.T, delay, maxDelay time.Duration) *settleRig {
@@ -30,7 +31,7 @@ func newSettleRig(t *testing.T, delay, maxDelay time.Duration) *settleRig {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
-		done <- r.s.Run(ctx, func(p string) { r.out <- emitted{p, r.clock.Now().Sub(start)} })
+		done <- r.s.Run(ctx, func(p string, tag uint64) { r.out <- emitted{p, r.clock.Now().Sub(start), tag} })
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -60,9 +61,12 @@ func (r *settleRig) idle() {
 	r.t.Fatalf("settler not idle: %d pending, %d timers", r.s.Pending(), r.clock.Timers())
 }
 
-func (r *settleRig) touch(paths ...string) {
+// touch touches paths with tag 0.
+func (r *settleRig) touch(paths ...string) { r.touchTag(0, paths...) }
+
+func (r *settleRig) touchTag(tag uint64, paths ...string) {
 	for _, p := range paths {
-		r.s.Touch(p)
+		r.s.Touch(p, tag)
 	}
 	r.idle()
 }
@@ -93,7 +97,7 @@ func TestSettleQuietPath(t *testing.T) {
 		t.Fatalf("emitted before the delay: %v", got)
 	}
 	r.advance(time.Millisecond)
-	if got := r.drain(); len(got) != 1 || got[0] != (emitted{"/a", 500 * time.Millisecond}) {
+	if got := r.drain(); len(got) != 1 || got[0] != (emitted{"/a", 500 * time.Millisecond, 0}) {
 		t.Fatalf("got %v, want /a at 500ms", got)
 	}
 	if r.s.Pending() != 0 {
@@ -115,7 +119,7 @@ func TestSettleBurstIsOne(t *testing.T) {
 		t.Fatalf("emitted early: %v", got)
 	}
 	r.advance(time.Millisecond)
-	if got := r.drain(); len(got) != 1 || got[0] != (emitted{"/f", 900 * time.Millisecond}) {
+	if got := r.drain(); len(got) != 1 || got[0] != (emitted{"/f", 900 * time.Millisecond, 0}) {
 		t.Fatalf("got %v, want one /f at 900ms", got)
 	}
 }
@@ -136,7 +140,7 @@ func TestSettleMaxDelay(t *testing.T) {
 	}
 	// Bursts start at 0, 2s (the touch right after the first emission) and
 	// 4s; the last goes quiet after its touch at 4.9s.
-	want := []emitted{{"/log", 2 * time.Second}, {"/log", 4 * time.Second}, {"/log", 5400 * time.Millisecond}}
+	want := []emitted{{"/log", 2 * time.Second, 0}, {"/log", 4 * time.Second, 0}, {"/log", 5400 * time.Millisecond, 0}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
@@ -148,8 +152,8 @@ func TestSettleManyPaths(t *testing.T) {
 	var want []string
 	for i := range 1000 {
 		p := fmt.Sprintf("/d/%04d", i)
-		r.s.Touch(p)
-		r.s.Touch(p)
+		r.s.Touch(p, 0)
+		r.s.Touch(p, 0)
 		want = append(want, p)
 		if i%100 == 99 {
 			r.idle()
@@ -179,13 +183,52 @@ func TestSettleQueueStaysSmall(t *testing.T) {
 	clock := NewFakeClock(time.Unix(0, 0))
 	s := NewSettler(SettleOptions{Delay: time.Second, MaxDelay: time.Hour, Clock: clock})
 	for range 100000 {
-		s.Touch("/hot")
+		s.Touch("/hot", 0)
 	}
 	s.mu.Lock()
 	n := len(s.queue)
 	s.mu.Unlock()
 	if n > 65 {
 		t.Errorf("queue holds %d entries for 1 pending path", n)
+	}
+}
+
+// A burst keeps the tag of its first touch, whatever the later ones carry;
+// a touch after the burst was handed on starts a new burst with its own tag.
+func TestSettleTagOfFirstTouch(t *testing.T) {
+	r := newSettleRig(t, 500*time.Millisecond, 2*time.Second)
+	r.touchTag(7, "/a")
+	r.touchTag(3, "/b")
+	r.advance(100 * time.Millisecond)
+	r.touchTag(8, "/a") // joins /a's burst
+	r.touchTag(9, "/c")
+	r.advance(100 * time.Millisecond)
+	r.touchTag(1, "/a", "/b") // joins both bursts, an older tag changes nothing
+	var got []emitted
+	for range 10 {
+		r.advance(100 * time.Millisecond)
+		got = append(got, r.drain()...)
+	}
+	want := []emitted{{"/c", 600 * time.Millisecond, 9}, {"/a", 700 * time.Millisecond, 7}, {"/b", 700 * time.Millisecond, 3}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+
+	// A new burst of /a, kept busy past MaxDelay: handed on with the tag of
+	// its first touch; the touches after that start the next burst.
+	got = nil
+	for i := range 40 { // from 1.2s, tags 10..39, a touch every 100ms
+		if i < 30 {
+			r.touchTag(uint64(10+i), "/a")
+		}
+		r.advance(100 * time.Millisecond)
+		got = append(got, r.drain()...)
+	}
+	// Bursts start at 1.2s (tag 10) and at 3.2s (tag 30), just after the
+	// first was handed on; the second goes quiet after its touch at 4.1s.
+	want = []emitted{{"/a", 3200 * time.Millisecond, 10}, {"/a", 4600 * time.Millisecond, 30}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %v, want %v", got, want)
 	}
 }
 

@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io/fs"
@@ -49,19 +50,53 @@ type Entry struct {
 	Err  error       // for Unreadable and Vanished entries
 }
 
-// Walk calls fn for every non-directory entry under root, and for every
+// WalkOptions configure a Walk. The zero value walks everything.
+type WalkOptions struct {
+	// Root is the directory the Exclude patterns are relative to: the root
+	// that the walked directory lies under (or is), spelled the same way,
+	// both absolute or both relative. "" means the walked directory.
+	Root string
+	// Exclude says what to skip: an excluded directory is not descended
+	// into, an excluded file is not reported. nil excludes nothing.
+	Exclude *Exclude
+}
+
+// Walk calls fn for every non-directory entry under dir, and for every
 // directory it cannot list, in lexical order, from the calling goroutine. It
-// does not follow symlinks. It stops when ctx is done (returning ctx.Err())
-// or when fn returns an error (returning it). An error about root itself is
-// returned, not reported.
-func Walk(ctx context.Context, root string, fn func(Entry) error) error {
-	return filepath.WalkDir(root, func(path string, de fs.DirEntry, err error) error {
+// does not follow symlinks, and silently skips what o excludes (all of it,
+// if dir itself is excluded). It stops when ctx is done (returning
+// ctx.Err()) or when fn returns an error (returning it). An error about dir
+// itself is returned, not reported.
+func Walk(ctx context.Context, dir string, o WalkOptions, fn func(Entry) error) error {
+	// excluded reports whether the entry at p is to be skipped.
+	excluded := func(p string, isDir bool) bool { return false }
+	if o.Exclude != nil {
+		root := filepath.Clean(cmp.Or(o.Root, dir))
+		dirRel, ok := relPath(root, filepath.Clean(dir))
+		if !ok {
+			return fmt.Errorf("watcher: walk %s: not under root %s", dir, o.Root)
+		}
+		excluded = func(p string, isDir bool) bool {
+			if p == dir {
+				return o.Exclude.Match(dirRel, isDir)
+			}
+			// Below dir, paths are clean (filepath.Join), and their parents
+			// were not excluded, or the walk would not have entered them.
+			rel, _ := relPath(root, p)
+			return o.Exclude.matchEntry(rel, isDir)
+		}
+	}
+	return filepath.WalkDir(dir, func(path string, de fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
 		if err != nil {
-			if path == root {
+			if path == dir {
 				return err
+			}
+			isDir := de != nil && de.IsDir()
+			if excluded(path, isDir) {
+				return skip(isDir)
 			}
 			kind := Unreadable
 			if os.IsNotExist(err) {
@@ -70,12 +105,12 @@ func Walk(ctx context.Context, root string, fn func(Entry) error) error {
 			if ferr := fn(Entry{Path: path, Kind: kind, Err: unwrapPathErr(err)}); ferr != nil {
 				return ferr
 			}
-			if de != nil && de.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
+			return skip(isDir)
 		}
 		t := de.Type()
+		if excluded(path, t.IsDir()) {
+			return skip(t.IsDir())
+		}
 		switch {
 		case t.IsDir():
 			return nil
@@ -93,6 +128,16 @@ func Walk(ctx context.Context, root string, fn func(Entry) error) error {
 		}
 		return fn(Entry{Path: path, Kind: Regular, Info: info})
 	})
+}
+
+// skip is what a WalkDir callback returns to go past an entry: SkipDir not
+// to enter a directory, nil for anything else (SkipDir would skip the rest
+// of its parent).
+func skip(isDir bool) error {
+	if isDir {
+		return fs.SkipDir
+	}
+	return nil
 }
 
 func unwrapPathErr(err error) error {

@@ -5,6 +5,7 @@ package watcher
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -28,7 +29,7 @@ func TestWalkClassifies(t *testing.T) {
 	must(os.Symlink("/", filepath.Join(root, "escape")))   // outside the root
 	must(os.Symlink("top", filepath.Join(root, "to-top"))) // to a file
 	got := map[string]Kind{}
-	err := Walk(context.Background(), root, func(e Entry) error {
+	err := Walk(context.Background(), root, WalkOptions{}, func(e Entry) error {
 		rel, _ := filepath.Rel(root, e.Path)
 		got[rel] = e.Kind
 		if e.Kind == Regular && e.Info == nil {
@@ -55,7 +56,7 @@ func TestWalkReportsUnlistableDirectoryAndGoesOn(t *testing.T) {
 		root := t.TempDir()
 		os.WriteFile(filepath.Join(root, "b"), nil, 0o644)
 		var seen []string
-		err := Walk(context.Background(), filepath.Join(root, "gone"), func(e Entry) error { seen = append(seen, e.Path); return nil })
+		err := Walk(context.Background(), filepath.Join(root, "gone"), WalkOptions{}, func(e Entry) error { seen = append(seen, e.Path); return nil })
 		if err == nil || !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("walk of a missing root: %v", err)
 		}
@@ -68,7 +69,7 @@ func TestWalkReportsUnlistableDirectoryAndGoesOn(t *testing.T) {
 	os.Chmod(filepath.Join(root, "locked"), 0)
 	defer os.Chmod(filepath.Join(root, "locked"), 0o755)
 	var kinds []string
-	err := Walk(context.Background(), root, func(e Entry) error {
+	err := Walk(context.Background(), root, WalkOptions{}, func(e Entry) error {
 		rel, _ := filepath.Rel(root, e.Path)
 		kinds = append(kinds, rel+"="+e.Kind.String())
 		return nil
@@ -89,8 +90,76 @@ func TestWalkStopsOnCancel(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	err := Walk(ctx, root, func(Entry) error { n++; cancel(); return nil })
+	err := Walk(ctx, root, WalkOptions{}, func(Entry) error { n++; cancel(); return nil })
 	if !errors.Is(err, context.Canceled) || n != 1 {
 		t.Errorf("err %v after %d entries; want context.Canceled after 1", err, n)
+	}
+}
+
+func TestWalkExclude(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{
+		".git/objects/x", "src/a.go", "src/a.swp", "src/.git/y", "build/out",
+		"src/build/z", "docs/x.pdf", "docs/sub/y.pdf", "node_modules",
+	} {
+		p := filepath.Join(root, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ex, err := NewExclude([]string{".git/", "*.swp", "/build/", "node_modules/", "docs/*.pdf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	walk := func(dir string, o WalkOptions) ([]string, error) {
+		var got []string
+		err := Walk(context.Background(), dir, o, func(e Entry) error {
+			rel, _ := filepath.Rel(root, e.Path)
+			got = append(got, filepath.ToSlash(rel))
+			return nil
+		})
+		return got, err
+	}
+	for _, tc := range []struct {
+		dir  string
+		own  bool // the walked directory is its own root (Root "")
+		want string
+	}{
+		// node_modules is a file, and "node_modules/" matches directories
+		// only; docs/sub/y.pdf is not directly in docs.
+		{"", false, "[docs/sub/y.pdf node_modules src/a.go src/build/z]"},
+		// Below the root, patterns stay relative to it.
+		{"src", false, "[src/a.go src/build/z]"},
+		{"docs", false, "[docs/sub/y.pdf]"},
+		{"build", false, "[]"}, // excluded itself
+		{".git/objects", false, "[]"},
+		// Without Root, the walked directory is the root: "/build/" is
+		// src/build.
+		{"src", true, "[src/a.go]"},
+	} {
+		dir := filepath.Join(root, tc.dir)
+		o := WalkOptions{Root: root, Exclude: ex}
+		if tc.own {
+			o.Root = ""
+		}
+		got, err := walk(dir, o)
+		if err != nil {
+			t.Errorf("walk %s: %v", tc.dir, err)
+			continue
+		}
+		if fmt.Sprint(got) != tc.want {
+			t.Errorf("walk %q: got %v, want %s", tc.dir, got, tc.want)
+		}
+	}
+	// A directory that is not under the root is refused.
+	if _, err := walk(t.TempDir(), WalkOptions{Root: root, Exclude: ex}); err == nil {
+		t.Error("walking outside the root: no error")
+	}
+	// Without exclusions, everything is found.
+	if got, _ := walk(root, WalkOptions{}); len(got) != 9 {
+		t.Errorf("walk without exclusions found %v", got)
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/fsnotify/fsnotify"
@@ -41,27 +43,54 @@ type WatchOptions struct {
 	BufferSize uint
 	// Logger receives the watcher's log lines; nil discards them.
 	Logger *slog.Logger
+	// DropEvery, when positive, drops every DropEvery-th event and reports
+	// an Overflow for its root instead, as if the kernel had lost it: a
+	// fault injection for tests of what event loss costs and repairs.
+	DropEvery int
+	// Exclude names the paths not to watch nor report, relative to the
+	// root they are under; nil excludes nothing. Excluded directories get
+	// no watch; the creation or change of an excluded path is not
+	// reported, its removal is (harmless, and it may have been indexed
+	// before it was excluded). Watcher.SetExclude replaces it.
+	Exclude *Exclude
 }
 
 // Watcher watches directory trees recursively on top of fsnotify, which
 // watches single directories: every directory under a root gets a watch,
 // new directories are watched (then reported with DirAdded so they are
 // scanned), and removed or renamed directories drop their watches.
+//
+// Roots can be added and removed, and the exclusions replaced, while Run
+// runs. Roots may nest: a path is then matched against the exclusions
+// relative to the innermost root, and a directory stays watched as long as
+// one root holds it.
 type Watcher struct {
 	fsw *fsnotify.Watcher
 	log *slog.Logger
 
-	mu    sync.Mutex
-	roots []string
-	dirs  map[string]bool // watched directories
+	// mu guards what follows, and is held across adding a watch and
+	// recording it, so that a root removed (or a directory excluded)
+	// meanwhile leaves no watch behind.
+	mu      sync.Mutex
+	roots   []string
+	exclude *Exclude
+	dirs    map[string]bool // watched directories
 	// outOfWatches is set once the kernel refused a watch for lack of
 	// them, so the limit is logged once, not per directory.
 	outOfWatches bool
 
-	adds chan string // directories to watch, for the adder goroutine
+	// The adder goroutine's work: new directories to watch, and requests
+	// to add the watches that replaced exclusions no longer keep away.
+	adds    chan string
+	rewatch chan struct{}
+	// pending counts the work queued for the adder or under way.
+	pending atomic.Int64
 
 	// addWatch adds one directory's watch: fsw.Add, or a test's stand-in.
 	addWatch func(dir string) error
+
+	dropEvery int
+	events    int // events read, for dropEvery
 }
 
 // NewWatcher returns a watcher with no roots. Call AddRoot, then Run.
@@ -80,14 +109,19 @@ func NewWatcher(o WatchOptions) (*Watcher, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	w := &Watcher{fsw: fsw, log: log, dirs: make(map[string]bool), adds: make(chan string, 4096)}
+	w := &Watcher{
+		fsw: fsw, log: log, exclude: o.Exclude, dropEvery: o.DropEvery,
+		dirs: make(map[string]bool), adds: make(chan string, 4096), rewatch: make(chan struct{}, 1),
+	}
 	w.addWatch = fsw.Add
 	return w, nil
 }
 
 // AddRoot watches every directory under root (which must be absolute and
-// clean). It returns an error only about root itself; directories that
-// cannot be watched are reported to h.Unwatched.
+// clean), but the excluded ones. It may be called before or while Run runs;
+// adding a root again only watches what is not watched yet. It returns an
+// error only about root itself; directories that cannot be watched are
+// reported to h.Unwatched.
 func (w *Watcher) AddRoot(ctx context.Context, root string, h Handler) error {
 	st, err := os.Lstat(root)
 	if err != nil {
@@ -97,9 +131,73 @@ func (w *Watcher) AddRoot(ctx context.Context, root string, h Handler) error {
 		return fmt.Errorf("watcher: root %s: not a directory", root)
 	}
 	w.mu.Lock()
-	w.roots = append(w.roots, root)
+	if !slices.Contains(w.roots, root) {
+		w.roots = append(w.roots, root)
+	}
 	w.mu.Unlock()
-	return w.watchTree(ctx, root, h)
+	err = w.watchTree(ctx, root, h)
+	if errors.Is(err, errNoRoot) { // removed meanwhile
+		return nil
+	}
+	return err
+}
+
+// RemoveRoot stops watching root (as given to AddRoot): it drops root and
+// the watch of every directory at or below it that no other root holds.
+// Events already read for paths below it are dropped, and so are the new
+// directories below it still waiting for their watch. It may be called
+// while Run runs; an unknown root is ignored.
+func (w *Watcher) RemoveRoot(root string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i := slices.Index(w.roots, root)
+	if i < 0 {
+		return
+	}
+	w.roots = slices.Delete(w.roots, i, i+1)
+	for d := range w.dirs {
+		if _, below := relPath(root, d); !below {
+			continue
+		}
+		if _, held := w.rootOfLocked(d); held { // by an outer root
+			continue
+		}
+		delete(w.dirs, d)
+		_ = w.fsw.Remove(d) // may be gone already
+	}
+}
+
+// SetExclude replaces the exclusions, as when the configuration changes.
+// The directories e excludes lose their watches at once. Those it no
+// longer excludes get theirs from Run's goroutine, which walks the roots
+// for them; each one is then reported with DirAdded, as its files were not
+// indexed. The same patterns again change nothing. The exclusions of Walk
+// are the caller's to replace.
+func (w *Watcher) SetExclude(e *Exclude) {
+	w.mu.Lock()
+	if w.exclude.same(e) {
+		w.mu.Unlock()
+		return
+	}
+	w.exclude = e
+	for d := range w.dirs {
+		root, ok := w.rootOfLocked(d)
+		if !ok {
+			continue
+		}
+		if rel, _ := relPath(root, d); e.Match(rel, true) {
+			delete(w.dirs, d)
+			_ = w.fsw.Remove(d)
+		}
+	}
+	w.mu.Unlock()
+	// One request is enough: it reads the exclusions when it runs.
+	w.pending.Add(1)
+	select {
+	case w.rewatch <- struct{}{}:
+	default:
+		w.pending.Add(-1)
+	}
 }
 
 // Watched returns the number of watched directories.
@@ -109,8 +207,36 @@ func (w *Watcher) Watched() int {
 	return len(w.dirs)
 }
 
-// watchTree adds a watch for dir and every directory below it, without
-// following symlinks.
+// WatchedUnder returns the number of watched directories at or below dir.
+func (w *Watcher) WatchedUnder(dir string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for d := range w.dirs {
+		if _, below := relPath(dir, d); below {
+			n++
+		}
+	}
+	return n
+}
+
+// Pending returns the number of new directories (and exclusion changes)
+// queued for Run's goroutine to add their watches, or being handled: a
+// new directory is counted from its creation event until DirAdded has
+// returned for it.
+func (w *Watcher) Pending() int {
+	return int(w.pending.Load())
+}
+
+// Why watchDir did not watch a directory, other than the kernel's refusal.
+var (
+	errExcluded = errors.New("excluded")
+	errNoRoot   = errors.New("not under a root")
+)
+
+// watchTree adds a watch for dir and every directory below it that is not
+// excluded, without following symlinks. If dir itself is excluded, or not
+// (or no longer) under a root, it returns errExcluded or errNoRoot.
 func (w *Watcher) watchTree(ctx context.Context, dir string, h Handler) error {
 	return filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
@@ -125,15 +251,84 @@ func (w *Watcher) watchTree(ctx context.Context, dir string, h Handler) error {
 		if !de.IsDir() {
 			return nil
 		}
-		if err := w.addWatch(p); err != nil {
+		switch err := w.watchDir(p, p == dir); {
+		case err == nil:
+			return nil
+		case p == dir && (err == errExcluded || err == errNoRoot):
+			return err
+		case err == errExcluded:
+			return fs.SkipDir
+		case err == errNoRoot: // the root was removed meanwhile
+			return fs.SkipAll
+		default:
 			w.unwatched(p, err, h)
 			return fs.SkipDir
 		}
-		w.mu.Lock()
-		w.dirs[p] = true
-		w.mu.Unlock()
-		return nil
 	})
+}
+
+// watchDir adds the watch of directory p, unless it is excluded or not
+// under a root. top says whether p is where a tree starts, so the
+// directories above it must be checked against the exclusions too.
+func (w *Watcher) watchDir(p string, top bool) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	root, ok := w.rootOfLocked(p)
+	if !ok {
+		return errNoRoot
+	}
+	rel, _ := relPath(root, p)
+	if top && w.exclude.Match(rel, true) || !top && w.exclude.matchEntry(rel, true) {
+		return errExcluded
+	}
+	if err := w.addWatch(p); err != nil {
+		return err
+	}
+	w.dirs[p] = true
+	return nil
+}
+
+// addTree watches the new directory dir and what is below it, then
+// reports it to h.DirAdded (or h.Unwatched). It runs on the adder
+// goroutine.
+func (w *Watcher) addTree(ctx context.Context, dir string, h Handler) {
+	switch err := w.watchTree(ctx, dir, h); {
+	case err == nil:
+		h.DirAdded(dir)
+	case errors.Is(err, errExcluded), errors.Is(err, errNoRoot),
+		errors.Is(err, fs.ErrNotExist), ctx.Err() != nil:
+		// Nothing to watch, or nothing to tell.
+	default:
+		w.unwatched(dir, err, h)
+	}
+}
+
+// rewatchRoots walks every root for the directories without a watch that
+// are not excluded (any more) and gives each its watch with addTree. It
+// runs on the adder goroutine after SetExclude. A directory the kernel
+// refused to watch before is tried again.
+func (w *Watcher) rewatchRoots(ctx context.Context, h Handler) {
+	w.mu.Lock()
+	roots := slices.Clone(w.roots)
+	w.mu.Unlock()
+	for _, root := range roots {
+		_ = filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
+			if err != nil || !de.IsDir() {
+				return nil
+			}
+			w.mu.Lock()
+			watched := w.dirs[p]
+			w.mu.Unlock()
+			if watched {
+				return nil // go on below it
+			}
+			w.addTree(ctx, p, h) // if it is excluded, this does nothing
+			return fs.SkipDir
+		})
+	}
 }
 
 func (w *Watcher) unwatched(dir string, err error, h Handler) {
@@ -174,12 +369,11 @@ func (w *Watcher) Run(ctx context.Context, h Handler) error {
 			case <-ctx.Done():
 				return
 			case dir := <-w.adds:
-				if err := w.watchTree(ctx, dir, h); err == nil {
-					h.DirAdded(dir)
-				} else if !errors.Is(err, fs.ErrNotExist) && ctx.Err() == nil {
-					w.unwatched(dir, err, h)
-				}
+				w.addTree(ctx, dir, h)
+			case <-w.rewatch:
+				w.rewatchRoots(ctx, h)
 			}
+			w.pending.Add(-1)
 		}
 	})
 	defer func() {
@@ -193,6 +387,16 @@ func (w *Watcher) Run(ctx context.Context, h Handler) error {
 		case ev, ok := <-w.fsw.Events:
 			if !ok {
 				return errors.New("watcher: event channel closed")
+			}
+			if w.events++; w.dropEvery > 0 && w.events%w.dropEvery == 0 {
+				w.log.Debug("dropping an event (fault injection)", "event", ev.String())
+				w.mu.Lock()
+				root, ok := w.rootOfLocked(ev.Name)
+				w.mu.Unlock()
+				if ok {
+					h.Overflow(root)
+				}
+				continue
 			}
 			w.event(ev, h)
 		case err, ok := <-w.fsw.Errors:
@@ -217,6 +421,10 @@ func (w *Watcher) Run(ctx context.Context, h Handler) error {
 // event handles one fsnotify event on the event goroutine.
 func (w *Watcher) event(ev fsnotify.Event, h Handler) {
 	p := ev.Name
+	root, ok, excluded := w.place(p)
+	if !ok {
+		return // read before its root was removed
+	}
 	switch {
 	case ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename):
 		w.forget(p)
@@ -227,18 +435,31 @@ func (w *Watcher) event(ev fsnotify.Event, h Handler) {
 			h.Removed(p) // gone already
 			return
 		}
+		if excluded(st.IsDir()) {
+			return
+		}
 		if st.IsDir() {
+			w.pending.Add(1)
 			select {
 			case w.adds <- p:
 			default:
 				// The adder is far behind: let a reconcile catch up.
+				w.pending.Add(-1)
 				w.log.Warn("too many new directories at once; reconciling", "dir", p)
-				h.Overflow(w.rootOf(p))
+				h.Overflow(root)
 			}
 			return
 		}
 		h.Changed(p)
 	case ev.Has(fsnotify.Write) || ev.Has(fsnotify.Chmod):
+		if excluded(false) {
+			return
+		}
+		if excluded(true) { // excluded if it is a directory
+			if st, err := os.Lstat(p); err == nil && st.IsDir() {
+				return
+			}
+		}
 		h.Changed(p)
 	}
 }
@@ -260,14 +481,31 @@ func (w *Watcher) forget(p string) {
 	}
 }
 
-// rootOf returns the root p lies under.
-func (w *Watcher) rootOf(p string) string {
+// place returns the innermost root p lies at or below, whether there is
+// one, and a function telling whether p is excluded if it is a directory
+// (isDir) or not.
+func (w *Watcher) place(p string) (root string, ok bool, excluded func(isDir bool) bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	root, ok = w.rootOfLocked(p)
+	ex := w.exclude
+	rel, _ := relPath(root, p)
+	// Events come from watched directories, which are not excluded, nor are
+	// the directories above them: then only p itself needs matching. An
+	// event read after its directory lost its watch (to SetExclude, say)
+	// needs the directories above it matched too.
+	if w.dirs[filepath.Dir(p)] {
+		return root, ok, func(isDir bool) bool { return ex.matchEntry(rel, isDir) }
+	}
+	return root, ok, func(isDir bool) bool { return ex.Match(rel, isDir) }
+}
+
+// rootOfLocked is rootOf with w.mu held.
+func (w *Watcher) rootOfLocked(p string) (root string, ok bool) {
 	for _, r := range w.roots {
-		if p == r || strings.HasPrefix(p, r+string(filepath.Separator)) {
-			return r
+		if _, below := relPath(r, p); below && len(r) >= len(root) {
+			root, ok = r, true
 		}
 	}
-	return p
+	return root, ok
 }

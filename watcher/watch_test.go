@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 )
 
 // recorder is a Handler that sends what it hears on a channel.
@@ -44,13 +46,19 @@ func (r *recorder) Unwatched(dir string, err error) { r.send("unwatched " + dir)
 // expect waits (up to 10 s of real time, normally milliseconds) for want.
 func (r *recorder) expect(t *testing.T, want string) {
 	t.Helper()
+	r.until(t, want)
+}
+
+// until waits like expect, and returns what was heard before want.
+func (r *recorder) until(t *testing.T, want string) []string {
+	t.Helper()
 	timeout := time.After(10 * time.Second)
 	var seen []string
 	for {
 		select {
 		case got := <-r.ch:
 			if got == want {
-				return
+				return seen
 			}
 			seen = append(seen, got)
 		case <-timeout:
@@ -59,12 +67,26 @@ func (r *recorder) expect(t *testing.T, want string) {
 	}
 }
 
-func startWatcher(t *testing.T, o WatchOptions, h Handler) (*Watcher, string) {
+// tempRoot returns a new temporary directory, its symlinks resolved (as
+// the kernel names what it reports on).
+func tempRoot(t *testing.T) string {
 	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return root
+}
+
+func startWatcher(t *testing.T, o WatchOptions, h Handler) (*Watcher, string) {
+	t.Helper()
+	root := tempRoot(t)
+	return startWatcherAt(t, root, o, h), root
+}
+
+// startWatcherAt runs a watcher of root until the test ends.
+func startWatcherAt(t *testing.T, root string, o WatchOptions, h Handler) *Watcher {
+	t.Helper()
 	w, err := NewWatcher(o)
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +103,7 @@ func startWatcher(t *testing.T, o WatchOptions, h Handler) (*Watcher, string) {
 			t.Errorf("Run: %v", err)
 		}
 	})
-	return w, root
+	return w
 }
 
 func TestWatchFilesAndNewDirectories(t *testing.T) {
@@ -203,5 +225,241 @@ func TestWatchOutOfWatches(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "out of inotify watches"); n != 1 || !strings.Contains(logs.String(), "sysctl fs.inotify.max_user_watches") {
 		t.Errorf("logged the limit %d times, want once naming the sysctl:\n%s", n, logs.String())
+	}
+}
+
+// mkdirs makes the directories rels under root.
+func mkdirs(t *testing.T, root string, rels ...string) {
+	t.Helper()
+	for _, rel := range rels {
+		if err := os.MkdirAll(filepath.Join(root, rel), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// noneAbout fails if any of heard names one of paths.
+func noneAbout(t *testing.T, heard []string, paths ...string) {
+	t.Helper()
+	for _, h := range heard {
+		for _, p := range paths {
+			if strings.HasSuffix(h, " "+p) {
+				t.Errorf("heard %q", h)
+			}
+		}
+	}
+}
+
+// Excluded directories are not watched, and the creation or change of
+// excluded paths is not reported; their removal is.
+func TestWatchExclude(t *testing.T) {
+	root := tempRoot(t)
+	mkdirs(t, root, ".git/objects", "src/.git", "node_modules/x", "build/out")
+	ex, err := NewExclude([]string{".git/", "node_modules/", "*.swp", "/build/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRecorder()
+	w := startWatcherAt(t, root, WatchOptions{Exclude: ex}, r)
+	if n := w.Watched(); n != 2 {
+		t.Fatalf("watching %d directories, want 2 (root and src)", n)
+	}
+	at := func(rel string) string { return filepath.Join(root, rel) }
+
+	// An excluded file's creation and writes go unheard, its removal not.
+	os.WriteFile(at("src/a.swp"), []byte("x"), 0o644)
+	os.WriteFile(at("src/a.txt"), []byte("x"), 0o644)
+	noneAbout(t, r.until(t, "changed "+at("src/a.txt")), at("src/a.swp"))
+	os.Remove(at("src/a.swp"))
+	r.expect(t, "removed "+at("src/a.swp"))
+
+	// A file named like a directory-only pattern is no directory.
+	os.WriteFile(at("src/node_modules"), nil, 0o644)
+	r.expect(t, "changed "+at("src/node_modules"))
+
+	// A new tree is watched but for its excluded directories, whose
+	// content goes unheard.
+	mkdirs(t, root, "x/.git/objects")
+	r.expect(t, "diradded "+at("x"))
+	if n := w.Watched(); n != 3 {
+		t.Errorf("watching %d directories, want 3 (x/.git is excluded)", n)
+	}
+	os.WriteFile(at("x/.git/objects/o"), nil, 0o644)
+	os.Chmod(at("x/.git"), 0o700)
+	os.WriteFile(at("x/marker"), nil, 0o644)
+	noneAbout(t, r.until(t, "changed "+at("x/marker")), at("x/.git"), at("x/.git/objects/o"))
+
+	// "/build/" is anchored: a new build directory at the top is neither
+	// watched nor reported, one elsewhere is.
+	os.RemoveAll(at("build"))
+	r.expect(t, "removed "+at("build"))
+	mkdirs(t, root, "build", "src/build")
+	noneAbout(t, r.until(t, "diradded "+at("src/build")), at("build"))
+	if n := w.Watched(); n != 4 {
+		t.Errorf("watching %d directories, want 4", n)
+	}
+}
+
+// Roots can be added while Run runs, and removed: their watches go, and
+// nothing more is heard of them.
+func TestWatchAddAndRemoveRoot(t *testing.T) {
+	r := newRecorder()
+	w, a := startWatcher(t, WatchOptions{}, r)
+	b := tempRoot(t)
+	mkdirs(t, b, "sub")
+	ctx := context.Background()
+	if err := w.AddRoot(ctx, b, r); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.Watched(); n != 3 {
+		t.Fatalf("watching %d directories, want 3", n)
+	}
+	f := filepath.Join(b, "sub", "f")
+	os.WriteFile(f, nil, 0o644)
+	r.expect(t, "changed "+f)
+	mkdirs(t, b, "new")
+	r.expect(t, "diradded "+filepath.Join(b, "new"))
+
+	w.RemoveRoot(b)
+	if n, k := w.Watched(), len(w.fsw.WatchList()); n != 1 || k != 1 {
+		t.Fatalf("after RemoveRoot, %d directories watched, %d kernel watches; want 1 and 1", n, k)
+	}
+	g, newer := filepath.Join(b, "sub", "g"), filepath.Join(b, "newer")
+	os.WriteFile(g, nil, 0o644)
+	mkdirs(t, b, "newer")
+	marker := filepath.Join(a, "marker")
+	os.WriteFile(marker, nil, 0o644)
+	noneAbout(t, r.until(t, "changed "+marker), g, newer)
+
+	// A directory of the removed root still waiting for its watch gets
+	// none.
+	if err := w.watchTree(ctx, newer, r); err != errNoRoot {
+		t.Errorf("watching a directory of a removed root: %v, want errNoRoot", err)
+	}
+	w.RemoveRoot(b) // again: ignored
+	if n := w.Watched(); n != 1 {
+		t.Errorf("watching %d directories, want 1", n)
+	}
+
+	// Nested roots share watches: removing the inner one keeps them.
+	in := filepath.Join(a, "in")
+	mkdirs(t, a, "in/deep")
+	r.expect(t, "diradded "+in)
+	if err := w.AddRoot(ctx, in, r); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.Watched(); n != 3 {
+		t.Fatalf("watching %d directories, want 3", n)
+	}
+	w.RemoveRoot(in)
+	if n := w.Watched(); n != 3 {
+		t.Errorf("after removing the inner root, watching %d directories, want 3", n)
+	}
+	w.RemoveRoot(a)
+	if n, k := w.Watched(), len(w.fsw.WatchList()); n != 0 || k != 0 {
+		t.Errorf("after removing every root, %d directories watched, %d kernel watches", n, k)
+	}
+}
+
+// waitIdle waits until the watcher has no new directory left to watch.
+func waitIdle(t *testing.T, w *Watcher) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for w.Pending() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d directories still pending", w.Pending())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// New exclusions drop the watches of the directories they exclude; lifted
+// ones give the directories they kept away their watches, and report them
+// for a scan.
+func TestWatchSetExclude(t *testing.T) {
+	root := tempRoot(t)
+	mkdirs(t, root, "a/b", "c/d", "keep")
+	at := func(rel string) string { return filepath.Join(root, rel) }
+	r := newRecorder()
+	w := startWatcherAt(t, root, WatchOptions{}, r)
+	if n := w.Watched(); n != 6 {
+		t.Fatalf("watching %d directories, want 6", n)
+	}
+
+	ex, _ := NewExclude([]string{"a/", "d/"})
+	w.SetExclude(ex)
+	if n, k, a := w.Watched(), len(w.fsw.WatchList()), w.WatchedUnder(at("a")); n != 3 || k != 3 || a != 0 {
+		t.Fatalf("after excluding a/ and d/: %d watched, %d kernel watches, %d under a; want 3, 3, 0", n, k, a)
+	}
+	os.WriteFile(at("a/b/x"), nil, 0o644)
+	os.WriteFile(at("keep/marker"), nil, 0o644)
+	heard := r.until(t, "changed "+at("keep/marker"))
+	waitIdle(t, w) // the walk for lifted exclusions finds none
+	os.WriteFile(at("keep/marker2"), nil, 0o644)
+	heard = append(heard, r.until(t, "changed "+at("keep/marker2"))...)
+	noneAbout(t, heard, at("a"), at("a/b/x"), at("c/d"))
+
+	same, _ := NewExclude([]string{"a/", "d/"})
+	w.SetExclude(same)
+	if n := w.Pending(); n != 0 {
+		t.Errorf("the same patterns again: %d pending", n)
+	}
+
+	ex, _ = NewExclude([]string{"d/"})
+	w.SetExclude(ex)
+	r.expect(t, "diradded "+at("a"))
+	if n, a := w.Watched(), w.WatchedUnder(at("a")); n != 5 || a != 2 {
+		t.Errorf("after lifting a/: %d watched, %d under a; want 5 and 2", n, a)
+	}
+	os.WriteFile(at("a/b/y"), nil, 0o644)
+	r.expect(t, "changed "+at("a/b/y"))
+	waitIdle(t, w)
+}
+
+// A new directory is pending from its creation event until DirAdded has
+// been called for it.
+func TestWatchPending(t *testing.T) {
+	root := tempRoot(t)
+	w, err := NewWatcher(WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRecorder()
+	if err := w.AddRoot(context.Background(), root, r); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "new")
+	mkdirs(t, root, "new")
+	// Handle the creation event before Run does: the adder is not running.
+	w.event(fsnotify.Event{Name: dir, Op: fsnotify.Create}, r)
+	if n := w.Pending(); n != 1 {
+		t.Fatalf("%d pending, want 1", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- w.Run(ctx, r) }()
+	defer func() { cancel(); <-done }()
+	r.expect(t, "diradded "+dir)
+	waitIdle(t, w)
+	if n := w.WatchedUnder(root); n != 2 {
+		t.Errorf("%d watched under the root, want 2", n)
+	}
+}
+
+// DropEvery loses events on purpose and reports each loss as an overflow
+// of the root, like the kernel does.
+func TestWatchDropEvery(t *testing.T) {
+	r := newRecorder()
+	_, root := startWatcher(t, WatchOptions{DropEvery: 2}, r)
+	for i := range 4 {
+		if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("f%d", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	heard := r.until(t, "overflow "+root)
+	for _, h := range heard {
+		if strings.HasPrefix(h, "overflow ") && h != "overflow "+root {
+			t.Errorf("overflow reported for %q, want the root", h)
+		}
 	}
 }

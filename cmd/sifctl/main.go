@@ -1,5 +1,6 @@
 // Command sifctl asks a running sifd which files are similar, grouped, or
-// identical, and compares two files directly.
+// identical, and compares two files directly. It also manages the daemon's
+// roots and synchronises scripts with it (rescan, wait).
 package main
 
 import (
@@ -78,13 +79,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Short: "Ask sifd which files are similar",
 		Long: `sifctl asks a running sifd (over its Unix socket) which indexed files are
 similar to given files, which groups of files are similar, and which files are
-identical. sifctl compare works without a daemon.
+identical. sifctl compare works without a daemon. It also lists and changes
+the daemon's roots (roots), asks for a reconcile with the disk (rescan), and
+waits until the index has caught up with the disk (wait).
 
 The socket is --socket, else $SIF_SOCKET, else sifd's default:
 /run/sifd/sifd.sock as root, $XDG_RUNTIME_DIR/sifd.sock otherwise.
 
 Exit status, as grep's: 0 when something was found, 1 when nothing was,
-2 on error.`,
+2 on error. For wait, 1 means it timed out.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
@@ -93,7 +96,8 @@ Exit status, as grep's: 0 when something was found, 1 when nothing was,
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&g.socket, "socket", ipc.DefaultSocket(), "sifd's Unix socket")
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON (one object per line) instead of text")
-	root.AddCommand(newSimilarCmd(g), newGroupsCmd(g), newDupesCmd(g), newStatusCmd(g), newCompareCmd(g))
+	root.AddCommand(newSimilarCmd(g), newGroupsCmd(g), newDupesCmd(g), newStatusCmd(g), newCompareCmd(g),
+		newRootsCmd(g), newRescanCmd(g), newWaitCmd(g))
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

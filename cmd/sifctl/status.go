@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,8 +13,14 @@ import (
 func newStatusCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status [--json]",
-		Short: "Show what sifd is doing: roots, scan progress, counts, last errors",
-		Args:  cobra.NoArgs,
+		Short: "Show what sifd is doing: roots, scan progress, queue, counts, last errors",
+		Long: `status shows what sifd is doing: its index, each root's state (scanning,
+watching, polling, degraded or failed, with the reason for the last three),
+the progress of a scan in progress (files and bytes done of those found so
+far, rate and, once every file has been found, the time left), the
+directories watched, the work queued, and what the daemon did since it
+started. With --json, the daemon's report as it is.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := g.client().Status(cmd.Context())
 			if err != nil {
@@ -35,22 +42,70 @@ func printStatus(g *globals, st *ipc.Status) {
 	ix := st.Index
 	fmt.Fprintf(w, "  indexed: %d files, %s; %d postings; %s on disk\n",
 		ix.Files, human(ix.Bytes), ix.Postings, human(ix.DiskBytes))
-	for _, r := range st.Roots {
-		fmt.Fprintf(w, "  root %s: %s, %d files seen (%s), %d read (%s) in %.1fs\n",
-			r.Path, r.State, r.FilesSeen, human(r.BytesSeen), r.FilesRead, human(r.BytesRead), r.ScanSecs)
-		if r.LastError != "" {
-			fmt.Fprintf(w, "    error: %s\n", r.LastError)
-		}
+	if st.UncleanStart {
+		fmt.Fprintln(w, "  note:    previous run did not shut down cleanly; first scan re-read recent changes")
 	}
+	for _, r := range st.Roots {
+		printRootStatus(w, &r)
+	}
+	q := st.Queue
+	fmt.Fprintf(w, "  queue: %d settling, %d live, %d from scans, %d directory scans; %d workers busy\n",
+		q.Settling, q.Live, q.Scan, q.Scans, q.Busy)
 	c := st.Counters
-	fmt.Fprintf(w, "  since start: %d indexed, %d unchanged, %d removed\n", c.Indexed, c.Unchanged, c.Removed)
-	fmt.Fprintf(w, "  skipped: %d unreadable, %d special, %d symlinks, %d vanished, %d changing, %d too large; %d index errors\n",
-		c.Unreadable, c.Special, c.Symlinks, c.Vanished, c.ChangedDuringRead, c.TooLarge, c.Errors)
+	fmt.Fprintf(w, "  since start: %d indexed, %d unchanged, %d renamed, %d removed, %d excluded\n",
+		c.Indexed, c.Unchanged, c.Renamed, c.Removed, c.Excluded)
+	fmt.Fprintf(w, "  skipped: %d unreadable, %d special, %d symlinks, %d vanished, %d changing, %d too large, %d too small; %d index errors\n",
+		c.Unreadable, c.Special, c.Symlinks, c.Vanished, c.ChangedDuringRead, c.TooLarge, c.TooSmall, c.Errors)
+	fmt.Fprintf(w, "  events: %d received, %d overflows (each forces a reconcile)\n", c.Events, c.Overflows)
 	if len(st.LastError) > 0 {
 		fmt.Fprintln(w, "  last errors:")
 		for _, e := range st.LastError {
 			fmt.Fprintf(w, "    %s\n", e)
 		}
+	}
+}
+
+// printRootStatus writes one root of a status: its state and why, the scan
+// in progress or the last one, and what is watched.
+func printRootStatus(w io.Writer, r *ipc.RootStatus) {
+	fmt.Fprintf(w, "  root %s: %s", r.Path, r.State)
+	if r.Reason != "" {
+		fmt.Fprintf(w, " (%s)", r.Reason)
+	}
+	fmt.Fprintln(w)
+	if r.State == ipc.RootScanning {
+		fmt.Fprintf(w, "    scan: %d/%d files, %s/%s", r.FilesDone, r.FilesSeen, human(r.BytesDone), human(r.BytesSeen))
+		if r.BytesPerSec > 0 {
+			fmt.Fprintf(w, ", %.1f MB/s", r.BytesPerSec/1e6)
+		}
+		if r.ETASecs != nil {
+			fmt.Fprintf(w, ", ETA %s", (time.Duration(*r.ETASecs * float64(time.Second))).Round(time.Second))
+		}
+		if !r.WalkDone {
+			fmt.Fprint(w, ", still finding files")
+		}
+		fmt.Fprintf(w, "; %d read (%s) in %.1fs\n", r.FilesRead, human(r.BytesRead), r.ScanSecs)
+	} else if r.Scans > 0 || r.FilesSeen > 0 {
+		fmt.Fprintf(w, "    last scan: %d files seen (%s), %d read (%s) in %.1fs",
+			r.FilesSeen, human(r.BytesSeen), r.FilesRead, human(r.BytesRead), r.ScanSecs)
+		if r.ScanFinish != "" {
+			fmt.Fprintf(w, ", finished %s", r.ScanFinish)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "    watched dirs: %d", r.Watched)
+	if r.Unwatched > 0 {
+		fmt.Fprintf(w, ", %d %s could not be watched", r.Unwatched, plural(r.Unwatched, "subtree", "subtrees"))
+	}
+	if r.FS != "" {
+		fmt.Fprintf(w, "; filesystem %s", r.FS)
+	}
+	if r.Source != "" {
+		fmt.Fprintf(w, "; from %s", r.Source)
+	}
+	fmt.Fprintln(w)
+	if r.LastError != "" {
+		fmt.Fprintf(w, "    error: %s\n", r.LastError)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -21,6 +22,7 @@ import (
 	"github.com/sif-dev/sif/daemon"
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
+	"github.com/sif-dev/sif/watcher"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -79,7 +81,7 @@ identical. Use sifctl to ask it.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(stderr), newCheckCmd(stdout))
+	root.AddCommand(newRunCmd(stderr), newCheckCmd(stdout), newDumpCmd(stdout))
 	root.AddCommand(newServiceCmds(stdout)...)
 	return root
 }
@@ -91,6 +93,15 @@ type runFlags struct {
 	socket    string
 	workers   int
 	maxSize   int64
+	minSize   int64
+	exclude   []string
+	settle    time.Duration
+	maxSettle time.Duration
+	rescan    time.Duration
+	networkFS string
+	noWatch   bool
+	eventBuf  uint
+	dropEv    int
 	logLevel  string
 	logFormat string
 	params    fingerprint.Params
@@ -100,12 +111,21 @@ func newRunCmd(stderr io.Writer) *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
 		Use:   "run [--config FILE] [--root DIR...]",
-		Short: "Scan the roots into the index, then serve queries until SIGINT or SIGTERM",
-		Long: `run scans every root into the index with one worker per core (files whose
-size, modification time and inode are unchanged since the last run are not
-read again; records of vanished files are removed), logs its progress, and
-serves queries on the socket until it receives SIGINT or SIGTERM, then closes
-the index cleanly.
+		Short: "Watch the roots and keep the index equal to them; serve queries until SIGINT or SIGTERM",
+		Long: `run watches every directory under the roots, scans them into the index
+with one worker per core (files whose size, modification time and inode are
+unchanged since the last run are not read again; records of vanished files
+are removed), logs its progress, and from then on applies every change as
+it happens: a changed file is read once it has been quiet for the settle
+delay (or at the latest after the max settle delay while it keeps changing);
+a moved or renamed file is recognised by its device, inode, size and mtime
+and not read again; deletions are applied promptly. Lost events (kernel
+queue overflow) trigger a reconcile of the root, with back-off. Roots on
+filesystems without change events (NFS, SMB, FUSE) are rescanned every
+rescan interval, or refused with --network-fs refuse. It serves queries on
+the socket until SIGINT or SIGTERM, then closes the index cleanly. SIGHUP
+reloads the configuration file: roots, exclusions and size limits apply at
+once; an invalid file leaves the running configuration in place.
 
 Defaults: as root, the index is in ` + daemon.SystemDB + ` and the socket is
 /run/sifd/sifd.sock; otherwise the index is in $XDG_STATE_HOME/sifd/index
@@ -139,6 +159,15 @@ to the file's directory. Flags given on the command line override the file;
 			}
 			cfg.Version = version
 			cfg.Logger = log
+			fl := cmd.Flags()
+			cfg.Reload = func() (daemon.Config, error) {
+				fc, err := loadConfigFile(fl, f.config)
+				if err != nil {
+					return daemon.Config{}, err
+				}
+				c, _ := f.apply(fl, fc)
+				return c, nil
+			}
 			if err := daemon.RunService(cmd.Context(), cfg); err != nil {
 				return &statusError{exitError, err}
 			}
@@ -157,6 +186,17 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVar(&f.socket, "socket", "", "Unix socket to serve on (default: see above)")
 	fl.IntVar(&f.workers, "workers", 0, "files read in parallel (default: one per core)")
 	fl.Int64Var(&f.maxSize, "max-size", 0, fmt.Sprintf("skip files larger than this many bytes; -1 for no limit (default %d)", daemon.DefaultMaxFileSize))
+	fl.Int64Var(&f.minSize, "min-size", 0, "skip files smaller than this many bytes")
+	fl.StringArrayVar(&f.exclude, "exclude", nil, `glob of paths not to index, e.g. ".git/" (a directory), "*.swp" (repeatable; replaces the file's)`)
+	fl.DurationVar(&f.settle, "settle-delay", 0, fmt.Sprintf("how long a changed file must be quiet before it is read (default %v)", watcher.DefaultSettleDelay))
+	fl.DurationVar(&f.maxSettle, "max-settle-delay", 0, fmt.Sprintf("read a file that keeps changing at the latest this long after its first change (default %v)", watcher.DefaultMaxSettleDelay))
+	fl.DurationVar(&f.rescan, "rescan-interval", 0, fmt.Sprintf("how often roots without change events and unwatched directories are rescanned (default %v)", daemon.DefaultRescanInterval))
+	fl.StringVar(&f.networkFS, "network-fs", "", `roots on filesystems without change events (NFS, SMB, FUSE): "scan" them periodically (default) or "refuse" them`)
+	fl.BoolVar(&f.noWatch, "no-watch", false, "do not watch for changes: scan at start and every rescan interval")
+	fl.UintVar(&f.eventBuf, "event-buffer", 0, "events buffered between the kernel and the daemon (default: fsnotify's)")
+	fl.IntVar(&f.dropEv, "debug-drop-events", 0, "drop every Nth change event and reconcile as if the kernel had lost it")
+	fl.MarkHidden("event-buffer") // for tests that force event loss
+	fl.MarkHidden("debug-drop-events")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	cliflags.AddParams(fl, &f.params, `fingerprint scheme for a new index: "manber" or "chunks" (default: the stored one, else `+string(fingerprint.DefaultParams().Scheme)+`)`)
@@ -186,23 +226,14 @@ func newCheckCmd(stdout io.Writer) *cobra.Command {
 		Long: `check opens the index read-only and verifies that every posting belongs to a
 live file whose forward list holds it with the same weight, every forward
 entry has its posting, every record's weight and feature count match its
-forward list, and every path, record and identical-content key agrees with
-the others. It prints what is wrong and
+forward list, and every path, record, identical-content and inode key
+agrees with the others. It prints what is wrong and
 exits 1, or prints a summary and exits 0. The daemon must not be running on
 the same index.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if db == "" {
-				db = daemon.DefaultDB()
-			}
-			if _, err := os.Stat(db); err != nil {
-				return &statusError{exitError, fmt.Errorf("--db %s: %w", db, err)}
-			}
-			ix, err := index.Open(db, &index.Options{ReadOnly: true})
+			ix, db, err := openReadOnly(db, "check")
 			if err != nil {
-				if errors.Is(err, index.ErrLocked) {
-					err = fmt.Errorf("%w (stop sifd first, or check a copy)", err)
-				}
 				return &statusError{exitError, err}
 			}
 			defer ix.Close()
@@ -226,6 +257,76 @@ the same index.`,
 	}
 	cmd.Flags().StringVar(&db, "db", "", "index directory (default: the daemon's default)")
 	return cmd
+}
+
+func newDumpCmd(stdout io.Writer) *cobra.Command {
+	var db, prefix string
+	cmd := &cobra.Command{
+		Use:   "dump [--db DIR] [--prefix P]",
+		Short: "Print one canonical line per indexed file, for comparing two indexes",
+		Long: `dump opens the index read-only and prints one line per indexed file whose
+path starts with --prefix (all files by default), sorted by path:
+
+  "PATH" size=N mtime=NS dev=N ino=N mode=0OCTAL type=T strong=HEX weight=N features=N fwd=HEX
+
+PATH is quoted as in Go, so bytes that are not UTF-8 show as \x escapes;
+mtime is in Unix nanoseconds; strong is the SHA-256 of the content (all
+zeros when unknown); weight and features are the file's total fingerprint
+weight and number of distinct fingerprints; fwd is a 64-bit hash of the
+file's fingerprints and their weights, equal for files that fingerprint
+alike.
+
+A line depends only on what the index knows of the file, not on its file
+id nor on the order or history of the writes that put it there, so two
+indexes of the same tree dump the same lines when they agree. To see
+whether a long-running daemon's index has drifted from the disk, stop the
+daemon, dump its index, build a fresh index of the same roots and diff the
+dumps:
+
+  sifd dump > live.txt
+  sifd run --db /tmp/fresh --socket /tmp/fresh.sock --root TREE
+      (stop it with Ctrl-C once it logs "ready")
+  sifd dump --db /tmp/fresh > fresh.txt
+  diff live.txt fresh.txt
+
+The daemon must not be running on the index dumped: stop it first, or dump
+a copy.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ix, _, err := openReadOnly(db, "dump")
+			if err != nil {
+				return &statusError{exitError, err}
+			}
+			defer ix.Close()
+			if err := ix.Dump(prefix, stdout); err != nil {
+				return &statusError{exitError, err}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&db, "db", "", "index directory (default: the daemon's default)")
+	cmd.Flags().StringVar(&prefix, "prefix", "", "dump only the files whose path starts with this")
+	return cmd
+}
+
+// openReadOnly opens the index in db, or in the daemon's default index
+// directory when db is empty, read-only, for the subcommand verb (check or
+// dump). It returns the index and the directory it is in.
+func openReadOnly(db, verb string) (*index.Index, string, error) {
+	if db == "" {
+		db = daemon.DefaultDB()
+	}
+	if _, err := os.Stat(db); err != nil {
+		return nil, db, fmt.Errorf("--db %s: %w", db, err)
+	}
+	ix, err := index.Open(db, &index.Options{ReadOnly: true})
+	if err != nil {
+		if errors.Is(err, index.ErrLocked) {
+			err = fmt.Errorf("%w (stop sifd first, or %s a copy)", err, verb)
+		}
+		return nil, db, err
+	}
+	return ix, db, nil
 }
 
 // loadConfigFile reads the configuration file named by --config or, when
@@ -262,6 +363,15 @@ func (f *runFlags) apply(fl *pflag.FlagSet, fc daemon.FileConfig) (daemon.Config
 	set("socket", func() { cfg.Socket = f.socket })
 	set("workers", func() { cfg.Workers = f.workers })
 	set("max-size", func() { cfg.MaxFileSize = f.maxSize })
+	set("min-size", func() { cfg.MinFileSize = f.minSize })
+	set("exclude", func() { cfg.Exclude = f.exclude })
+	set("settle-delay", func() { cfg.SettleDelay = f.settle })
+	set("max-settle-delay", func() { cfg.MaxSettleDelay = f.maxSettle })
+	set("rescan-interval", func() { cfg.RescanInterval = f.rescan })
+	set("network-fs", func() { cfg.NetworkFS = f.networkFS })
+	set("no-watch", func() { cfg.NoWatch = f.noWatch })
+	set("event-buffer", func() { cfg.EventBuffer = f.eventBuf })
+	set("debug-drop-events", func() { cfg.DropEvents = f.dropEv })
 	set("scheme", func() { cfg.Params.Scheme = f.params.Scheme })
 	set("window", func() { cfg.Params.Window = f.params.Window })
 	set("bits", func() { cfg.Params.Bits = f.params.Bits })

@@ -1,0 +1,129 @@
+package daemon
+
+import (
+	"context"
+	"os"
+	"slices"
+	"sort"
+
+	"github.com/sif-dev/sif/index/fingerprint"
+)
+
+// reloadLoop reloads the configuration on every reload signal (SIGHUP)
+// until ctx is done.
+func (d *Daemon) reloadLoop(ctx context.Context) {
+	if d.cfg.Reload == nil {
+		return
+	}
+	sig := make(chan os.Signal, 1)
+	stop := notifyReload(sig)
+	if stop == nil {
+		return // no reload signal here (Windows)
+	}
+	defer stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sig:
+			d.reload()
+		}
+	}
+}
+
+// reload applies a new configuration: roots, exclusions and size limits at
+// once; other changes are logged as needing a restart. An invalid
+// configuration leaves the running one in place.
+func (d *Daemon) reload() {
+	d.log.Info("reloading the configuration")
+	nc, err := d.cfg.Reload()
+	if err == nil {
+		nc, err = nc.withDefaults()
+	}
+	if err != nil {
+		d.errs.add("reload: " + err.Error())
+		d.log.Error("reload failed: keeping the running configuration", "err", err)
+		return
+	}
+	f, err := newFilter(nc)
+	if err != nil {
+		d.log.Error("reload failed: keeping the running configuration", "err", err)
+		return
+	}
+	d.ctlMu.Lock()
+	defer d.ctlMu.Unlock()
+	old := d.cfg
+	for _, c := range []struct {
+		name    string
+		changed bool
+	}{
+		{"db", nc.DB != old.DB},
+		{"socket", nc.Socket != old.Socket},
+		{"workers", nc.Workers != old.Workers},
+		{"scheme", nc.Params != (fingerprint.Params{}) && nc.Params != d.ix.Params()},
+		{"settle_delay", nc.SettleDelay != old.SettleDelay},
+		{"max_settle_delay", nc.MaxSettleDelay != old.MaxSettleDelay},
+		{"rescan_interval", nc.RescanInterval != old.RescanInterval},
+		{"network_fs", nc.NetworkFS != old.NetworkFS},
+	} {
+		if c.changed {
+			d.log.Warn("configuration change takes effect at restart", "key", c.name)
+		}
+	}
+	filterChanged := !slices.Equal(nc.Exclude, old.Exclude) || nc.MinFileSize != old.MinFileSize || nc.MaxFileSize != old.MaxFileSize
+	d.cfg.Exclude, d.cfg.MinFileSize, d.cfg.MaxFileSize = nc.Exclude, nc.MinFileSize, nc.MaxFileSize
+	d.filt.Store(f)
+	if d.watch != nil {
+		d.watch.SetExclude(f.exclude)
+	}
+
+	// Roots: those of the new configuration, with sifctl's changes.
+	rf, err := d.loadRootsFile()
+	if err != nil {
+		d.log.Error("reload: reading the roots file", "err", err)
+		return
+	}
+	d.cfg.Roots = nc.Roots
+	want, source := effectiveRoots(nc.Roots, rf)
+	var added, removed []string
+	for _, r := range d.rootList() {
+		if !slices.Contains(want, r.path) {
+			d.dropRoot(r)
+			removed = append(removed, r.path)
+		}
+	}
+	for _, p := range want {
+		if d.rootOf(p) != nil && d.rootOf(p).path == p {
+			continue
+		}
+		if x := d.rootOf(p); x != nil {
+			d.log.Warn("reload: root inside another root: ignored", "root", p, "under", x.path)
+			continue
+		}
+		r := newRootState(d.runCtx, p, source[p])
+		if err := d.classifyRoot(r); err != nil {
+			d.errs.add("reload: " + err.Error())
+			d.log.Error("reload: root refused", "err", err)
+			continue
+		}
+		if d.watch == nil {
+			r.polled = true
+		}
+		d.rmu.Lock()
+		d.roots = append(d.roots, r)
+		sort.Slice(d.roots, func(i, j int) bool { return d.roots[i].path < d.roots[j].path })
+		d.rmu.Unlock()
+		added = append(added, p)
+		go d.startRoot(d.runCtx, r, "root added by reload")
+	}
+	if filterChanged {
+		// Files now excluded or out of the size limits are dropped, and
+		// files newly included are read, by a reconcile of every root.
+		for _, r := range d.rootList() {
+			if !slices.Contains(added, r.path) {
+				d.requestScan(r, r.path, false, "exclusions or size limits changed")
+			}
+		}
+	}
+	d.log.Info("configuration reloaded", "roots_added", added, "roots_removed", removed, "filters_changed", filterChanged)
+}

@@ -1,0 +1,387 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/sif-dev/sif/index"
+)
+
+// changeRetries is how often a file that changes while it is read is put
+// back to settle again before it is left until its next change.
+const changeRetries = 5
+
+// goneDeferrals bounds how often the removal of a directory's records is
+// put off while scans of new directories run (which may be the same
+// directory, moved: its files are then renamed in the index, not read).
+const goneDeferrals = 20
+
+// cookiePrefix starts the names of the files sifctl wait creates in each
+// root; they are never indexed.
+const cookiePrefix = ".sifd-cookie-"
+
+func isCookie(path string) bool {
+	return strings.HasPrefix(filepath.Base(path), cookiePrefix)
+}
+
+// worker handles items until ctx is done.
+func (d *Daemon) worker(ctx context.Context, r *reader) {
+	for {
+		it, ok := d.lanes.next(ctx)
+		if !ok {
+			return
+		}
+		d.lanes.busy.Add(1)
+		d.handle(ctx, r, it)
+		d.lanes.busy.Add(-1)
+	}
+}
+
+// handle brings it.path up to date under the path's claim, looking again
+// as long as other changes to it arrive meanwhile.
+func (d *Daemon) handle(ctx context.Context, r *reader, it item) {
+	if !d.claims.take(it.path, it.t) {
+		return // the claimant looks again and releases it.t
+	}
+	info := it.info
+	if s := it.t.scan; s != nil && s.full() && info != nil {
+		defer func() {
+			s.root.filesDone.Add(1)
+			s.root.bytesDone.Add(uint64(it.info.Size()))
+		}()
+	}
+	for {
+		d.syncPath(ctx, r, it.path, info, it.t)
+		info = nil
+		again, handed := d.claims.finish(it.path)
+		if !again || ctx.Err() != nil {
+			it.t.release(d.track)
+			for _, t := range handed {
+				t.release(d.track)
+			}
+			if again { // shutting down: let the claim go
+				d.claims.finish(it.path)
+			}
+			return
+		}
+	}
+}
+
+// syncPath makes the index agree with what is at path on disk now. info
+// is the path's lstat if the caller has a fresh one.
+func (d *Daemon) syncPath(ctx context.Context, r *reader, path string, info fs.FileInfo, t ticket) {
+	if isCookie(path) {
+		return
+	}
+	root := d.rootOf(path)
+	if root == nil {
+		d.forget(path) // its root was removed
+		return
+	}
+	if d.filter().excluded(root.path, path, false) {
+		if d.forget(path) {
+			d.count.excluded.Add(1)
+		}
+		return
+	}
+	if info == nil {
+		var err error
+		info, err = os.Lstat(path)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				d.gone(ctx, path, t)
+				return
+			}
+			d.skip(root, path, fmt.Errorf("%s: %w: %v", path, errUnreadable, unwrapPathErr(err)))
+			d.forget(path)
+			return
+		}
+	}
+	mode := info.Mode()
+	switch {
+	case mode.IsDir():
+		// A directory's contents reach the index through scans; its own
+		// path has a record only if it was a file before.
+		d.forget(path)
+		return
+	case mode&fs.ModeSymlink != 0:
+		d.count.symlinks.Add(1)
+		d.forget(path)
+		return
+	case !mode.IsRegular():
+		d.count.special.Add(1)
+		d.forget(path)
+		return
+	}
+	if min := d.filter().minSize; min > 0 && info.Size() < min {
+		d.count.tooSmall.Add(1)
+		d.forget(path)
+		return
+	}
+	d.indexFile(ctx, r, root, path, info, t)
+}
+
+// indexFile brings the regular file at path into the index, unless the
+// index already holds it (same size, mtime, device and inode) or holds it
+// under another path it was moved from.
+func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path string, info fs.FileInfo, t ticket) {
+	dev, ino := fileID(info)
+	mtime := info.ModTime().UnixNano()
+	rec, err := d.ix.Lookup(path)
+	if err == nil && rec.FileMeta.Size == info.Size() && rec.MtimeNs == mtime && rec.Dev == dev && rec.Ino == ino &&
+		!d.racy(mtime) {
+		d.count.unchanged.Add(1)
+		return
+	}
+	if d.renamed(path, info, dev, ino, mtime) {
+		return
+	}
+	r.maxSize = d.filter().maxSize
+	meta, sketch, err := r.read(ctx, path)
+	if err == nil {
+		if _, err := d.ix.Put(meta, sketch); err != nil {
+			d.count.errors.Add(1)
+			d.errs.add(fmt.Sprintf("%s: indexing: %v", path, err))
+			d.log.Error("index write failed", "path", path, "err", err)
+			return
+		}
+		d.count.indexed.Add(1)
+		root.filesRead.Add(1)
+		root.bytesRead.Add(uint64(meta.Size))
+		d.clearRetries(path)
+		return
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	if errors.Is(err, errChanged) && d.retryLater(path, t) {
+		return
+	}
+	d.skip(root, path, err)
+	// What the index holds for this path no longer describes the disk; a
+	// file still changing keeps its old record until it is read whole.
+	if !errors.Is(err, errChanged) {
+		d.forget(path)
+	}
+}
+
+// renamed recognises a file moved or renamed to path: the index holds a
+// file with the same device, inode, size and mtime under a path where that
+// file no longer is. Its record is moved to path without reading it.
+func (d *Daemon) renamed(path string, info fs.FileInfo, dev, ino uint64, mtime int64) bool {
+	if ino == 0 {
+		return false // no inode numbers here (Windows)
+	}
+	recs, err := d.ix.LookupInode(dev, ino)
+	if err != nil {
+		d.log.Error("index inode lookup failed", "path", path, "err", err)
+		return false
+	}
+	for _, c := range recs {
+		if c.Path == path || c.FileMeta.Size != info.Size() || c.MtimeNs != mtime {
+			continue
+		}
+		if st, err := os.Lstat(c.Path); err == nil {
+			if sdev, sino := fileID(st); sdev == dev && sino == ino {
+				continue // a hard link: both paths are this file
+			}
+		}
+		meta := index.FileMeta{Path: path, Size: info.Size(), MtimeNs: mtime, Dev: dev, Ino: ino, Mode: uint32(info.Mode())}
+		if err := d.ix.Rename(c.Path, meta); err != nil {
+			if !errors.Is(err, index.ErrNotFound) { // else removed meanwhile: read it
+				d.log.Error("index rename failed", "from", c.Path, "to", path, "err", err)
+			}
+			return false
+		}
+		d.count.renamed.Add(1)
+		d.log.Debug("moved", "from", c.Path, "to", path)
+		return true
+	}
+	return false
+}
+
+// gone handles a path that no longer exists: its record, and the records
+// below it if it was a directory, are removed.
+func (d *Daemon) gone(ctx context.Context, path string, t ticket) {
+	d.forget(path)
+	if !d.hasRecordsUnder(path) {
+		return
+	}
+	// A directory moved within the roots shows up as a new directory
+	// whose scan renames its files' records from under the old path. Put
+	// the removal off while such scans run, so they find the records.
+	if d.live.active() && d.deferGone(path, t) {
+		return
+	}
+	d.removeUnder(ctx, path)
+}
+
+// hasRecordsUnder reports whether the index holds files below dir.
+func (d *Daemon) hasRecordsUnder(dir string) bool {
+	errFound := errors.New("found")
+	err := d.ix.Files(dirPrefix(dir), func(index.FileRecord) error { return errFound })
+	return errors.Is(err, errFound)
+}
+
+// removeUnder removes the records below dir whose files are no longer
+// regular files, and makes workers busy below dir look again.
+func (d *Daemon) removeUnder(ctx context.Context, dir string) {
+	var gone []string
+	err := d.ix.Files(dirPrefix(dir), func(rec index.FileRecord) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if st, err := os.Lstat(rec.Path); err != nil || !st.Mode().IsRegular() {
+			gone = append(gone, rec.Path)
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		d.log.Error("listing records failed", "dir", dir, "err", err)
+	}
+	for _, p := range gone {
+		d.forget(p)
+	}
+	d.claims.markUnder(dir)
+	if len(gone) > 0 {
+		d.log.Debug("removed records under a vanished directory", "dir", dir, "count", len(gone))
+	}
+}
+
+// forget removes path's record, if any, and reports whether there was one.
+func (d *Daemon) forget(path string) bool {
+	err := d.ix.Remove(path)
+	switch {
+	case err == nil:
+		d.count.removed.Add(1)
+		return true
+	case errors.Is(err, index.ErrNotFound):
+	default:
+		d.count.errors.Add(1)
+		d.log.Error("index remove failed", "path", path, "err", err)
+	}
+	return false
+}
+
+// skip counts and logs a file or directory that was not indexed.
+func (d *Daemon) skip(root *rootState, path string, err error) {
+	switch {
+	case errors.Is(err, errVanished):
+		d.count.vanished.Add(1)
+		return // ordinary churn, not worth a line
+	case errors.Is(err, errSymlink):
+		d.count.symlinks.Add(1)
+		return
+	case errors.Is(err, errSpecial):
+		d.count.special.Add(1)
+		return
+	case errors.Is(err, errChanged):
+		d.count.changed.Add(1)
+	case errors.Is(err, errTooLarge):
+		d.count.tooLarge.Add(1)
+	default:
+		d.count.unreadable.Add(1)
+	}
+	if root != nil {
+		root.setErr(err)
+	}
+	d.errs.add(err.Error())
+	d.log.Warn("skipped", "err", err)
+}
+
+// touch records a change to path, applied once it has settled. epoch is
+// the tracker epoch of the change, or 0 for the current one; gone says the
+// watcher reported the path removed or renamed away (removals settle a
+// little later than changes, so a file's new name is seen before its old
+// one goes, and the move costs no read).
+func (d *Daemon) touch(path string, epoch uint64, gone bool) {
+	d.pmu.Lock()
+	defer d.pmu.Unlock()
+	if e, ok := d.pend[path]; !ok {
+		if epoch == 0 {
+			epoch = d.track.begin()
+		} else {
+			d.track.add(epoch)
+		}
+		d.pend[path] = epoch
+	} else if epoch != 0 && epoch < e {
+		d.track.add(epoch)
+		d.pend[path] = epoch
+		d.track.done(e)
+	}
+	if gone {
+		d.settleGone.Touch(path, 0)
+	} else {
+		d.settle.Touch(path, 0)
+	}
+}
+
+// settled queues a path whose changes have settled.
+func (d *Daemon) settled(ctx context.Context, path string) {
+	d.pmu.Lock()
+	e := d.pend[path]
+	delete(d.pend, path)
+	d.pmu.Unlock()
+	if !d.lanes.push(ctx, true, item{path: path, t: ticket{epoch: e}}) {
+		d.track.done(e)
+	}
+}
+
+// retryLater puts back a file that changed while it was read, to be read
+// once it has settled again. It returns false when the file has changed
+// during too many reads in a row: it is then left until its next change.
+func (d *Daemon) retryLater(path string, t ticket) bool {
+	d.pmu.Lock()
+	n := d.retries[path] + 1
+	if n > changeRetries {
+		delete(d.retries, path)
+	} else {
+		d.retries[path] = n
+	}
+	d.pmu.Unlock()
+	if n > changeRetries {
+		return false
+	}
+	d.touch(path, t.waitEpoch(), false)
+	return true
+}
+
+func (d *Daemon) clearRetries(path string) {
+	d.pmu.Lock()
+	delete(d.retries, path)
+	d.pmu.Unlock()
+}
+
+// deferGone puts off the removal of the records under path; it returns
+// false once it has been put off goneDeferrals times.
+func (d *Daemon) deferGone(path string, t ticket) bool {
+	d.pmu.Lock()
+	n := d.deferrals[path] + 1
+	if n > goneDeferrals {
+		delete(d.deferrals, path)
+	} else {
+		d.deferrals[path] = n
+	}
+	d.pmu.Unlock()
+	if n > goneDeferrals {
+		return false
+	}
+	d.touch(path, t.waitEpoch(), true)
+	return true
+}
+
+// racy reports whether a file with this mtime must be read even though
+// its metadata match its record: after an unclean shutdown, files changed
+// while the previous run was up may have lost their change events, and a
+// rewrite within the filesystem's timestamp granularity keeps size and
+// mtime.
+func (d *Daemon) racy(mtimeNs int64) bool {
+	since := d.racySince.Load()
+	return since != 0 && mtimeNs >= since
+}
