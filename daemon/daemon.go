@@ -278,7 +278,7 @@ func (d *Daemon) firstScan(ctx context.Context) error {
 	// while serving queries.
 	if written := d.count.indexed.Load() + d.count.removed.Load(); written > 0 {
 		t0 := time.Now()
-		if err := d.ix.Compact(); err != nil {
+		if err := d.ix.Compact(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}

@@ -230,11 +230,14 @@ func (d *Daemon) startRoot(ctx context.Context, r *rootState, why string) *scanR
 	return d.requestScan(r, r.path, false, why)
 }
 
+// detectFS is watcher.DetectFS; tests stand in for network filesystems.
+var detectFS = watcher.DetectFS
+
 // classifyRoot detects root's filesystem and decides whether it is
 // watched or polled; it fails for a filesystem without events when the
 // configuration refuses those.
 func (d *Daemon) classifyRoot(r *rootState) error {
-	kind, name, err := watcher.DetectFS(r.path)
+	kind, name, err := detectFS(r.path)
 	if err != nil {
 		return fmt.Errorf("root %s: %w", r.path, err)
 	}

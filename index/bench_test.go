@@ -1,6 +1,7 @@
 package index_test
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -130,7 +131,7 @@ func similarIndex(b *testing.B, n, queries int) (*index.Index, []*fingerprint.Sk
 		}
 	}
 	// Let the benchmark measure a settled index, not one still compacting.
-	if err := ix.Compact(); err != nil {
+	if err := ix.Compact(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	return ix, qs

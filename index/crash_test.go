@@ -1,6 +1,7 @@
 package index_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -127,7 +128,7 @@ func testCrash(t *testing.T, p fingerprint.Params, ops int) {
 		if rng.IntN(60) == 0 {
 			// Flush and compact now and then, so clones also catch tables
 			// and elided tombstones.
-			if err := ix.Compact(); err != nil {
+			if err := ix.Compact(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -292,9 +292,10 @@ func (ix *Index) Sync() error {
 // flushes the memtables and compacts every level into the bottom one,
 // dropping deleted keys and overwritten values. Call it after a bulk load
 // (such as the first scan of a root); correctness never needs it. It blocks
-// until done. It is safe to call concurrently with reads and writes, which
+// until done, or until ctx is done (a compaction under way then runs to its end
+// in the background). It is safe to call concurrently with reads and writes, which
 // go on meanwhile; Close waits for it to end.
-func (ix *Index) Compact() error {
+func (ix *Index) Compact(ctx context.Context) error {
 	if err := ix.acquire(); err != nil {
 		return fmt.Errorf("index.Compact: %w", err)
 	}
@@ -308,7 +309,7 @@ func (ix *Index) Compact() error {
 	// is, without the rewrite that zeroes sequence numbers and recompresses
 	// (a fifth of the size after a bulk load); and Pebble runs one
 	// compaction at a time anyway.
-	if err := ix.db.Compact(context.Background(), []byte{0}, []byte{0xff}, false); err != nil {
+	if err := ix.db.Compact(ctx, []byte{0}, []byte{0xff}, false); err != nil {
 		return fmt.Errorf("index.Compact %s: %w", ix.dir, err)
 	}
 	return nil

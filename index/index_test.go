@@ -2,6 +2,7 @@ package index_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -377,7 +378,7 @@ func TestNoLogRecycling(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := ix.Compact(); err != nil { // flushes, so the log rotates
+		if err := ix.Compact(context.Background()); err != nil { // flushes, so the log rotates
 			t.Fatal(err)
 		}
 	}
@@ -417,7 +418,7 @@ func TestCompact(t *testing.T) {
 		put(i)
 	}
 	done := make(chan error)
-	go func() { done <- ix.Compact() }()
+	go func() { done <- ix.Compact(context.Background()) }()
 	for i := 200; i < 300; i++ { // writes go on meanwhile
 		put(i % 250)
 		if i%10 == 0 {
@@ -429,13 +430,13 @@ func TestCompact(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if err := ix.Compact(); err != nil {
+	if err := ix.Compact(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	verifyModel(t, ix, m)
 	mustClean(t, ix)
 	ix.Close()
-	if err := ix.Compact(); !errors.Is(err, index.ErrClosed) {
+	if err := ix.Compact(context.Background()); !errors.Is(err, index.ErrClosed) {
 		t.Fatalf("compact after close: %v, want ErrClosed", err)
 	}
 	ro, err := index.Open("/db", &index.Options{FS: fs, ReadOnly: true})
@@ -443,7 +444,7 @@ func TestCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	if err := ro.Compact(); !errors.Is(err, index.ErrReadOnly) {
+	if err := ro.Compact(context.Background()); !errors.Is(err, index.ErrReadOnly) {
 		t.Fatalf("compact of a read-only index: %v, want ErrReadOnly", err)
 	}
 }

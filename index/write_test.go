@@ -1,6 +1,7 @@
 package index_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -212,7 +213,7 @@ func TestRemovedFilesVanish(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := ix.Compact(); err != nil {
+	if err := ix.Compact(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 20; i++ {
@@ -225,7 +226,7 @@ func TestRemovedFilesVanish(t *testing.T) {
 			t.Fatalf("%d %c keys visible after removing every file", n, p)
 		}
 	}
-	if err := ix.Compact(); err != nil {
+	if err := ix.Compact(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ranges, err := ix.TableKeyRanges()

@@ -254,6 +254,9 @@ func lineDiff(a, b string) string {
 // started with flags, calling mid (if set) half-way; then it waits for the
 // daemon to catch up and compares its index with a fresh scan.
 func churnAndCheck(t *testing.T, seed uint64, steps int, mid func(e *env), flags ...string) {
+	if raceEnabled {
+		steps /= 2 // the race detector slows sifd several times over
+	}
 	e := newEnv(t)
 	c := newChurner(t, seed, e.root, filepath.Join(e.dir, "outside"))
 	c.populate(8, 40)

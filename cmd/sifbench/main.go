@@ -6,7 +6,19 @@
 //	go run ./cmd/sifbench latency [--src DIR] [--n 50]
 //	go run ./cmd/sifbench edits   [--src DIR] [--n 50]
 //
-// The default corpus is $(go env GOROOT)/src. Figures are printed as a
+// The default corpus is $(go env GOROOT)/src. Three more benchmarks run
+// sifd on trees they write themselves:
+//
+//	go run ./cmd/sifbench freshness [--n 100] [--size 1MB] [--settle 500ms]
+//	go run ./cmd/sifbench restart   [--files 100000]
+//	go run ./cmd/sifbench churn     [--files 20000] [--seconds 20] [--settle 500ms]
+//
+// freshness rewrites a file n times and times from the end of the write to
+// the new version being found by a similar query, polled through the Go
+// client and through sifctl. restart times sifd to ready on an unchanged
+// tree of small files, and checks that nothing is read again. churn edits
+// a tree at doubling rates and reports how long sifd takes to catch up
+// after each, with its CPU and memory. Figures are printed as a
 // table and, with --json, as one JSON object.
 package main
 
@@ -48,16 +60,22 @@ type common struct {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: sifbench corpus|latency|edits [flags]; see the package doc")
+		return errors.New("usage: sifbench corpus|latency|edits|freshness|restart|churn [flags]; see the package doc")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	var c common
 	fs.StringVar(&c.src, "src", filepath.Join(runtime.GOROOT(), "src"), "corpus directory (copied first)")
-	fs.IntVar(&c.n, "n", 50, "number of query files")
+	n := 50
+	if args[0] == "freshness" {
+		n = 100
+	}
+	fs.IntVar(&c.n, "n", n, "number of query files; freshness: edits per client")
 	fs.BoolVar(&c.json, "json", false, "print JSON")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory")
 	fs.StringVar(&c.foreign, "foreign", filepath.Join(runtime.GOROOT(), "test"), "edits: a tree that is not indexed, whose files are queried to count stray matches (\"\" to skip)")
 	var schemes string
+	var lf liveFlags
+	lf.register(fs)
 	fs.StringVar(&schemes, "schemes", "", "edits: comma-separated scheme specs such as manber:bits=8,chunks:avg=256 (default: a built-in list)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -78,8 +96,14 @@ func run(ctx context.Context, args []string) error {
 		out, err = benchLatency(ctx, &c)
 	case "edits":
 		out, err = benchEdits(ctx, &c, schemes)
+	case "freshness":
+		out, err = benchFreshness(ctx, &c, &lf)
+	case "restart":
+		out, err = benchRestart(ctx, &c, &lf)
+	case "churn":
+		out, err = benchChurn(ctx, &c, &lf)
 	default:
-		return fmt.Errorf("unknown benchmark %q: want corpus, latency or edits", args[0])
+		return fmt.Errorf("unknown benchmark %q: want corpus, latency, edits, freshness, restart or churn", args[0])
 	}
 	if err != nil {
 		return err
