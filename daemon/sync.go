@@ -219,6 +219,9 @@ func (d *Daemon) gone(ctx context.Context, path string, t ticket) {
 	if d.live.active() && d.deferGone(path, t) {
 		return
 	}
+	d.pmu.Lock()
+	delete(d.deferrals, path)
+	d.pmu.Unlock()
 	d.removeUnder(ctx, path)
 }
 
@@ -337,15 +340,7 @@ func (d *Daemon) settled(ctx context.Context, path string) {
 // once it has settled again. It returns false when the file has changed
 // during too many reads in a row: it is then left until its next change.
 func (d *Daemon) retryLater(path string, t ticket) bool {
-	d.pmu.Lock()
-	n := d.retries[path] + 1
-	if n > changeRetries {
-		delete(d.retries, path)
-	} else {
-		d.retries[path] = n
-	}
-	d.pmu.Unlock()
-	if n > changeRetries {
+	if !d.bump(d.retries, path, changeRetries) {
 		return false
 	}
 	d.touch(path, t.waitEpoch(), false)
@@ -361,18 +356,24 @@ func (d *Daemon) clearRetries(path string) {
 // deferGone puts off the removal of the records under path; it returns
 // false once it has been put off goneDeferrals times.
 func (d *Daemon) deferGone(path string, t ticket) bool {
-	d.pmu.Lock()
-	n := d.deferrals[path] + 1
-	if n > goneDeferrals {
-		delete(d.deferrals, path)
-	} else {
-		d.deferrals[path] = n
-	}
-	d.pmu.Unlock()
-	if n > goneDeferrals {
+	if !d.bump(d.deferrals, path, goneDeferrals) {
 		return false
 	}
 	d.touch(path, t.waitEpoch(), true)
+	return true
+}
+
+// bump counts one more attempt for path in m and reports whether it is
+// within limit; past it, the count starts over.
+func (d *Daemon) bump(m map[string]int, path string, limit int) bool {
+	d.pmu.Lock()
+	defer d.pmu.Unlock()
+	n := m[path] + 1
+	if n > limit {
+		delete(m, path)
+		return false
+	}
+	m[path] = n
 	return true
 }
 
