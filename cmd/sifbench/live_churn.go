@@ -52,6 +52,10 @@ type churnResult struct {
 	Phases   []churnPhase `json:"phases"`
 	// Sustained is the highest rate reached with the lag under LagBound.
 	Sustained float64 `json:"sustained_per_second"`
+	// TreeFiles and IndexFiles count the files in the tree and in the
+	// index after the last phase: they must be equal.
+	TreeFiles  int    `json:"tree_files"`
+	IndexFiles uint64 `json:"index_files"`
 }
 
 // churnTree is the benchmark's tree and the edits made to it.
@@ -243,6 +247,12 @@ func benchChurn(ctx context.Context, c *common, lf *liveFlags) (*churnResult, er
 		}
 		res.Sustained = p.Target
 	}
+	// Every phase ended with a wait, so the index must hold the tree.
+	st, err := client.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.TreeFiles, res.IndexFiles = len(t.files), st.Index.Files
 	if !c.json {
 		fmt.Printf("churn: %d files of 1-8 KB in %d directories; %.0f s per rate; edits 85%% rewrite, 5%% create, 5%% delete, 5%% rename; sifd --settle-delay %s; %d cores\n",
 			n, t.dirs, lf.seconds, lf.settle, runtime.NumCPU())
@@ -262,6 +272,10 @@ func benchChurn(ctx context.Context, c *common, lf *liveFlags) (*churnResult, er
 		}
 		fmt.Print(table(rows))
 		fmt.Printf("sustained: %.0f edits/s with sifctl wait under %.1f s (2 x settle delay + 1 s) after %.0f s of edits\n", res.Sustained, res.LagBound, lf.seconds)
+		fmt.Printf("after the last phase: %d files in the tree, %d in the index\n", res.TreeFiles, res.IndexFiles)
+		if uint64(res.TreeFiles) != res.IndexFiles {
+			fmt.Printf("UNEXPECTED: the index does not hold the tree's files\n")
+		}
 	}
 	return res, nil
 }
