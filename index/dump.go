@@ -48,19 +48,7 @@ func (ix *Index) dump(prefix string, w io.Writer) error {
 
 	bw := bufio.NewWriter(w)
 	var line []byte
-	lo := pathKey(prefix)
-	err := scan(snap, lo, prefixEnd(lo), func(k, v []byte) error {
-		id, err := decodeID(v)
-		if err != nil {
-			return fmt.Errorf("path %q: %w", k[1:], err)
-		}
-		rec, found, err := readRecord(snap, id)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return fmt.Errorf("%w: path %q names file id %d, which has no record", ErrCorrupt, k[1:], id)
-		}
+	err := scanFiles(snap, prefix, func(id uint32, rec FileRecord) error {
 		fwd, found, err := getValue(snap, forwardKey(id))
 		if err != nil {
 			return err

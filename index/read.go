@@ -103,6 +103,26 @@ func readRecord(r pebble.Reader, id uint32) (FileRecord, bool, error) {
 	return rec, true, nil
 }
 
+// scanFiles calls fn for every file in r whose path starts with prefix, in
+// path order, with its id and record.
+func scanFiles(r pebble.Reader, prefix string, fn func(id uint32, rec FileRecord) error) error {
+	lo := pathKey(prefix)
+	return scan(r, lo, prefixEnd(lo), func(k, v []byte) error {
+		id, err := decodeID(v)
+		if err != nil {
+			return fmt.Errorf("path %q: %w", k[1:], err)
+		}
+		rec, found, err := readRecord(r, id)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("%w: path %q names file id %d, which has no record", ErrCorrupt, k[1:], id)
+		}
+		return fn(id, rec)
+	})
+}
+
 // Files calls fn for every indexed file whose path starts with prefix, in
 // path order (bytewise), on the caller's goroutine, and returns fn's first
 // error unwrapped. It sees the index as it was when it started, whatever is written
@@ -114,20 +134,8 @@ func (ix *Index) Files(prefix string, fn func(FileRecord) error) error {
 	defer ix.release()
 	snap := ix.db.NewSnapshot()
 	defer snap.Close()
-	lo := pathKey(prefix)
 	var fnErr error
-	err := scan(snap, lo, prefixEnd(lo), func(k, v []byte) error {
-		id, err := decodeID(v)
-		if err != nil {
-			return fmt.Errorf("path %q: %w", k[1:], err)
-		}
-		rec, found, err := readRecord(snap, id)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return fmt.Errorf("%w: path %q names file id %d, which has no record", ErrCorrupt, k[1:], id)
-		}
+	err := scanFiles(snap, prefix, func(_ uint32, rec FileRecord) error {
 		fnErr = fn(rec)
 		return fnErr
 	})
