@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,9 +100,17 @@ func open(cfg Config) (*Daemon, error) {
 	if err := os.MkdirAll(cfg.DB, 0o700); err != nil {
 		return nil, fmt.Errorf("db %s: %w", cfg.DB, err)
 	}
-	ix, err := index.Open(cfg.DB, &index.Options{Params: cfg.Params, Logger: cfg.Logger.With("component", "pebble")})
+	ix, err := index.Open(cfg.DB, &index.Options{Params: cfg.Params, Logger: cfg.Logger.With("component", "pebble"), MoveAsideOldFormat: true})
 	if err != nil {
 		return nil, err
+	}
+	if aside := ix.MovedAside(); aside != "" {
+		// The roots changed with sifctl roots stay in force.
+		if err := os.Rename(filepath.Join(aside, rootsFileName), filepath.Join(cfg.DB, rootsFileName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			cfg.Logger.Warn("cannot carry the roots file over from the old index", "err", err)
+		}
+		cfg.Logger.Warn("the index was written by an older sif: it was moved aside and is rebuilt by a full scan; delete the old one once done",
+			"old", aside, "db", cfg.DB)
 	}
 	d.ix = ix
 	return d, nil

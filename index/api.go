@@ -2,6 +2,7 @@ package index
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -23,6 +24,9 @@ var (
 	// was written in another format (by another version of sif). The cure
 	// is to move the index aside and rebuild it.
 	ErrCorrupt = errors.New("index: corrupt")
+	// ErrOldFormat: the database was written by an older sif, in a layout
+	// this one does not read. It is also an ErrCorrupt.
+	ErrOldFormat = fmt.Errorf("%w: older format", ErrCorrupt)
 	// ErrBadQuery: the query or its options are invalid.
 	ErrBadQuery = errors.New("index: bad query")
 	// ErrReadOnly: a write to an index opened with Options.ReadOnly.
@@ -42,6 +46,12 @@ type Options struct {
 	FS vfs.FS
 	// ReadOnly opens the database without writing to it.
 	ReadOnly bool
+	// MoveAsideOldFormat: when the database is of an older format, rename
+	// its directory to DIR.old-format (or DIR.old-format-TIME if that
+	// exists) and create a new, empty one; Index.MovedAside names it. The
+	// index holds only what can be read again from the files, so the cost
+	// is a full scan. Without it, Open fails with ErrOldFormat.
+	MoveAsideOldFormat bool
 	// Logger receives the index's log lines; nil discards them.
 	Logger *slog.Logger
 	// CacheSize is the memory, in bytes, of Pebble's block cache and its

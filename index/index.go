@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -34,6 +35,7 @@ type Index struct {
 	knowsLengths bool
 	readOnly     bool
 	log          *slog.Logger
+	movedAside   string
 
 	// mu guards closed and inflight: every operation counts itself in
 	// inflight, and Close waits for them to end before closing Pebble.
@@ -66,11 +68,38 @@ func Open(dir string, opts *Options) (*Index, error) {
 		o = *opts
 	}
 	ix, err := open(dir, o)
+	if err != nil && errors.Is(err, ErrOldFormat) && o.MoveAsideOldFormat && !o.ReadOnly {
+		var aside string
+		if aside, err = moveAside(o.FS, dir); err == nil {
+			if ix, err = open(dir, o); err == nil {
+				ix.movedAside = aside
+			}
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("index.Open %s: %w", dir, err)
 	}
 	return ix, nil
 }
+
+// moveAside renames dir to a free name beside it and returns that name.
+func moveAside(fsys vfs.FS, dir string) (string, error) {
+	if fsys == nil {
+		fsys = vfs.Default
+	}
+	aside := dir + ".old-format"
+	if _, err := fsys.Stat(aside); err == nil {
+		aside += "-" + time.Now().UTC().Format("20060102T150405")
+	}
+	if err := fsys.Rename(dir, aside); err != nil {
+		return "", fmt.Errorf("moving the old-format index aside: %w", err)
+	}
+	return aside, nil
+}
+
+// MovedAside returns where Open moved an index of an older format (see
+// Options.MoveAsideOldFormat), or "".
+func (ix *Index) MovedAside() string { return ix.movedAside }
 
 func open(dir string, o Options) (_ *Index, err error) {
 	var want fingerprint.Params
@@ -114,7 +143,7 @@ func open(dir string, o Options) (_ *Index, err error) {
 		return nil, err
 	} else if name == comparerNameV1 {
 		return nil, fmt.Errorf("%w: index format version 1 (written by an older sif), this program reads version %d: move the index aside and rebuild it",
-			ErrCorrupt, formatVersion)
+			ErrOldFormat, formatVersion)
 	}
 	db, err := pebble.Open(dir, pebbleOptions(o, fsys, lock))
 	if err != nil {
@@ -159,15 +188,15 @@ func (ix *Index) initMeta(want fingerprint.Params) (fingerprint.Params, error) {
 		return ix.initNew(want)
 	}
 	if v, err := strconv.Atoi(string(ver)); err != nil || v != formatVersion {
-		by := ""
+		by, kind := "", ErrCorrupt
 		switch {
 		case err == nil && v < formatVersion:
-			by = " (written by an older sif)"
+			by, kind = " (written by an older sif)", ErrOldFormat
 		case err == nil && v > formatVersion:
 			by = " (written by a newer sif)"
 		}
 		return fingerprint.Params{}, fmt.Errorf("%w: index format version %q%s, this program reads version %d: move the index aside and rebuild it",
-			ErrCorrupt, ver, by, formatVersion)
+			kind, ver, by, formatVersion)
 	}
 	raw, found, err := getValue(ix.db, metaParamsKey)
 	if err != nil {

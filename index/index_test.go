@@ -354,6 +354,50 @@ func TestOpenRefusesOldFormat(t *testing.T) {
 				!strings.Contains(err.Error(), "move the index aside and rebuild it") {
 				t.Fatalf("open of an index with format version %s: %v, want ErrCorrupt with advice", c.version, err)
 			}
+			if old := strings.Contains(c.by, "older"); errors.Is(err, index.ErrOldFormat) != old {
+				t.Errorf("format version %s: errors.Is(ErrOldFormat) = %v, want %v", c.version, !old, old)
+			}
+		}
+	})
+	// With MoveAsideOldFormat, an older index is renamed and a new one
+	// made; a newer or unreadable one is still refused.
+	t.Run("move aside", func(t *testing.T) {
+		for _, c := range []struct {
+			version string
+			moved   bool
+		}{{"2", true}, {"99", false}} {
+			fs := vfs.NewMem()
+			ix := openMem(t, fs, manber)
+			if err := ix.RawSet(index.MetaVersionKey, []byte(c.version)); err != nil {
+				t.Fatal(err)
+			}
+			ix.Close()
+			for round := range 2 { // the second time, .old-format exists
+				ix, err := index.Open("/db", &index.Options{FS: fs, MoveAsideOldFormat: true})
+				if !c.moved {
+					if err == nil || errors.Is(err, index.ErrOldFormat) {
+						t.Fatalf("version %s: %v, want a refusal", c.version, err)
+					}
+					break
+				}
+				if err != nil {
+					t.Fatalf("version %s, round %d: %v", c.version, round, err)
+				}
+				want := "/db.old-format"
+				if got := ix.MovedAside(); (round == 0 && got != want) || (round == 1 && !strings.HasPrefix(got, want+"-")) {
+					t.Errorf("round %d: MovedAside() = %q", round, got)
+				}
+				if st, _ := ix.Stats(); st.Files != 0 {
+					t.Errorf("the new index holds %d files", st.Files)
+				}
+				if err := ix.RawSet(index.MetaVersionKey, []byte(c.version)); err != nil {
+					t.Fatal(err)
+				}
+				ix.Close()
+				if _, err := fs.Stat(ix.MovedAside()); err != nil {
+					t.Errorf("the old index is not where MovedAside says: %v", err)
+				}
+			}
 		}
 	})
 }
