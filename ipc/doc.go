@@ -26,5 +26,11 @@
 //	POST /v1/similar  one against all: SimilarRequest → SimilarResponse
 //	GET  /v1/groups   all against all: ?threshold=PCT&max_df=N&min_shared=N&all_types=1&prefix=P
 //	GET  /v1/dupes    identical files: ?prefix=P
-//	GET  /v1/status   what the daemon is doing
+//	GET  /v1/status   what the daemon is doing: roots, queue, counters
+//	GET  /v1/roots    the roots and their states
+//	POST /v1/roots    RootsRequest (add or remove a root, persisted) → RootsResponse
+//	POST /v1/rescan   RescanRequest (a directory, or every root) → RescanResponse
+//	POST /v1/wait     WaitRequest → WaitResponse once every earlier change is applied
+//
+// The last four need a backend that implements Controller.
 package ipc
