@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -81,21 +80,7 @@ func (r *daemonRun) stop() (int64, error) {
 }
 
 // vmHWM reads a process's peak resident set size in KiB from /proc.
-func vmHWM(pid int) int64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return n
-		}
-	}
-	return 0
-}
+func vmHWM(pid int) int64 { return procStatusKB(pid, "VmHWM") }
 
 type corpusResult struct {
 	Corpus      string    `json:"corpus"`
