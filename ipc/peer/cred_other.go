@@ -1,0 +1,7 @@
+//go:build !linux
+
+package peer
+
+import "net"
+
+func fromUnixConn(*net.UnixConn) (Cred, error) { return Cred{}, ErrUnsupported }
