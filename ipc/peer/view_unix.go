@@ -224,5 +224,3 @@ func (a accessACL) allows(c Cred, group uint32, want uint16) bool {
 	}
 	return false
 }
-
-
