@@ -111,6 +111,11 @@ type QueryOptions struct {
 	// MinFeatures is the fewest query features that carry evidence; 0 means
 	// DefaultMinFeatures.
 	MinFeatures int
+	// Visible, when set, keeps only candidates whose path it accepts, as
+	// if the others were not indexed: they are neither listed nor counted
+	// in Result.Candidates. It is called on the caller's goroutine, after
+	// the other filters, only for candidates that reach the threshold.
+	Visible func(path string) bool
 }
 
 // Defaults for QueryOptions and GroupOptions.
@@ -147,7 +152,9 @@ type Result struct {
 	// were not skipped: no similarity evidence is possible, and only
 	// identical files are listed.
 	TooFew bool
-	// Candidates is how many files shared at least one feature.
+	// Candidates is how many files shared at least one feature; with
+	// QueryOptions.Visible, how many visible files passed the filters and
+	// the threshold (before Limit).
 	Candidates int
 }
 
@@ -163,6 +170,11 @@ type GroupOptions struct {
 	// unrelated groups through it. 0 means DefaultMinFeatures; negative is
 	// an error.
 	MinShared int
+	// Visible, when set, keeps only files whose path it accepts: the others
+	// are left out as if they were not indexed, so they neither appear nor
+	// link the files they resemble. It is called once per file under
+	// PathPrefix, on the caller's goroutine.
+	Visible func(path string) bool
 }
 
 // Group is a set of similar files (Manber §4, Figure 3): a reference file

@@ -83,7 +83,7 @@ func (ix *Index) groups(opts GroupOptions) ([]Group, error) {
 	snap := ix.db.NewSnapshot()
 	defer snap.Close()
 
-	nodes, nodeOf, err := ix.groupNodes(snap, opts.PathPrefix)
+	nodes, nodeOf, err := ix.groupNodes(snap, opts.PathPrefix, opts.Visible)
 	if err != nil {
 		return nil, err
 	}
@@ -183,10 +183,10 @@ func (n *groupNode) member(percent float64, via string) GroupMember {
 	return GroupMember{FileRecord: n.rec, Percent: percent, Via: via, Copies: n.copies}
 }
 
-// groupNodes loads the records under prefix and folds identical files into
-// nodes. nodeOf maps a file id to its node's index; files outside the prefix
-// are absent.
-func (ix *Index) groupNodes(r pebble.Reader, prefix string) ([]groupNode, map[uint32]int, error) {
+// groupNodes loads the records under prefix that visible (when not nil)
+// accepts and folds identical files into nodes. nodeOf maps a file id to
+// its node's index; files left out are absent.
+func (ix *Index) groupNodes(r pebble.Reader, prefix string, visible func(string) bool) ([]groupNode, map[uint32]int, error) {
 	var recs []FileRecord
 	lo := pathKey(prefix)
 	err := scan(r, lo, prefixEnd(lo), func(k, v []byte) error {
@@ -198,7 +198,7 @@ func (ix *Index) groupNodes(r pebble.Reader, prefix string) ([]groupNode, map[ui
 		if err != nil {
 			return err
 		}
-		if found {
+		if found && (visible == nil || visible(rec.Path)) {
 			recs = append(recs, rec) // in path order
 		}
 		return nil

@@ -49,6 +49,9 @@ func TestGroupsAgainstBruteForce(t *testing.T) {
 				{Threshold: 0.3, MaxDF: -1},
 				{Threshold: 0.5, MaxDF: -1, SameType: true},
 				{Threshold: 0.2, MaxDF: -1, PathPrefix: "/b/"},
+				// A caller who sees a third of the files: the hidden ones
+				// neither appear nor link the others.
+				{Threshold: 0.3, MaxDF: -1, Visible: func(p string) bool { return !strings.HasSuffix(p, "0") && !strings.HasSuffix(p, "3") }},
 			} {
 				got, err := ix.Groups(opts)
 				if err != nil {
@@ -76,7 +79,7 @@ func bruteGroups(m model, opts index.GroupOptions) [][]string {
 	var nodes []*bruteNode
 	byContent := map[string]*bruteNode{}
 	for _, path := range slices.Sorted(maps.Keys(m)) {
-		if !strings.HasPrefix(path, opts.PathPrefix) {
+		if !strings.HasPrefix(path, opts.PathPrefix) || opts.Visible != nil && !opts.Visible(path) {
 			continue
 		}
 		sk := m[path].sk

@@ -206,6 +206,9 @@ func (s *querySearch) run() error {
 		matches = append(matches, s.match(rec, s.st.shared[id]))
 	}
 	slices.SortFunc(matches, compareMatches)
+	if s.opts.Visible != nil {
+		s.res.Candidates = len(matches)
+	}
 	if s.opts.Limit > 0 && len(matches) > s.opts.Limit {
 		matches = matches[:s.opts.Limit]
 	}
@@ -338,11 +341,19 @@ func (s *querySearch) keep(rec *FileRecord) bool {
 		return false
 	case o.SameExt && strings.ToLower(filepath.Ext(rec.Path)) != s.ext:
 		return false
-	case o.SizeRatio > 0:
-		a, b := float64(max(rec.Summary.Size, 1)), float64(max(s.q.Sketch.Size, 1))
-		return max(a, b)/min(a, b) <= o.SizeRatio
+	case o.SizeRatio > 0 && !withinRatio(rec.Summary.Size, s.q.Sketch.Size, o.SizeRatio):
+		return false
+	case o.Visible != nil && !o.Visible(rec.Path):
+		return false
 	}
 	return true
+}
+
+// withinRatio reports whether sizes a and b differ by at most the factor
+// ratio.
+func withinRatio(a, b int64, ratio float64) bool {
+	x, y := float64(max(a, 1)), float64(max(b, 1))
+	return max(x, y)/min(x, y) <= ratio
 }
 
 // distinctiveWeight is the query's weight without the skipped features.
