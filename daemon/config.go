@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/user"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +31,36 @@ const (
 	NetworkFSScan   = "scan"
 	NetworkFSRefuse = "refuse"
 )
+
+// Values of Config.SocketAccess.
+const (
+	SocketAll   = "all"
+	SocketOwner = "owner"
+)
+
+// socketMode returns the socket's permission bits for c.SocketAccess.
+func (c *Config) socketMode() os.FileMode {
+	if c.SocketAccess == SocketAll {
+		return 0o666
+	}
+	return 0o600
+}
+
+// lookupGroup resolves a group name, or a numeric gid, to its gid.
+func lookupGroup(name string) (uint32, error) {
+	if n, err := strconv.ParseUint(name, 10, 32); err == nil {
+		return uint32(n), nil
+	}
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		return 0, fmt.Errorf("group %q: %w", name, err)
+	}
+	n, err := strconv.ParseUint(g.Gid, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("group %q: gid %q is not a number (groups are not numbered on this system)", name, g.Gid)
+	}
+	return uint32(n), nil
+}
 
 // Config is what sifd runs with. The zero value of a field means its
 // default.
@@ -85,13 +117,18 @@ type Config struct {
 	Reload func() (Config, error)
 	// ProgressEvery is how often a scan logs its progress; 0 means 5s.
 	ProgressEvery time.Duration
-	// SocketMode is the socket's permission bits; 0 means 0600. Answers
-	// are not yet filtered by what the caller may read (SO_PEERCRED), so
-	// the default keeps the socket to the daemon's own user: a daemon run as
-	// root must not tell other users about files they cannot read.
-	SocketMode os.FileMode
-	Version    string
-	Logger     *slog.Logger // nil discards
+	// SocketAccess says who may connect to the socket: SocketAll, every
+	// local user (mode 0666; each caller's answers name only the files it
+	// may read), or SocketOwner, the daemon's own user and root (0600).
+	// "" means SocketAll for the system socket (ipc.SystemSocket) and
+	// SocketOwner for any other, such as a per-user daemon's.
+	SocketAccess string
+	// OperatorGroup names a group, or gives a numeric gid, whose members
+	// may change the daemon (add and remove roots, ask for rescans) besides
+	// root and the daemon's own user. "" means no group.
+	OperatorGroup string
+	Version       string
+	Logger        *slog.Logger // nil discards
 }
 
 // DefaultDB returns the index directory used when none is named:
@@ -141,8 +178,21 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ProgressEvery <= 0 {
 		c.ProgressEvery = 5 * time.Second
 	}
-	if c.SocketMode == 0 {
-		c.SocketMode = 0o600
+	switch c.SocketAccess {
+	case "":
+		c.SocketAccess = SocketOwner
+		if c.Socket == ipc.SystemSocket {
+			c.SocketAccess = SocketAll
+		}
+	case SocketAll, SocketOwner:
+	default:
+		return c, fmt.Errorf("socket_access %q: want %q (every local user, answers filtered by their rights) or %q (the daemon's user and root)",
+			c.SocketAccess, SocketAll, SocketOwner)
+	}
+	if c.OperatorGroup != "" {
+		if _, err := lookupGroup(c.OperatorGroup); err != nil {
+			return c, fmt.Errorf("operator_group: %w", err)
+		}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

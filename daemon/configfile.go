@@ -174,6 +174,8 @@ type fileKeys struct {
 	Workers        count        `toml:"workers"`
 	DB             pathString   `toml:"db"`
 	Socket         pathString   `toml:"socket"`
+	SocketAccess   socketAccess `toml:"socket_access"`
+	OperatorGroup  groupName    `toml:"operator_group"`
 	LogLevel       logLevel     `toml:"log_level"`
 	Scheme         *schemeTable `toml:"scheme"`
 }
@@ -193,7 +195,7 @@ type schemeTable struct {
 var knownKeys = []string{
 	"roots", "exclude", "min_size", "max_size", "settle_delay", "max_settle_delay",
 	"rescan_interval", "network_fs",
-	"workers", "db", "socket", "log_level",
+	"workers", "db", "socket", "socket_access", "operator_group", "log_level",
 	"scheme", "scheme.scheme", "scheme.window", "scheme.bits", "scheme.mod_bits",
 	"scheme.min_chunk", "scheme.avg_chunk", "scheme.max_chunk",
 }
@@ -231,6 +233,8 @@ func (p *configParser) parse() (FileConfig, error) {
 	c.RescanInterval = time.Duration(k.RescanInterval)
 	c.NetworkFS = string(k.NetworkFS)
 	c.Workers = int(k.Workers)
+	c.SocketAccess = string(k.SocketAccess)
+	c.OperatorGroup = string(k.OperatorGroup)
 	if md.IsDefined("min_size") && md.IsDefined("max_size") && c.MaxFileSize >= 0 && c.MinFileSize > c.MaxFileSize {
 		return FileConfig{}, p.errAt("min_size", "%d bytes is more than max_size (%d bytes)", c.MinFileSize, c.MaxFileSize)
 	}
@@ -600,6 +604,36 @@ func (n *networkFS) UnmarshalTOML(v any) error {
 		return fmt.Errorf("want %q or %q, not %s", NetworkFSScan, NetworkFSRefuse, tomlType(v))
 	}
 	*n = networkFS(s)
+	return nil
+}
+
+// socketAccess is who may connect to the socket.
+type socketAccess string
+
+func (a *socketAccess) UnmarshalTOML(v any) error {
+	s, ok := v.(string)
+	if !ok || (s != SocketAll && s != SocketOwner) {
+		if ok {
+			return fmt.Errorf("%q: want %q or %q", s, SocketAll, SocketOwner)
+		}
+		return fmt.Errorf("want %q or %q, not %s", SocketAll, SocketOwner, tomlType(v))
+	}
+	*a = socketAccess(s)
+	return nil
+}
+
+// groupName is a group that exists on this machine, by name or gid.
+type groupName string
+
+func (g *groupName) UnmarshalTOML(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("want a group name or a numeric gid as a string, not %s", tomlType(v))
+	}
+	if _, err := lookupGroup(s); err != nil {
+		return err
+	}
+	*g = groupName(s)
 	return nil
 }
 

@@ -116,6 +116,19 @@ func open(cfg Config) (*Daemon, error) {
 	return d, nil
 }
 
+// access returns who may see and change what through the socket.
+func (d *Daemon) access() (*ipc.Access, error) {
+	a := &ipc.Access{Owner: uint32(os.Geteuid()), Private: d.cfg.SocketAccess == SocketOwner}
+	if d.cfg.OperatorGroup != "" {
+		gid, err := lookupGroup(d.cfg.OperatorGroup)
+		if err != nil {
+			return nil, fmt.Errorf("operator_group: %w", err)
+		}
+		a.Operators = []uint32{gid}
+	}
+	return a, nil
+}
+
 // goneDelay is the settle delay of removals: a quarter longer than that of
 // changes (at least 100ms more), so that when a file or directory is
 // moved, its new name is dealt with first and its record moved, not read
@@ -143,7 +156,7 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 	if err := d.writeMarker(); err != nil {
 		return err
 	}
-	ln, err := ipc.Listen(d.cfg.Socket, d.cfg.SocketMode)
+	ln, err := ipc.Listen(d.cfg.Socket, d.cfg.socketMode())
 	if err != nil {
 		return err
 	}
@@ -178,7 +191,12 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 		})
 	}
 
-	srv := ipc.NewServer(d, ipc.ServerOptions{Version: d.cfg.Version, Logger: d.log.With("component", "ipc")})
+	access, err := d.access()
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := ipc.NewServer(d, ipc.ServerOptions{Version: d.cfg.Version, Logger: d.log.With("component", "ipc"), Access: access})
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return srv.Serve(gctx, ln) })
 	if d.watch != nil {

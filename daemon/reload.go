@@ -59,6 +59,8 @@ func (d *Daemon) reload() {
 	}{
 		{"db", nc.DB != old.DB},
 		{"socket", nc.Socket != old.Socket},
+		{"socket_access", nc.SocketAccess != old.SocketAccess},
+		{"operator_group", nc.OperatorGroup != old.OperatorGroup},
 		{"workers", nc.Workers != old.Workers},
 		{"scheme", nc.Params != (fingerprint.Params{}) && nc.Params != d.ix.Params()},
 		{"settle_delay", nc.SettleDelay != old.SettleDelay},

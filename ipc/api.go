@@ -22,6 +22,7 @@ const (
 	CodeUnavailable    Code = "unavailable" // the daemon is shutting down
 	CodeTimeout        Code = "timeout"     // a wait did not complete in time
 	CodeInternal       Code = "internal"    // the daemon failed; see its log
+	CodeForbidden      Code = "forbidden"   // the caller may not do this (or cannot be identified)
 )
 
 // Error is an error reported by the daemon.
@@ -253,6 +254,12 @@ type Status struct {
 	// UncleanStart is set when the previous run did not shut down cleanly,
 	// so the first scan re-read what that run may have missed.
 	UncleanStart bool `json:"unclean_start,omitempty"`
+	// Redacted is set in the status given to a caller who does not see
+	// every indexed file (not root, not the daemon's user): it lists only
+	// the roots that caller can read, and leaves out the db, the counters,
+	// the index's totals, the roots' file counts and the error lines, which
+	// would name or count files the caller cannot read.
+	Redacted bool `json:"redacted,omitempty"`
 }
 
 // Root states.

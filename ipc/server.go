@@ -11,7 +11,9 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -70,14 +72,18 @@ type ServerOptions struct {
 	Logger  *slog.Logger // nil discards
 	// MaxBody caps a request body in bytes; 0 means 64 MiB.
 	MaxBody int64
+	// Access says who may see and change what; nil means the process's
+	// own user is the owner, with no operator group, on a shared socket.
+	Access *Access
 }
 
 // Server serves the API for one Backend.
 type Server struct {
-	b    Backend
-	opts ServerOptions
-	log  *slog.Logger
-	mux  *http.ServeMux
+	b      Backend
+	opts   ServerOptions
+	access Access
+	log    *slog.Logger
+	mux    *http.ServeMux
 }
 
 // NewServer returns a server for b.
@@ -90,6 +96,11 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{b: b, opts: opts, log: log, mux: http.NewServeMux()}
+	if opts.Access != nil {
+		s.access = *opts.Access
+	} else {
+		s.access = Access{Owner: uint32(os.Geteuid())}
+	}
 	s.mux.HandleFunc("GET /v1/info", s.info)
 	s.mux.HandleFunc("POST /v1/similar", s.similar)
 	s.mux.HandleFunc("GET /v1/groups", s.groups)
@@ -120,6 +131,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ConnContext:       s.connContext,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -140,12 +152,20 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 func (s *Server) info(w http.ResponseWriter, r *http.Request) {
-	st, err := s.b.Stats()
-	if err != nil {
-		s.fail(w, err)
+	c := s.identify(w, r)
+	if c == nil {
 		return
 	}
-	writeJSON(w, Info{Version: s.opts.Version, Params: s.b.Params(), Index: statsOf(st)})
+	info := Info{Version: s.opts.Version, Params: s.b.Params()}
+	if c.all { // the totals count every file
+		st, err := s.b.Stats()
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		info.Index = statsOf(st)
+	}
+	writeJSON(w, info)
 }
 
 func statsOf(st index.Stats) IndexStats {
@@ -154,6 +174,10 @@ func statsOf(st index.Stats) IndexStats {
 
 func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	c := s.identify(w, r)
+	if c == nil {
+		return
+	}
 	var req SimilarRequest
 	if !s.decode(w, r, &req) {
 		return
@@ -167,6 +191,9 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
 		}
 		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
 		return
+	}
+	if v := c.view(); v != nil {
+		opts.Visible = v.CanRead
 	}
 	res, err := s.b.Similar(q, opts)
 	if err != nil {
@@ -303,8 +330,15 @@ func pct(x float64) float64 { return math.Round(x*10000) / 100 }
 
 func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	c := s.identify(w, r)
+	if c == nil {
+		return
+	}
 	q := r.URL.Query()
 	opts := index.GroupOptions{SameType: q.Get("all_types") == "", PathPrefix: q.Get("prefix")}
+	if v := c.view(); v != nil {
+		opts.Visible = v.CanRead
+	}
 	thr := 25.0
 	if v := q.Get("threshold"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
@@ -362,24 +396,41 @@ func groupFile(m index.GroupMember) GroupFile {
 }
 
 func (s *Server) dupes(w http.ResponseWriter, r *http.Request) {
+	c := s.identify(w, r)
+	if c == nil {
+		return
+	}
 	sets, err := s.b.Dupes(r.URL.Query().Get("prefix"))
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
+	v := c.view()
 	out := DupesResponse{Sets: make([]DupeSet, 0, len(sets))}
 	for _, d := range sets {
 		set := DupeSet{Size: d.Size, Strong: hex.EncodeToString(d.Strong[:])}
 		for _, p := range d.Paths {
-			set.Files = append(set.Files, NewFilePath(p))
+			if v == nil || v.CanRead(p) {
+				set.Files = append(set.Files, NewFilePath(p))
+			}
 		}
-		out.Sets = append(out.Sets, set)
+		if len(set.Files) >= 2 { // a copy the caller cannot see makes no set
+			out.Sets = append(out.Sets, set)
+		}
 	}
 	writeJSON(w, out)
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, s.b.Status())
+	c := s.identify(w, r)
+	if c == nil {
+		return
+	}
+	st := s.b.Status()
+	if v := c.view(); v != nil {
+		st = redactStatus(st, v)
+	}
+	writeJSON(w, st)
 }
 
 // decode reads the request body, at most MaxBody bytes, into v, refusing
@@ -434,14 +485,31 @@ func rootsResponse(roots []RootStatus) RootsResponse {
 }
 
 func (s *Server) roots(w http.ResponseWriter, r *http.Request) {
+	who := s.identify(w, r)
+	if who == nil {
+		return
+	}
 	c, ok := s.controller(w, r)
 	if !ok {
 		return
 	}
-	writeJSON(w, rootsResponse(c.Roots()))
+	writeJSON(w, s.rootsFor(who, c.Roots()))
+}
+
+// rootsFor answers a roots request: every root for a caller who sees every
+// file, else those it can list, without their file counts.
+func (s *Server) rootsFor(who *caller, roots []RootStatus) RootsResponse {
+	if v := who.view(); v != nil {
+		roots = redactRoots(roots, v)
+	}
+	return rootsResponse(roots)
 }
 
 func (s *Server) changeRoots(w http.ResponseWriter, r *http.Request) {
+	who := s.identify(w, r)
+	if who == nil || !s.authorize(w, r, who, "changing the roots") {
+		return
+	}
 	c, ok := s.controller(w, r)
 	if !ok {
 		return
@@ -471,14 +539,21 @@ func (s *Server) changeRoots(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
 		return
 	}
+	if !s.mayTouch(w, who, path) {
+		return
+	}
 	if err := change(path); err != nil {
 		s.failRoot(w, err)
 		return
 	}
-	writeJSON(w, rootsResponse(c.Roots()))
+	writeJSON(w, s.rootsFor(who, c.Roots()))
 }
 
 func (s *Server) rescan(w http.ResponseWriter, r *http.Request) {
+	who := s.identify(w, r)
+	if who == nil || !s.authorize(w, r, who, "asking for a rescan") {
+		return
+	}
 	c, ok := s.controller(w, r)
 	if !ok {
 		return
@@ -490,6 +565,29 @@ func (s *Server) rescan(w http.ResponseWriter, r *http.Request) {
 	path, err := reqPath("path", req.Path, req.PathRaw)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+		return
+	}
+	if path != "" && !s.mayTouch(w, who, path) {
+		return
+	}
+	if path == "" && !who.all {
+		// Every root, as far as this caller can see them.
+		var queued []FilePath
+		v := who.view()
+		for _, root := range c.Roots() {
+			if !v.CanList(root.Path) {
+				continue
+			}
+			dirs, err := c.Rescan(root.Path)
+			if err != nil {
+				s.failRoot(w, err)
+				return
+			}
+			for _, d := range dirs {
+				queued = append(queued, NewFilePath(d))
+			}
+		}
+		writeJSON(w, RescanResponse{Queued: append(make([]FilePath, 0, len(queued)), queued...)})
 		return
 	}
 	dirs, err := c.Rescan(path)
@@ -509,6 +607,10 @@ func (s *Server) rescan(w http.ResponseWriter, r *http.Request) {
 // wait, as does the daemon stopping.
 func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	who := s.identify(w, r)
+	if who == nil {
+		return
+	}
 	c, ok := s.controller(w, r)
 	if !ok {
 		return
@@ -547,7 +649,22 @@ func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
 	if resp.ElapsedNs == 0 {
 		resp.ElapsedNs = time.Since(start).Nanoseconds()
 	}
+	if v := who.view(); v != nil {
+		resp.Rescanned = slices.DeleteFunc(resp.Rescanned, func(f FilePath) bool { return !v.CanList(f.Exact()) })
+	}
 	writeJSON(w, resp)
+}
+
+// mayTouch answers 403 and returns false when a caller who does not see
+// every file names a directory it cannot list itself: nobody makes the
+// daemon index, rescan or reveal a directory they cannot read.
+func (s *Server) mayTouch(w http.ResponseWriter, who *caller, dir string) bool {
+	if v := who.view(); v != nil && !v.CanList(dir) {
+		writeError(w, http.StatusForbidden, CodeForbidden,
+			fmt.Sprintf("%s: you (uid %d) cannot read this directory, so sifd will not index or rescan it for you", dir, who.cred.UID))
+		return false
+	}
+	return true
 }
 
 // failRoot reports an error from a Controller: the client's fault when it

@@ -198,8 +198,8 @@ func TestSocketFromEnvironment(t *testing.T) {
 	}
 }
 
-// TestSocketIsPrivate: the socket is private to the daemon's user (answers
-// are not filtered by the caller's rights yet), and another user gets a
+// TestSocketIsPrivate: a socket other than the system one is private to the
+// daemon's user by default (--socket-access owner), and another user gets a
 // clear refusal.
 func TestSocketIsPrivate(t *testing.T) {
 	e := newEnv(t)

@@ -61,9 +61,12 @@ type env struct {
 	db     string
 	socket string
 	daemon *exec.Cmd
-	logs   *syncBuffer
-	waited chan struct{}
-	exit   error
+	// daemonAttr, when set, runs sifd with these credentials instead of
+	// as nobody.
+	daemonAttr *syscall.SysProcAttr
+	logs       *syncBuffer
+	waited     chan struct{}
+	exit       error
 }
 
 func newEnv(t *testing.T) *env {
@@ -111,7 +114,10 @@ func (e *env) startNoWait(extra ...string) {
 	e.logs = &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = e.logs, e.logs
 	cmd.Env = append(os.Environ(), "HOME="+e.dir, "XDG_STATE_HOME="+e.dir, "XDG_RUNTIME_DIR="+e.dir)
-	if os.Geteuid() == 0 {
+	switch {
+	case e.daemonAttr != nil:
+		cmd.SysProcAttr = e.daemonAttr
+	case os.Geteuid() == 0:
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 	}
 	if err := cmd.Start(); err != nil {

@@ -99,6 +99,8 @@ type runFlags struct {
 	maxSettle time.Duration
 	rescan    time.Duration
 	networkFS string
+	sockAcc   string
+	operators string
 	noWatch   bool
 	eventBuf  uint
 	dropEv    int
@@ -191,6 +193,8 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.DurationVar(&f.settle, "settle-delay", 0, fmt.Sprintf("how long a changed file must be quiet before it is read (default %v)", watcher.DefaultSettleDelay))
 	fl.DurationVar(&f.maxSettle, "max-settle-delay", 0, fmt.Sprintf("read a file that keeps changing at the latest this long after its first change (default %v)", watcher.DefaultMaxSettleDelay))
 	fl.DurationVar(&f.rescan, "rescan-interval", 0, fmt.Sprintf("how often roots without change events and unwatched directories are rescanned (default %v)", daemon.DefaultRescanInterval))
+	fl.StringVar(&f.sockAcc, "socket-access", "", `who may connect: "all" local users, each answered with only the files they may read (default for the system socket /run/sifd/sifd.sock), or "owner": the daemon's user and root (default otherwise)`)
+	fl.StringVar(&f.operators, "operator-group", "", "group (name or gid) whose members may add and remove roots and ask for rescans, besides root and the daemon's user")
 	fl.StringVar(&f.networkFS, "network-fs", "", `roots on filesystems without change events (NFS, SMB, FUSE): "scan" them periodically (default) or "refuse" them`)
 	fl.BoolVar(&f.noWatch, "no-watch", false, "do not watch for changes: scan at start and every rescan interval")
 	fl.UintVar(&f.eventBuf, "event-buffer", 0, "events buffered between the kernel and the daemon (default: fsnotify's)")
@@ -369,6 +373,8 @@ func (f *runFlags) apply(fl *pflag.FlagSet, fc daemon.FileConfig) (daemon.Config
 	set("max-settle-delay", func() { cfg.MaxSettleDelay = f.maxSettle })
 	set("rescan-interval", func() { cfg.RescanInterval = f.rescan })
 	set("network-fs", func() { cfg.NetworkFS = f.networkFS })
+	set("socket-access", func() { cfg.SocketAccess = f.sockAcc })
+	set("operator-group", func() { cfg.OperatorGroup = f.operators })
 	set("no-watch", func() { cfg.NoWatch = f.noWatch })
 	set("event-buffer", func() { cfg.EventBuffer = f.eventBuf })
 	set("debug-drop-events", func() { cfg.DropEvents = f.dropEv })

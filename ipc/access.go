@@ -1,0 +1,146 @@
+package ipc
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+
+	"github.com/sif-dev/sif/ipc/peer"
+)
+
+// Access says who may see and change what through the socket
+// (ServerOptions.Access).
+//
+// Every connection's caller is learned from the socket's peer credentials.
+// Root and Owner see every indexed file and may change the daemon. Any
+// other caller is answered with only the files it could open for reading
+// now (peer.View), and with no counts that would include others; members
+// of an Operators group may also change the daemon, but only for
+// directories they can read themselves.
+type Access struct {
+	// Owner is the user the daemon runs as.
+	Owner uint32
+	// Operators are groups whose members may add and remove roots and ask
+	// for rescans.
+	Operators []uint32
+	// Private means only Owner and root can connect (a socket of mode
+	// 0600): a caller whose credentials cannot be learned here is then
+	// taken to be Owner. Otherwise such a caller is refused.
+	Private bool
+}
+
+// caller is who sent a request, and what follows from it.
+type caller struct {
+	cred  peer.Cred
+	known bool // cred was learned from the connection
+	all   bool // sees every file: root, the daemon's user, or a private socket's unknown caller
+	admin bool // may change the daemon
+	err   error
+}
+
+type callerKey struct{}
+
+// connContext records the peer credentials of a new connection.
+func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
+	cred, err := peer.FromConn(c)
+	return context.WithValue(ctx, callerKey{}, s.judge(cred, err))
+}
+
+// judge decides what a caller with cred (or whose credentials could not be
+// learned, err) may do.
+func (s *Server) judge(cred peer.Cred, err error) *caller {
+	a := s.access
+	if err != nil {
+		if a.Private {
+			return &caller{all: true, admin: true}
+		}
+		s.log.Warn("cannot tell who is calling: refusing the connection's requests", "err", err)
+		return &caller{err: err}
+	}
+	c := &caller{cred: cred, known: true}
+	c.all = cred.UID == 0 || cred.UID == a.Owner
+	c.admin = c.all || slices.ContainsFunc(a.Operators, cred.InGroup)
+	return c
+}
+
+// callerOf returns the caller of r. A request that did not come through
+// Serve (a test calling ServeHTTP) is the daemon's own user.
+func (s *Server) callerOf(r *http.Request) *caller {
+	if c, ok := r.Context().Value(callerKey{}).(*caller); ok {
+		return c
+	}
+	return &caller{cred: peer.Cred{UID: s.access.Owner, GID: uint32(os.Getegid())}, known: true, all: true, admin: true}
+}
+
+// view returns what c may read, or nil when c sees everything.
+func (c *caller) view() *peer.View {
+	if c.all {
+		return nil
+	}
+	return peer.NewView(c.cred)
+}
+
+// identify answers 403 and returns nil when the caller's credentials are
+// unknown on a shared socket.
+func (s *Server) identify(w http.ResponseWriter, r *http.Request) *caller {
+	c := s.callerOf(r)
+	if c.err != nil {
+		writeError(w, http.StatusForbidden, CodeForbidden,
+			fmt.Sprintf("sifd cannot tell who is calling (%v), so it answers nothing on this socket", c.err))
+		return nil
+	}
+	return c
+}
+
+// authorize answers 403 and returns false unless the caller may change the
+// daemon.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, c *caller, what string) bool {
+	if c.admin {
+		return true
+	}
+	msg := fmt.Sprintf("%s is for root, the daemon's user (uid %d)", what, s.access.Owner)
+	if len(s.access.Operators) > 0 {
+		msg += fmt.Sprintf(" or members of its operator group (gid %d)", s.access.Operators[0])
+	}
+	msg += fmt.Sprintf("; you are uid %d. Ask an administrator, or run a sifd of your own (sifd run --root DIR)", c.cred.UID)
+	writeError(w, http.StatusForbidden, CodeForbidden, msg)
+	return false
+}
+
+// canList reports whether c may list dir: always for a caller who sees
+// everything.
+func (c *caller) canList(v *peer.View, dir string) bool {
+	return v == nil || v.CanList(dir)
+}
+
+// redactStatus leaves in st only what a caller who does not see every file
+// may know: the daemon's state and the roots it can list, without counts of
+// files (which would count files it cannot read) and without error lines
+// (which name them).
+func redactStatus(st Status, v *peer.View) Status {
+	st.DB = ""
+	st.Counters = Counters{}
+	st.Index = IndexStats{}
+	st.LastError = nil
+	st.Roots = redactRoots(st.Roots, v)
+	st.Redacted = true
+	return st
+}
+
+// redactRoots keeps the roots v can list, without their file counts.
+func redactRoots(roots []RootStatus, v *peer.View) []RootStatus {
+	out := make([]RootStatus, 0, len(roots))
+	for _, r := range roots {
+		if !v.CanList(r.Path) {
+			continue
+		}
+		out = append(out, RootStatus{
+			Path: r.Path, State: r.State, Reason: r.Reason, FS: r.FS, Source: r.Source,
+			WalkDone: r.WalkDone, ScanSecs: r.ScanSecs, ETASecs: r.ETASecs, Scans: r.Scans, ScanFinish: r.ScanFinish,
+		})
+	}
+	return out
+}
