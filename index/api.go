@@ -27,6 +27,9 @@ var (
 	// ErrOldFormat: the database was written by an older sif, in a layout
 	// this one does not read. It is also an ErrCorrupt.
 	ErrOldFormat = fmt.Errorf("%w: older format", ErrCorrupt)
+	// ErrNewFormat: the database was written by a newer sif. It is also an
+	// ErrCorrupt, but Options.MoveAsideCorrupt leaves it in place.
+	ErrNewFormat = fmt.Errorf("%w: newer format", ErrCorrupt)
 	// ErrBadQuery: the query or its options are invalid.
 	ErrBadQuery = errors.New("index: bad query")
 	// ErrReadOnly: a write to an index opened with Options.ReadOnly.
@@ -52,6 +55,17 @@ type Options struct {
 	// index holds only what can be read again from the files, so the cost
 	// is a full scan. Without it, Open fails with ErrOldFormat.
 	MoveAsideOldFormat bool
+	// MoveAsideCorrupt: when the database cannot be opened because its
+	// files are damaged (a Pebble corruption error, a MANIFEST or table
+	// that is missing or unreadable, a sif key that does not decode),
+	// rename its directory to DIR.corrupt-TIME (see MoveAside) and create
+	// a new, empty one; Index.MovedAside names it and Index.MoveReason
+	// gives the error. Without it, Open fails with that error.
+	MoveAsideCorrupt bool
+	// OnBackgroundError, if not nil, is called on a Pebble goroutine with
+	// every error of a background flush or compaction (which Pebble
+	// retries), such as running out of space. It must not block.
+	OnBackgroundError func(error)
 	// Logger receives the index's log lines; nil discards them.
 	Logger *slog.Logger
 	// CacheSize is the memory, in bytes, of Pebble's block cache and its

@@ -36,6 +36,7 @@ type Index struct {
 	readOnly     bool
 	log          *slog.Logger
 	movedAside   string
+	moveReason   string
 
 	// mu guards closed and inflight: every operation counts itself in
 	// inflight, and Close waits for them to end before closing Pebble.
@@ -73,6 +74,14 @@ func Open(dir string, opts *Options) (*Index, error) {
 		if aside, err = moveAside(o.FS, dir); err == nil {
 			if ix, err = open(dir, o); err == nil {
 				ix.movedAside = aside
+			}
+		}
+	} else if err != nil && o.MoveAsideCorrupt && !o.ReadOnly && isUnopenable(err) {
+		reason := err.Error()
+		var aside string
+		if aside, err = MoveAside(o.FS, dir, "corrupt"); err == nil {
+			if ix, err = open(dir, o); err == nil {
+				ix.movedAside, ix.moveReason = aside, reason
 			}
 		}
 	}
@@ -193,7 +202,7 @@ func (ix *Index) initMeta(want fingerprint.Params) (fingerprint.Params, error) {
 		case err == nil && v < formatVersion:
 			by, kind = " (written by an older sif)", ErrOldFormat
 		case err == nil && v > formatVersion:
-			by = " (written by a newer sif)"
+			by, kind = " (written by a newer sif)", ErrNewFormat
 		}
 		return fingerprint.Params{}, fmt.Errorf("%w: index format version %q%s, this program reads version %d: move the index aside and rebuild it",
 			kind, ver, by, formatVersion)

@@ -32,15 +32,25 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 // eventListener reports the Pebble events an operator should hear about:
 // background errors and data corruption at Error, write stalls and slow
 // disks at Warn, flushes and compactions at Debug.
-func eventListener(l *slog.Logger) *pebble.EventListener {
+// Corruption is not fatal: the read that met it returns an error that
+// IsCorrupt recognises. onBackground, if not nil, is called with every
+// background error (a flush or compaction that failed, e.g. for want of
+// space), on Pebble's goroutine.
+func eventListener(l *slog.Logger, onBackground func(error)) *pebble.EventListener {
+	if onBackground == nil {
+		onBackground = func(error) {}
+	}
 	if l == nil {
-		return &pebble.EventListener{}
+		return &pebble.EventListener{
+			BackgroundError: onBackground,
+			DataCorruption:  func(pebble.DataCorruptionInfo) {},
+		}
 	}
 	ctx := context.Background()
 	return &pebble.EventListener{
-		BackgroundError: func(err error) { l.Error("pebble background error", "err", err) },
+		BackgroundError: func(err error) { l.Error("pebble background error", "err", err); onBackground(err) },
 		DataCorruption: func(info pebble.DataCorruptionInfo) {
-			l.Error("pebble found corrupt data: move the index aside and rebuild it", "info", info.String())
+			l.Error("pebble found corrupt data", "info", info.String())
 		},
 		WriteStallBegin: func(info pebble.WriteStallBeginInfo) { l.Warn("pebble write stall", "reason", info.Reason) },
 		WriteStallEnd:   func() { l.Info("pebble write stall ended") },

@@ -48,7 +48,7 @@ func pebbleOptions(o Options, fsys vfs.FS, lock *pebble.Lock) *pebble.Options {
 		Comparer:                    comparer,
 		FormatMajorVersion:          pebble.FormatNewest,
 		Logger:                      pebbleLogger{o.Logger},
-		EventListener:               eventListener(o.Logger),
+		EventListener:               eventListener(o.Logger, o.OnBackgroundError),
 		ReadOnly:                    o.ReadOnly,
 		Lock:                        lock,
 		MemTableSize:                memTableSize,

@@ -1,0 +1,130 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// IsCorrupt reports whether err says the database is damaged: a Pebble
+// corruption (a bad block checksum, a torn MANIFEST or log), or something
+// sif cannot decode (ErrCorrupt). The cure is to move the index aside and
+// rebuild it; ErrOldFormat is also such an error.
+func IsCorrupt(err error) bool {
+	return err != nil && (errors.Is(err, ErrCorrupt) || pebble.IsCorruptionError(err))
+}
+
+// isUnopenable reports whether err, from opening a database that exists,
+// means its files are damaged beyond Pebble's reach: corruption, or a
+// MANIFEST, OPTIONS or table file that is missing or cannot be parsed.
+// Lock conflicts and permission errors are not: moving the index aside
+// would not cure them.
+func isUnopenable(err error) bool {
+	switch {
+	case err == nil, errors.Is(err, ErrLocked), errors.Is(err, ErrParamsMismatch), errors.Is(err, ErrNewFormat),
+		errors.Is(err, fs.ErrPermission), errors.Is(err, pebble.ErrDBDoesNotExist):
+		return false
+	case IsCorrupt(err):
+		return true
+	}
+	// Pebble reports a missing or unparsable MANIFEST (or a table the
+	// MANIFEST names) as a plain error naming the file.
+	msg := err.Error()
+	for _, s := range []string{"MANIFEST", "manifest", "OPTIONS", "CURRENT", "sstable", ".sst", "invalid chunk", "checksum"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// MoveAside renames the index directory dir to dir.KIND-TIME (TIME in UTC,
+// 20061123T101500; a suffix is added if that exists) and returns the new
+// name. kind says why, as "corrupt" or "old-format". The caller must have
+// closed any index open in dir. fsys nil means the OS's filesystem.
+func MoveAside(fsys vfs.FS, dir, kind string) (string, error) {
+	if fsys == nil {
+		fsys = vfs.Default
+	}
+	base := dir + "." + kind + "-" + time.Now().UTC().Format("20060102T150405")
+	aside := base
+	for i := 2; ; i++ {
+		if _, err := fsys.Stat(aside); err != nil {
+			break
+		}
+		aside = fmt.Sprintf("%s-%d", base, i)
+	}
+	if err := fsys.Rename(dir, aside); err != nil {
+		return "", fmt.Errorf("index.MoveAside %s: %w", dir, err)
+	}
+	return aside, nil
+}
+
+// MoveReason says why Open moved the index aside (see MovedAside): the
+// error that made the old one unusable, or "".
+func (ix *Index) MoveReason() string { return ix.moveReason }
+
+// Verify reads every key and value of the index, so that Pebble checks the
+// checksum of every data block, and returns the first error (IsCorrupt
+// tells a damaged database), or ctx's error. It is safe to call
+// concurrently with reads and writes, and reads one consistent view.
+func (ix *Index) Verify(ctx context.Context) error {
+	if err := ix.acquire(); err != nil {
+		return fmt.Errorf("index.Verify: %w", err)
+	}
+	defer ix.release()
+	it, err := ix.db.NewIter(nil)
+	if err != nil {
+		return fmt.Errorf("index.Verify %s: %w", ix.dir, err)
+	}
+	n := 0
+	for valid := it.First(); valid; valid = it.Next() {
+		if _, err := it.ValueAndErr(); err != nil {
+			it.Close()
+			return fmt.Errorf("index.Verify %s: %w", ix.dir, err)
+		}
+		if n++; n%4096 == 0 && ctx.Err() != nil {
+			it.Close()
+			return ctx.Err()
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("index.Verify %s: %w", ix.dir, err)
+	}
+	return nil
+}
+
+// Abandon closes the index without flushing its memtables, for an index
+// whose database can no longer be written (its directory deleted, its
+// disk full): what was not yet flushed is lost, which an index that is
+// about to be rebuilt or reopened and reconciled can afford. Like Close, it
+// waits for the operations in progress, and later calls of any method
+// return ErrClosed. A panic inside Pebble is returned as an error.
+func (ix *Index) Abandon() (err error) {
+	ix.mu.Lock()
+	if ix.closed {
+		ix.mu.Unlock()
+		return fmt.Errorf("index.Abandon: %w", ErrClosed)
+	}
+	ix.closed = true
+	for ix.inflight > 0 {
+		ix.idle.Wait()
+	}
+	ix.mu.Unlock()
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("index.Abandon %s: pebble panicked: %v", ix.dir, p)
+		}
+	}()
+	errs := []error{ix.db.Close(), ix.lock.Close()}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("index.Abandon %s: %w", ix.dir, err)
+	}
+	return nil
+}
