@@ -103,6 +103,11 @@ type Config struct {
 	// DropEvents, when positive, makes the watcher drop every
 	// DropEvents-th event and report it lost (fault injection for tests).
 	DropEvents int
+	// MinFreeSpace is the free space, in bytes, kept on the filesystem of
+	// the index: below it, index writes are put on hold until there is
+	// room again. 0 means DefaultMinFreeSpace; negative means none is kept
+	// (writes stop only when they fail).
+	MinFreeSpace int64
 	// NoWatch turns watching off: roots are scanned at start and then
 	// every RescanInterval, like roots without events.
 	NoWatch bool
@@ -161,6 +166,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RescanInterval <= 0 {
 		c.RescanInterval = DefaultRescanInterval
+	}
+	if c.MinFreeSpace == 0 {
+		c.MinFreeSpace = DefaultMinFreeSpace
 	}
 	switch c.NetworkFS {
 	case "":

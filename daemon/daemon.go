@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,7 +29,8 @@ import (
 type Daemon struct {
 	cfg     Config
 	log     *slog.Logger
-	ix      *index.Index
+	ix      *ixHandle
+	faults  faults
 	started time.Time
 	count   counters
 	errs    errorLog
@@ -100,19 +100,14 @@ func open(cfg Config) (*Daemon, error) {
 	if err := os.MkdirAll(cfg.DB, 0o700); err != nil {
 		return nil, fmt.Errorf("db %s: %w", cfg.DB, err)
 	}
-	ix, err := index.Open(cfg.DB, &index.Options{Params: cfg.Params, Logger: cfg.Logger.With("component", "pebble"), MoveAsideOldFormat: true})
+	d.faults.init(cfg.MinFreeSpace)
+	ix, err := d.openIndex(cfg.Params)
 	if err != nil {
 		return nil, err
 	}
-	if aside := ix.MovedAside(); aside != "" {
-		// The roots changed with sifctl roots stay in force.
-		if err := os.Rename(filepath.Join(aside, rootsFileName), filepath.Join(cfg.DB, rootsFileName)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			cfg.Logger.Warn("cannot carry the roots file over from the old index", "err", err)
-		}
-		cfg.Logger.Warn("the index was written by an older sif: it was moved aside and is rebuilt by a full scan; delete the old one once done",
-			"old", aside, "db", cfg.DB)
-	}
-	d.ix = ix
+	d.ix = &ixHandle{d: d}
+	d.ix.swap(ix)
+	d.noteMovedAside(ix)
 	return d, nil
 }
 
@@ -213,6 +208,7 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 	g.Go(func() error { d.bulk.run(gctx, d); return nil })
 	g.Go(func() error { d.periodic(gctx); return nil })
 	g.Go(func() error { d.reloadLoop(gctx); return nil })
+	g.Go(func() error { d.faultLoop(gctx); return nil })
 	g.Go(func() error { return d.firstScan(gctx) })
 	err = g.Wait()
 	cancel()
@@ -393,6 +389,7 @@ func (d *Daemon) Status() ipc.Status {
 	if s, err := d.ix.Stats(); err == nil {
 		st.Index = ipc.IndexStats{Files: s.Files, Bytes: s.Bytes, Postings: s.Features, Fingerprints: s.Fingerprints, DiskBytes: s.DiskBytes}
 	}
+	d.faultStatus(&st)
 	return st
 }
 
@@ -407,8 +404,15 @@ func (d *Daemon) watchedUnder(root string) int {
 
 func (d *Daemon) Params() fingerprint.Params { return d.ix.Params() }
 func (d *Daemon) Similar(q index.Query, o index.QueryOptions) (*index.Result, error) {
-	return d.ix.Similar(q, o)
+	res, err := d.ix.Similar(q, o)
+	return d.presentMatches(res), err
 }
-func (d *Daemon) Groups(o index.GroupOptions) ([]index.Group, error) { return d.ix.Groups(o) }
-func (d *Daemon) Dupes(prefix string) ([]index.DupeSet, error)       { return d.ix.Dupes(prefix) }
-func (d *Daemon) Stats() (index.Stats, error)                        { return d.ix.Stats() }
+func (d *Daemon) Groups(o index.GroupOptions) ([]index.Group, error) {
+	gs, err := d.ix.Groups(o)
+	return d.presentGroups(gs), err
+}
+func (d *Daemon) Dupes(prefix string) ([]index.DupeSet, error) {
+	ds, err := d.ix.Dupes(prefix)
+	return d.presentDupes(ds), err
+}
+func (d *Daemon) Stats() (index.Stats, error) { return d.ix.Stats() }

@@ -39,6 +39,8 @@ type rootState struct {
 	mu                sync.Mutex
 	scanning          bool
 	failed            string // why the last full scan failed
+	missing           string // why the root is not there now, or ""
+	mountPoint        bool   // the root was seen to be a mount point
 	started, finished time.Time
 	lastErr           string
 	unwatched         map[string]string // directory → why it is not watched
@@ -138,6 +140,8 @@ func (r *rootState) status() ipc.RootStatus {
 		LastError: r.lastErr,
 	}
 	switch {
+	case r.missing != "":
+		st.State, st.Reason = ipc.RootMissing, r.missing+": its files are not answered until it is back"
 	case r.failed != "":
 		st.State, st.Reason = ipc.RootFailed, r.failed
 	case r.scanning:

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sif-dev/sif/index"
 )
@@ -95,6 +96,9 @@ func (d *Daemon) syncPath(ctx context.Context, r *reader, path string, info fs.F
 		info, err = os.Lstat(path)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				if d.rootMissing(root) {
+					return // kept until the root is back
+				}
 				d.gone(ctx, path, t)
 				return
 			}
@@ -139,6 +143,9 @@ func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path
 		d.count.unchanged.Add(1)
 		return
 	}
+	if d.faults.held(path) {
+		return // not worth reading while the index cannot take it
+	}
 	if d.renamed(path, info, dev, ino, mtime) {
 		return
 	}
@@ -147,6 +154,9 @@ func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path
 	if err == nil {
 		if _, err := d.ix.Put(meta, sketch); err != nil {
 			d.count.errors.Add(1)
+			if errors.Is(err, errWritesHeld) || errors.Is(err, index.ErrClosed) {
+				return // kept, or rescanned into the rebuilt index
+			}
 			d.errs.add(fmt.Sprintf("%s: indexing: %v", path, err))
 			d.log.Error("index write failed", "path", path, "err", err)
 			return
@@ -160,8 +170,11 @@ func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path
 	if ctx.Err() != nil {
 		return
 	}
-	if errors.Is(err, errChanged) && d.retryLater(path, t) {
-		return
+	if errors.Is(err, errChanged) {
+		d.changedDuringRead(path)
+		if d.retryLater(path, t) {
+			return
+		}
 	}
 	d.skip(root, path, err)
 	// What the index holds for this path no longer describes the disk; a
@@ -194,7 +207,7 @@ func (d *Daemon) renamed(path string, info fs.FileInfo, dev, ino uint64, mtime i
 		}
 		meta := index.FileMeta{Path: path, Size: info.Size(), MtimeNs: mtime, Dev: dev, Ino: ino, Mode: uint32(info.Mode())}
 		if err := d.ix.Rename(c.Path, meta); err != nil {
-			if !errors.Is(err, index.ErrNotFound) { // else removed meanwhile: read it
+			if !errors.Is(err, index.ErrNotFound) && !errors.Is(err, errWritesHeld) { // else removed meanwhile: read it
 				d.log.Error("index rename failed", "from", c.Path, "to", path, "err", err)
 			}
 			return false
@@ -264,7 +277,7 @@ func (d *Daemon) forget(path string) bool {
 	case err == nil:
 		d.count.removed.Add(1)
 		return true
-	case errors.Is(err, index.ErrNotFound):
+	case errors.Is(err, index.ErrNotFound), errors.Is(err, errWritesHeld), errors.Is(err, index.ErrClosed):
 	default:
 		d.count.errors.Add(1)
 		d.log.Error("index remove failed", "path", path, "err", err)
@@ -284,8 +297,7 @@ func (d *Daemon) skip(root *rootState, path string, err error) {
 	case errors.Is(err, errSpecial):
 		d.count.special.Add(1)
 		return
-	case errors.Is(err, errChanged):
-		d.count.changed.Add(1)
+	case errors.Is(err, errChanged): // counted by changedDuringRead
 	case errors.Is(err, errTooLarge):
 		d.count.tooLarge.Add(1)
 	default:
@@ -307,6 +319,7 @@ func (d *Daemon) touch(path string, epoch uint64, gone bool) {
 	d.pmu.Lock()
 	defer d.pmu.Unlock()
 	if e, ok := d.pend[path]; !ok {
+		d.faults.burst[path] = time.Now()
 		if epoch == 0 {
 			epoch = d.track.begin()
 		} else {
@@ -330,7 +343,12 @@ func (d *Daemon) settled(ctx context.Context, path string) {
 	d.pmu.Lock()
 	e := d.pend[path]
 	delete(d.pend, path)
+	start, ok := d.faults.burst[path]
+	delete(d.faults.burst, path)
 	d.pmu.Unlock()
+	if ok {
+		d.settledAfter(path, time.Since(start))
+	}
 	if !d.lanes.push(ctx, true, item{path: path, t: ticket{epoch: e}}) {
 		d.track.done(e)
 	}

@@ -239,10 +239,13 @@ type DupesResponse struct {
 
 // Status is what the daemon is doing.
 type Status struct {
-	Version   string       `json:"version"`
-	PID       int          `json:"pid"`
-	Started   time.Time    `json:"started"`
-	State     string       `json:"state"` // "scanning" until every root's first scan has ended, then "ready"
+	Version string    `json:"version"`
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+	State   string    `json:"state"` // "scanning" until every root's first scan has ended, then "ready"; "degraded" while index writes are on hold
+	// Reason says why the daemon is degraded, e.g. "no space left on
+	// device: ...".
+	Reason    string       `json:"reason,omitempty"`
 	DB        string       `json:"db"`
 	Socket    string       `json:"socket"`
 	Params    string       `json:"params"`
@@ -260,6 +263,20 @@ type Status struct {
 	// the index's totals, the roots' file counts and the error lines, which
 	// would name or count files the caller cannot read.
 	Redacted bool `json:"redacted,omitempty"`
+	// IndexRebuilt is set once the index was found damaged or deleted and
+	// rebuilt by a full scan.
+	IndexRebuilt *IndexRebuild `json:"index_rebuilt,omitempty"`
+	// StillChanging names files that kept changing (up to 20): read at
+	// most once per max settle delay.
+	StillChanging []string `json:"still_changing,omitempty"`
+}
+
+// IndexRebuild says why and when the index was rebuilt, and where the
+// damaged one was moved ("" when its directory had been deleted).
+type IndexRebuild struct {
+	Reason  string    `json:"reason"`
+	MovedTo string    `json:"moved_to,omitempty"`
+	At      time.Time `json:"at"`
 }
 
 // Root states.
@@ -269,6 +286,7 @@ const (
 	RootPolling  = "polling"  // a filesystem without change events: scanned every rescan interval
 	RootDegraded = "degraded" // some directories could not be watched and are rescanned periodically
 	RootFailed   = "failed"   // the root cannot be read; retried at the next rescan
+	RootMissing  = "missing"  // deleted, moved away or unmounted: its files are kept, not answered; reconciled when back
 )
 
 // RootStatus is one watched root.
@@ -370,7 +388,7 @@ type Counters struct {
 	Special           uint64 `json:"special"`             // fifos, sockets, devices
 	Symlinks          uint64 `json:"symlinks"`            // not followed
 	Vanished          uint64 `json:"vanished"`            // gone between listing and reading
-	ChangedDuringRead uint64 `json:"changed_during_read"` // still changing after retries
+	ChangedDuringRead uint64 `json:"changed_during_read"` // reads that found the file changing (each put back to settle, up to a few times)
 	TooLarge          uint64 `json:"too_large"`           // above the size limit
 	TooSmall          uint64 `json:"too_small"`           // below min_size
 	Excluded          uint64 `json:"excluded"`            // records dropped because an exclude pattern now matches

@@ -15,7 +15,9 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Use:   "status [--json]",
 		Short: "Show what sifd is doing: roots, scan progress, queue, counts, last errors",
 		Long: `status shows what sifd is doing: its index, each root's state (scanning,
-watching, polling, degraded or failed, with the reason for the last three),
+watching, polling, degraded, failed or missing, with the reason for the
+last four), whether index writes are on hold (degraded, e.g. for want of
+space) or the index was rebuilt, files that keep changing,
 the progress of a scan in progress (files and bytes done of those found so
 far, rate and, once every file has been found, the time left), the
 directories watched, the work queued, and what the daemon did since it
@@ -38,6 +40,16 @@ started. With --json, the daemon's report as it is.`,
 func printStatus(g *globals, st *ipc.Status) {
 	w := g.stdout
 	fmt.Fprintf(w, "sifd %s (pid %d), %s, up %s\n", st.Version, st.PID, st.State, time.Since(st.Started).Round(time.Second))
+	if st.Reason != "" {
+		fmt.Fprintf(w, "  %s: %s\n", st.State, st.Reason)
+	}
+	if rb := st.IndexRebuilt; rb != nil {
+		fmt.Fprintf(w, "  index rebuilt at %s: %s", rb.At.Local().Format(time.DateTime), rb.Reason)
+		if rb.MovedTo != "" {
+			fmt.Fprintf(w, "; the old one is in %s (delete it once the scan is done)", rb.MovedTo)
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, "  index:   %s\n  socket:  %s\n  scheme:  %s\n", st.DB, st.Socket, st.Params)
 	ix := st.Index
 	fmt.Fprintf(w, "  indexed: %d files, %s; %d postings; %s on disk\n",
@@ -57,6 +69,9 @@ func printStatus(g *globals, st *ipc.Status) {
 	fmt.Fprintf(w, "  skipped: %d unreadable, %d special, %d symlinks, %d vanished, %d changing, %d too large, %d too small; %d index errors\n",
 		c.Unreadable, c.Special, c.Symlinks, c.Vanished, c.ChangedDuringRead, c.TooLarge, c.TooSmall, c.Errors)
 	fmt.Fprintf(w, "  events: %d received, %d overflows (each forces a reconcile)\n", c.Events, c.Overflows)
+	for _, p := range st.StillChanging {
+		fmt.Fprintf(w, "  still changing: %s (read at most once per max settle delay)\n", p)
+	}
 	if len(st.LastError) > 0 {
 		fmt.Fprintln(w, "  last errors:")
 		for _, e := range st.LastError {

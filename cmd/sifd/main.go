@@ -104,6 +104,7 @@ type runFlags struct {
 	noWatch   bool
 	eventBuf  uint
 	dropEv    int
+	minFree   int64
 	logLevel  string
 	logFormat string
 	params    fingerprint.Params
@@ -196,6 +197,7 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVar(&f.sockAcc, "socket-access", "", `who may connect: "all" local users, each answered with only the files they may read (default for the system socket /run/sifd/sifd.sock), or "owner": the daemon's user and root (default otherwise)`)
 	fl.StringVar(&f.operators, "operator-group", "", "group (name or gid) whose members may add and remove roots and ask for rescans, besides root and the daemon's user")
 	fl.StringVar(&f.networkFS, "network-fs", "", `roots on filesystems without change events (NFS, SMB, FUSE): "scan" them periodically (default) or "refuse" them`)
+	fl.Int64Var(&f.minFree, "min-free-space", 0, fmt.Sprintf("bytes kept free on the index's filesystem: below it, index writes wait for room; -1 for none (default %d)", daemon.DefaultMinFreeSpace))
 	fl.BoolVar(&f.noWatch, "no-watch", false, "do not watch for changes: scan at start and every rescan interval")
 	fl.UintVar(&f.eventBuf, "event-buffer", 0, "events buffered between the kernel and the daemon (default: fsnotify's)")
 	fl.IntVar(&f.dropEv, "debug-drop-events", 0, "drop every Nth change event and reconcile as if the kernel had lost it")
@@ -376,6 +378,7 @@ func (f *runFlags) apply(fl *pflag.FlagSet, fc daemon.FileConfig) (daemon.Config
 	set("socket-access", func() { cfg.SocketAccess = f.sockAcc })
 	set("operator-group", func() { cfg.OperatorGroup = f.operators })
 	set("no-watch", func() { cfg.NoWatch = f.noWatch })
+	set("min-free-space", func() { cfg.MinFreeSpace = f.minFree })
 	set("event-buffer", func() { cfg.EventBuffer = f.eventBuf })
 	set("debug-drop-events", func() { cfg.DropEvents = f.dropEv })
 	set("scheme", func() { cfg.Params.Scheme = f.params.Scheme })

@@ -1,0 +1,590 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sif-dev/sif/index"
+	"github.com/sif-dev/sif/index/fingerprint"
+	"github.com/sif-dev/sif/ipc"
+	"github.com/sif-dev/sif/watcher"
+)
+
+// Faults the daemon survives without stopping (see README, "Faults"):
+//
+//   - No space left under the index. Before each write the daemon checks
+//     that the index's filesystem has Config.MinFreeSpace free; below it,
+//     or when a write fails with ENOSPC, index writes are put on hold: the
+//     daemon is "degraded" in the status, goes on answering queries from
+//     what the index holds, and keeps the paths whose changes wait (up to
+//     maxHeldPaths; past that it reconciles every root instead). It tries
+//     again after 1 s, doubling up to a minute; once there is room, it
+//     clears the state and applies what waited. A write that Pebble itself
+//     failed leaves its database unusable: it is reopened, and every root
+//     reconciled, since what its log lost is not known.
+//   - A damaged index (a corruption error from any read or write, at
+//     start or later, or from the verification pass that reads the whole
+//     index once after start), or its directory deleted: the index is
+//     moved aside to DB.corrupt-TIME and rebuilt by a full scan, logged
+//     once at Error and shown in the status (index_rebuilt).
+//   - A root deleted, renamed away or unmounted: "missing" in the status;
+//     its files stay in the index but are not answered; when it is back it
+//     is watched again and reconciled (unchanged files cost a stat).
+//   - A file that never stops changing: read at most once per max settle
+//     delay, counted, and named in the status as still changing.
+
+const (
+	// faultPoll is how often the index directory and the roots are
+	// checked, and writes since the last check synced.
+	faultPoll = 2 * time.Second
+	// maxHeldPaths bounds the paths kept while writes are on hold.
+	maxHeldPaths   = 10000
+	minHoldBackoff = time.Second
+	maxHoldBackoff = time.Minute
+	// maxChanging bounds the files listed as still changing.
+	maxChanging = 20
+)
+
+// DefaultMinFreeSpace is the free space kept on the index's filesystem
+// when Config.MinFreeSpace is 0: room for Pebble to flush a memtable and
+// compact.
+const DefaultMinFreeSpace = 64 << 20
+
+// faults is the daemon's fault state.
+type faults struct {
+	minFree uint64
+	wrote   atomic.Bool // writes since the last sync
+	onHoldB atomic.Bool
+
+	mu        sync.Mutex
+	since     time.Time // writes on hold since
+	reason    string
+	poisoned  bool // Pebble failed a write: reopen before writing again
+	heldPaths map[string]struct{}
+	overflow  bool // more paths waited than were kept: reconcile all
+	backoff   time.Duration
+	retryAt   time.Time
+	lastCheck time.Time // of the free space
+	rebuilt   *ipc.IndexRebuild
+	rebuildRq chan string
+	dbDev     uint64
+	dbIno     uint64
+	changing  map[string]time.Time // path → last found still changing
+	// burst holds when the settling of each pending path began; guarded
+	// by Daemon.pmu.
+	burst map[string]time.Time
+}
+
+func (f *faults) init(minFree int64) {
+	f.minFree = uint64(max(minFree, 0))
+	f.heldPaths = make(map[string]struct{})
+	f.changing = make(map[string]time.Time)
+	f.burst = make(map[string]time.Time)
+	f.rebuildRq = make(chan string, 1)
+}
+
+func (f *faults) onHold() bool { return f.onHoldB.Load() }
+
+func (f *faults) isPoisoned() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.poisoned
+}
+
+// held reports whether writes are on hold, keeping paths to be tried
+// again if they are.
+func (f *faults) held(paths ...string) bool {
+	if !f.onHold() {
+		return false
+	}
+	f.hold(paths...)
+	return true
+}
+
+// hold keeps paths to be tried again once writes resume.
+func (f *faults) hold(paths ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range paths {
+		if len(f.heldPaths) >= maxHeldPaths {
+			f.overflow = true
+			return
+		}
+		f.heldPaths[p] = struct{}{}
+	}
+}
+
+// checkSpace puts writes on hold when the index's filesystem has less
+// than the minimum free. It looks at most every 100ms.
+func (f *faults) checkSpace(d *Daemon) error {
+	if f.minFree == 0 {
+		return nil
+	}
+	f.mu.Lock()
+	if time.Since(f.lastCheck) < 100*time.Millisecond {
+		f.mu.Unlock()
+		return nil
+	}
+	f.lastCheck = time.Now()
+	f.mu.Unlock()
+	free, err := freeSpace(d.cfg.DB)
+	if err != nil || free >= f.minFree {
+		return nil
+	}
+	err = fmt.Errorf("%w: %s free under %s, below the %s kept free", errWritesHeld, humanBytes(free), d.cfg.DB, humanBytes(f.minFree))
+	d.holdWrites(err, false)
+	return err
+}
+
+// indexError is called with every error of the index.
+func (d *Daemon) indexError(op string, err error) {
+	switch {
+	case errors.Is(err, errWritesHeld), errors.Is(err, index.ErrClosed), errors.Is(err, context.Canceled):
+	case isNoSpace(err):
+		// A failed Pebble write (as opposed to the daemon's own check)
+		// may leave its log unusable: reopen it before writing again.
+		d.holdWrites(err, true)
+	case index.IsCorrupt(err):
+		d.requestRebuild(fmt.Sprintf("%s: %v", op, err))
+	case errors.Is(err, errPebblePanic):
+		d.holdWrites(err, true)
+	}
+}
+
+// holdWrites puts index writes on hold after err.
+func (d *Daemon) holdWrites(err error, poisoned bool) {
+	f := &d.faults
+	f.mu.Lock()
+	f.poisoned = f.poisoned || poisoned
+	if f.onHold() {
+		f.mu.Unlock()
+		return
+	}
+	f.since = time.Now()
+	f.reason = "no space left on device"
+	if !isNoSpace(err) {
+		f.reason = "index writes failing"
+	}
+	f.backoff = minHoldBackoff
+	f.retryAt = time.Now().Add(f.backoff)
+	f.onHoldB.Store(true)
+	f.mu.Unlock()
+	d.errs.add(fmt.Sprintf("index writes on hold: %v", err))
+	d.log.Error("index writes on hold: queries are answered from what the index holds; retrying with back-off",
+		"db", d.cfg.DB, "err", err)
+}
+
+// retryWrites tries to resume index writes, and reports whether it did.
+func (d *Daemon) retryWrites(ctx context.Context) {
+	f := &d.faults
+	f.mu.Lock()
+	if !f.onHold() || time.Now().Before(f.retryAt) {
+		f.mu.Unlock()
+		return
+	}
+	poisoned := f.poisoned
+	f.mu.Unlock()
+
+	ok := true
+	if free, err := freeSpace(d.cfg.DB); err == nil && free < max(f.minFree, 1<<20) {
+		ok = false
+		d.log.Debug("still no room for the index", "free", free, "db", d.cfg.DB)
+	}
+	if ok && poisoned {
+		// Reopen Pebble: its log writer keeps its first error for good.
+		old := d.ix.cur()
+		if err := old.Abandon(); err != nil {
+			d.log.Warn("closing the index that failed to write", "err", err)
+		}
+		ix, err := d.openIndex(old.Params())
+		if err != nil {
+			d.log.Error("cannot reopen the index", "err", err)
+			ok = false
+		} else {
+			d.ix.swap(ix)
+			d.noteMovedAside(ix)
+		}
+	}
+	f.mu.Lock()
+	if !ok {
+		f.backoff = min(2*f.backoff, maxHoldBackoff)
+		f.retryAt = time.Now().Add(f.backoff)
+		f.mu.Unlock()
+		return
+	}
+	paths := f.heldPaths
+	overflow := f.overflow || poisoned
+	since := f.since
+	f.heldPaths = make(map[string]struct{})
+	f.overflow, f.poisoned, f.reason = false, false, ""
+	f.onHoldB.Store(false)
+	f.mu.Unlock()
+	d.log.Info("index writes resumed", "on_hold_for", time.Since(since).Round(time.Millisecond),
+		"waiting", len(paths), "reconcile", overflow)
+	if overflow {
+		for _, r := range d.rootList() {
+			d.requestScan(r, r.path, false, "index writes resumed")
+		}
+		return
+	}
+	for p := range paths {
+		d.touch(p, 0, false)
+	}
+}
+
+// openIndex opens the index in the index directory, with params.
+func (d *Daemon) openIndex(params fingerprint.Params) (*index.Index, error) {
+	return index.Open(d.cfg.DB, &index.Options{
+		Params: params, Logger: d.cfg.Logger.With("component", "pebble"),
+		MoveAsideOldFormat: true, MoveAsideCorrupt: true,
+		OnBackgroundError: d.backgroundError,
+	})
+}
+
+// backgroundError is called on Pebble's goroutines.
+func (d *Daemon) backgroundError(err error) {
+	if isNoSpace(err) {
+		d.holdWrites(err, false)
+	}
+}
+
+// noteMovedAside carries the roots file over from an index that Open
+// moved aside, and records and logs why it did.
+func (d *Daemon) noteMovedAside(ix *index.Index) {
+	aside := ix.MovedAside()
+	if aside == "" {
+		return
+	}
+	// The roots changed with sifctl roots stay in force.
+	if err := os.Rename(filepath.Join(aside, rootsFileName), filepath.Join(d.cfg.DB, rootsFileName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		d.log.Warn("cannot carry the roots file over from the old index", "err", err)
+	}
+	if reason := ix.MoveReason(); reason != "" {
+		d.setRebuilt("damaged: "+reason, aside)
+		d.log.Error("the index is damaged: it was moved aside and is rebuilt by a full scan; delete the old one once done",
+			"old", aside, "db", d.cfg.DB, "reason", reason)
+		return
+	}
+	d.log.Warn("the index was written by an older sif: it was moved aside and is rebuilt by a full scan; delete the old one once done",
+		"old", aside, "db", d.cfg.DB)
+}
+
+func (d *Daemon) setRebuilt(reason, aside string) {
+	d.faults.mu.Lock()
+	d.faults.rebuilt = &ipc.IndexRebuild{Reason: reason, MovedTo: aside, At: time.Now().UTC()}
+	d.faults.mu.Unlock()
+}
+
+// requestRebuild asks the fault loop to rebuild the index.
+func (d *Daemon) requestRebuild(reason string) {
+	select {
+	case d.faults.rebuildRq <- reason:
+	default: // one is asked for already
+	}
+}
+
+// rebuild moves the damaged index aside (unless its directory is gone),
+// opens a new one in its place and rescans every root into it.
+func (d *Daemon) rebuild(reason string, deleted bool) {
+	old := d.ix.cur()
+	d.log.Error("the index is damaged or gone: it is moved aside and rebuilt by a full scan; queries are answered from the new index as it fills",
+		"db", d.cfg.DB, "reason", reason)
+	d.errs.add("index rebuilt: " + reason)
+	if err := old.Abandon(); err != nil && !errors.Is(err, index.ErrClosed) {
+		d.log.Debug("closing the damaged index", "err", err)
+	}
+	aside := ""
+	if !deleted {
+		var err error
+		if aside, err = index.MoveAside(nil, d.cfg.DB, "corrupt"); err != nil {
+			d.log.Error("cannot move the damaged index aside", "err", err)
+		}
+	}
+	if err := os.MkdirAll(d.cfg.DB, 0o700); err != nil {
+		d.log.Error("cannot recreate the index directory", "err", err)
+	}
+	if aside != "" {
+		if err := os.Rename(filepath.Join(aside, rootsFileName), filepath.Join(d.cfg.DB, rootsFileName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			d.log.Warn("cannot carry the roots file over from the old index", "err", err)
+		}
+	} else {
+		d.saveCurrentRoots()
+	}
+	if err := d.writeMarker(); err != nil {
+		d.log.Warn("cannot write the run marker", "err", err)
+	}
+	ix, err := d.openIndex(old.Params())
+	if err != nil {
+		d.log.Error("cannot open a new index: retrying", "err", err)
+		time.AfterFunc(faultPoll, func() { d.requestRebuild(reason) })
+		return
+	}
+	d.ix.swap(ix)
+	d.rememberDB()
+	d.setRebuilt(reason, aside)
+	d.faults.mu.Lock()
+	d.faults.poisoned, d.faults.overflow = false, false
+	d.faults.heldPaths = make(map[string]struct{})
+	d.faults.mu.Unlock()
+	d.faults.onHoldB.Store(false)
+	for _, r := range d.rootList() {
+		d.requestScan(r, r.path, false, "index rebuilt")
+	}
+}
+
+// saveCurrentRoots writes the roots file from the roots in effect, for an
+// index directory that was deleted with it.
+func (d *Daemon) saveCurrentRoots() {
+	var rf rootsFile
+	have := make(map[string]bool)
+	for _, r := range d.rootList() {
+		have[r.path] = true
+		if r.source == "added" {
+			rf.Added = append(rf.Added, r.path)
+		}
+	}
+	for _, p := range d.cfg.Roots {
+		if !have[p] {
+			rf.Removed = append(rf.Removed, p)
+		}
+	}
+	if len(rf.Added)+len(rf.Removed) == 0 {
+		return
+	}
+	if err := d.saveRootsFile(rf); err != nil {
+		d.log.Warn("cannot save the roots file", "err", err)
+	}
+}
+
+// rememberDB notes the identity of the index directory, to notice it
+// deleted or replaced.
+func (d *Daemon) rememberDB() {
+	if st, err := os.Stat(d.cfg.DB); err == nil {
+		d.faults.dbDev, d.faults.dbIno = fileID(st)
+	}
+}
+
+// dbGone reports why the index directory is no longer the one opened, or
+// "".
+func (d *Daemon) dbGone() string {
+	st, err := os.Stat(d.cfg.DB)
+	if err != nil {
+		return "the index directory was deleted"
+	}
+	if dev, ino := fileID(st); ino != 0 && (dev != d.faults.dbDev || ino != d.faults.dbIno) {
+		return "the index directory was replaced"
+	}
+	if _, err := os.Stat(d.markerPath()); errors.Is(err, os.ErrNotExist) {
+		return "the index directory was emptied"
+	}
+	return ""
+}
+
+// faultLoop watches for faults until ctx is done: the index directory
+// deleted, rebuilds asked for, writes on hold, missing roots; once the
+// daemon is ready it verifies the whole index once.
+func (d *Daemon) faultLoop(ctx context.Context) {
+	d.rememberDB()
+	t := time.NewTicker(faultPoll)
+	defer t.Stop()
+	ready := d.ready
+	var verify chan error
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case reason := <-d.faults.rebuildRq:
+			d.rebuild(reason, false)
+		case <-ready:
+			ready = nil
+			verify = make(chan error, 1)
+			ix := d.ix.cur()
+			go func() { verify <- ix.Verify(ctx) }()
+		case err := <-verify:
+			verify = nil
+			if index.IsCorrupt(err) {
+				d.rebuild("verification: "+err.Error(), false)
+			}
+		case <-t.C:
+			if why := d.dbGone(); why != "" {
+				d.rebuild(why, true)
+				continue
+			}
+			d.retryWrites(ctx)
+			if d.faults.wrote.Swap(false) && !d.faults.onHold() {
+				_ = d.ix.Sync() // a failed write to the log shows here
+			}
+			d.checkRoots(ctx)
+			d.expireChanging()
+		}
+	}
+}
+
+// checkRoots marks roots that went missing, and reconciles those back.
+func (d *Daemon) checkRoots(ctx context.Context) {
+	for _, r := range d.rootList() {
+		why := d.rootAbsent(r)
+		r.mu.Lock()
+		was := r.missing
+		r.missing = why
+		r.mu.Unlock()
+		switch {
+		case why != "" && was == "":
+			d.log.Warn("root is missing: its files are kept but not answered until it is back", "root", r.path, "why", why)
+			d.errs.add(fmt.Sprintf("root %s missing: %s", r.path, why))
+			if d.watch != nil {
+				d.watch.RemoveRoot(r.path)
+			}
+		case why == "" && was != "":
+			d.log.Info("root is back: reconciling it", "root", r.path)
+			if d.watch != nil && !r.polled {
+				if err := d.watch.AddRoot(r.ctx, r.path, d.handler()); err != nil && r.ctx.Err() == nil {
+					d.log.Error("cannot watch root", "root", r.path, "err", err)
+				}
+			}
+			d.requestScan(r, r.path, false, "root back")
+		}
+	}
+}
+
+// rootAbsent says why root r is not there, or "". A root that was a mount
+// point when first seen is absent while it is not one (unmounted).
+func (d *Daemon) rootAbsent(r *rootState) string {
+	st, err := os.Stat(r.path)
+	if err != nil {
+		return "not found"
+	}
+	if !st.IsDir() {
+		return "not a directory"
+	}
+	pst, err := os.Stat(filepath.Dir(r.path))
+	if err != nil {
+		return ""
+	}
+	dev, _ := fileID(st)
+	pdev, _ := fileID(pst)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if dev != pdev {
+		r.mountPoint = true
+	} else if r.mountPoint {
+		return "unmounted"
+	}
+	return ""
+}
+
+// rootMissing reports whether r is missing, looking now.
+func (d *Daemon) rootMissing(r *rootState) bool {
+	if d.rootAbsent(r) == "" {
+		return false
+	}
+	r.mu.Lock()
+	if r.missing == "" {
+		r.missing = "not found"
+	}
+	r.mu.Unlock()
+	return true
+}
+
+// missingPrefixes returns the directory prefixes of the missing roots.
+func (d *Daemon) missingPrefixes() []string {
+	var out []string
+	for _, r := range d.rootList() {
+		r.mu.Lock()
+		if r.missing != "" {
+			out = append(out, dirPrefix(r.path))
+		}
+		r.mu.Unlock()
+	}
+	return out
+}
+
+// settledAfter notes a path handed on by the settler after waiting for
+// waited since its first change: one that waited the max settle delay was
+// still changing.
+func (d *Daemon) settledAfter(path string, waited time.Duration) {
+	maxDelay := d.cfg.MaxSettleDelay
+	if maxDelay <= 0 {
+		maxDelay = watcher.DefaultMaxSettleDelay
+	}
+	f := &d.faults
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if waited < maxDelay {
+		delete(f.changing, path)
+		return
+	}
+	if _, ok := f.changing[path]; !ok && len(f.changing) >= maxChanging {
+		return
+	}
+	if _, ok := f.changing[path]; !ok {
+		d.log.Warn("file keeps changing: read at most once per max settle delay", "path", path, "max_settle_delay", maxDelay)
+	}
+	f.changing[path] = time.Now()
+}
+
+// changedDuringRead notes a read that found path changing.
+func (d *Daemon) changedDuringRead(path string) {
+	d.count.changed.Add(1)
+	f := &d.faults
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.changing[path]; ok || len(f.changing) < maxChanging {
+		f.changing[path] = time.Now()
+	}
+}
+
+// expireChanging forgets files not found changing for a while.
+func (d *Daemon) expireChanging() {
+	maxDelay := max(d.cfg.MaxSettleDelay, watcher.DefaultMaxSettleDelay)
+	f := &d.faults
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for p, t := range f.changing {
+		if time.Since(t) > 3*maxDelay {
+			delete(f.changing, p)
+		}
+	}
+}
+
+// faultStatus adds the fault state to a status.
+func (d *Daemon) faultStatus(st *ipc.Status) {
+	f := &d.faults
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.onHold() {
+		st.State = "degraded"
+		st.Reason = fmt.Sprintf("%s: index writes on hold since %s, retrying every %s; %d changes waiting",
+			f.reason, f.since.UTC().Format(time.RFC3339), f.backoff, len(f.heldPaths))
+		if f.overflow || f.poisoned {
+			st.Reason += " (and a reconcile of every root)"
+		}
+	}
+	if f.rebuilt != nil {
+		rb := *f.rebuilt
+		st.IndexRebuilt = &rb
+	}
+	for p := range f.changing {
+		st.StillChanging = append(st.StillChanging, p)
+	}
+	sort.Strings(st.StillChanging)
+}
+
+func humanBytes(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

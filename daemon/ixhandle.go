@@ -1,0 +1,182 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/sif-dev/sif/index"
+	"github.com/sif-dev/sif/index/fingerprint"
+)
+
+// ixHandle is the daemon's index: the one open now. When the index is
+// rebuilt (it was damaged or its directory deleted) or reopened (a write
+// failed for want of space), the handle is swapped to a new one. A call
+// that meets the old index closed meanwhile is tried once more on the new
+// one, so queries never see the swap; a reader that holds the old index
+// gets index.ErrClosed from it, never a crash (Close waits for the
+// operations in flight).
+//
+// Every error goes through the daemon's fault handling: a corruption
+// asks for a rebuild, running out of space puts index writes on hold.
+// Writes are refused at once while they are on hold (errWritesHeld), and
+// the paths they were for are kept to be tried again.
+type ixHandle struct {
+	p atomic.Pointer[index.Index]
+	d *Daemon
+}
+
+// errWritesHeld is returned by writes while the index is degraded.
+var errWritesHeld = fmt.Errorf("daemon: index writes on hold: %w", syscall.ENOSPC)
+
+func (h *ixHandle) cur() *index.Index          { return h.p.Load() }
+func (h *ixHandle) swap(ix *index.Index)       { h.p.Store(ix) }
+func (h *ixHandle) Params() fingerprint.Params { return h.cur().Params() }
+func (h *ixHandle) MovedAside() string         { return h.cur().MovedAside() }
+
+// call runs f on the current index, once more if the index was swapped
+// under it, and reports its error to the fault handling.
+func call[T any](h *ixHandle, op string, f func(*index.Index) (T, error)) (T, error) {
+	ix := h.cur()
+	v, err := f(ix)
+	if err != nil && errors.Is(err, index.ErrClosed) {
+		if now := h.cur(); now != ix {
+			v, err = f(now)
+		}
+	}
+	if err != nil {
+		h.d.indexError(op, err)
+	}
+	return v, err
+}
+
+// write runs a write on the current index unless writes are on hold,
+// turning a panic inside Pebble (which it raises when a write to its log
+// fails) into an error. paths are what the write was for, kept to be
+// tried again if it fails for want of space.
+func (h *ixHandle) write(op string, f func(*index.Index) error, paths ...string) (err error) {
+	if h.d.faults.held(paths...) {
+		return errWritesHeld
+	}
+	if err := h.d.faults.checkSpace(h.d); err != nil {
+		h.d.faults.hold(paths...)
+		return err
+	}
+	_, err = call(h, op, func(ix *index.Index) (_ struct{}, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("%s: pebble failed: %v: %w", op, p, errPebblePanic)
+			}
+		}()
+		return struct{}{}, f(ix)
+	})
+	if err != nil && isNoSpace(err) {
+		h.d.faults.hold(paths...)
+	}
+	if err == nil {
+		h.d.faults.wrote.Store(true)
+	}
+	return err
+}
+
+// errPebblePanic marks an error made of a panic inside Pebble: its
+// database must be reopened before it is written again.
+var errPebblePanic = errors.New("pebble panicked")
+
+// isNoSpace reports whether err says the filesystem is full (or the
+// user's quota used up).
+func isNoSpace(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return true
+	}
+	// A panic inside Pebble carries only the message.
+	msg := err.Error()
+	return strings.Contains(msg, "no space left on device") || strings.Contains(msg, "disk quota exceeded")
+}
+
+func (h *ixHandle) Lookup(path string) (index.FileRecord, error) {
+	return call(h, "lookup", func(ix *index.Index) (index.FileRecord, error) { return ix.Lookup(path) })
+}
+
+func (h *ixHandle) LookupInode(dev, ino uint64) ([]index.FileRecord, error) {
+	return call(h, "lookup", func(ix *index.Index) ([]index.FileRecord, error) { return ix.LookupInode(dev, ino) })
+}
+
+func (h *ixHandle) Files(prefix string, fn func(index.FileRecord) error) error {
+	_, err := call(h, "listing", func(ix *index.Index) (struct{}, error) { return struct{}{}, ix.Files(prefix, fn) })
+	return err
+}
+
+func (h *ixHandle) Put(meta index.FileMeta, sk *fingerprint.Sketch) (index.FileRecord, error) {
+	var rec index.FileRecord
+	err := h.write("put", func(ix *index.Index) (err error) { rec, err = ix.Put(meta, sk); return err }, meta.Path)
+	return rec, err
+}
+
+func (h *ixHandle) Remove(path string) error {
+	return h.write("remove", func(ix *index.Index) error { return ix.Remove(path) }, path)
+}
+
+func (h *ixHandle) Rename(oldPath string, meta index.FileMeta) error {
+	return h.write("rename", func(ix *index.Index) error { return ix.Rename(oldPath, meta) }, oldPath, meta.Path)
+}
+
+func (h *ixHandle) Similar(q index.Query, o index.QueryOptions) (*index.Result, error) {
+	return call(h, "query", func(ix *index.Index) (*index.Result, error) { return ix.Similar(q, o) })
+}
+
+func (h *ixHandle) Groups(o index.GroupOptions) ([]index.Group, error) {
+	return call(h, "query", func(ix *index.Index) ([]index.Group, error) { return ix.Groups(o) })
+}
+
+func (h *ixHandle) Dupes(prefix string) ([]index.DupeSet, error) {
+	return call(h, "query", func(ix *index.Index) ([]index.DupeSet, error) { return ix.Dupes(prefix) })
+}
+
+func (h *ixHandle) Stats() (index.Stats, error) {
+	return call(h, "stats", func(ix *index.Index) (index.Stats, error) { return ix.Stats() })
+}
+
+// Sync makes the index durable; while writes are on hold there is
+// nothing it could add, and the full disk would fail it.
+func (h *ixHandle) Sync() error {
+	if h.d.faults.onHold() {
+		return nil
+	}
+	_, err := call(h, "sync", func(ix *index.Index) (_ struct{}, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("sync: pebble failed: %v: %w", p, errPebblePanic)
+			}
+		}()
+		return struct{}{}, ix.Sync()
+	})
+	return err
+}
+
+func (h *ixHandle) Compact(ctx context.Context) error {
+	if h.d.faults.onHold() {
+		return nil // a compaction needs room; the next one will do
+	}
+	_, err := call(h, "compaction", func(ix *index.Index) (struct{}, error) { return struct{}{}, ix.Compact(ctx) })
+	if err != nil && (isNoSpace(err) || index.IsCorrupt(err)) {
+		return nil // handled as a fault, not worth stopping the daemon
+	}
+	return err
+}
+
+// Close closes the current index. An index poisoned by a failed write, or
+// on a full disk (where flushing would fail), is abandoned instead (see
+// index.Index.Abandon): its log holds what was committed.
+func (h *ixHandle) Close() error {
+	if h.d.faults.isPoisoned() || h.d.faults.onHold() {
+		return h.cur().Abandon()
+	}
+	return h.cur().Close()
+}

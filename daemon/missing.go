@@ -1,0 +1,105 @@
+package daemon
+
+import (
+	"strings"
+
+	"github.com/sif-dev/sif/index"
+)
+
+// Answers leave out the files under missing roots: the index keeps them,
+// so a root that comes back costs no read, but they are not on disk now.
+
+// hidden returns a predicate true for paths under a missing root, or nil
+// when no root is missing.
+func (d *Daemon) hidden() func(string) bool {
+	prefixes := d.missingPrefixes()
+	if len(prefixes) == 0 {
+		return nil
+	}
+	return func(p string) bool {
+		for _, pre := range prefixes {
+			if strings.HasPrefix(p, pre) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func (d *Daemon) presentMatches(res *index.Result) *index.Result {
+	hide := d.hidden()
+	if res == nil || hide == nil {
+		return res
+	}
+	out := res.Matches[:0]
+	for _, m := range res.Matches {
+		if !hide(m.Path) {
+			out = append(out, m)
+		}
+	}
+	res.Matches = out
+	return res
+}
+
+// presentGroups drops the members and copies under missing roots, and the
+// groups left with one file. A group whose reference is missing gets its
+// first remaining member as reference.
+func (d *Daemon) presentGroups(gs []index.Group) []index.Group {
+	hide := d.hidden()
+	if hide == nil {
+		return gs
+	}
+	copies := func(ps []string) []string {
+		out := ps[:0]
+		for _, p := range ps {
+			if !hide(p) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	out := gs[:0]
+	for _, g := range gs {
+		members := g.Members[:0]
+		for _, m := range g.Members {
+			if !hide(m.Path) {
+				m.Copies = copies(m.Copies)
+				members = append(members, m)
+			}
+		}
+		g.Members = members
+		g.Reference.Copies = copies(g.Reference.Copies)
+		if hide(g.Reference.Path) {
+			if len(g.Members) == 0 {
+				continue
+			}
+			g.Reference, g.Members = g.Members[0], g.Members[1:]
+			g.Reference.Percent, g.Reference.Via = 1, ""
+		}
+		if len(g.Members)+len(g.Reference.Copies) == 0 {
+			continue
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+func (d *Daemon) presentDupes(ds []index.DupeSet) []index.DupeSet {
+	hide := d.hidden()
+	if hide == nil {
+		return ds
+	}
+	out := ds[:0]
+	for _, s := range ds {
+		paths := s.Paths[:0]
+		for _, p := range s.Paths {
+			if !hide(p) {
+				paths = append(paths, p)
+			}
+		}
+		if s.Paths = paths; len(paths) >= 2 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
