@@ -480,6 +480,22 @@ func (d *Daemon) rootAbsent(r *rootState) string {
 	return ""
 }
 
+// isMountPoint reports whether dir is on another filesystem than its
+// parent.
+func isMountPoint(dir string) bool {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return false
+	}
+	pst, err := os.Stat(filepath.Dir(dir))
+	if err != nil {
+		return false
+	}
+	dev, _ := fileID(st)
+	pdev, _ := fileID(pst)
+	return dev != pdev
+}
+
 // rootMissing reports whether r is missing, looking now.
 func (d *Daemon) rootMissing(r *rootState) bool {
 	if d.rootAbsent(r) == "" {

@@ -53,6 +53,7 @@ type rootState struct {
 
 func newRootState(ctx context.Context, path, source string) *rootState {
 	r := &rootState{path: path, source: source, unwatched: make(map[string]string)}
+	r.mountPoint = isMountPoint(path)
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	return r
 }
