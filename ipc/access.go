@@ -125,6 +125,10 @@ func redactStatus(st Status, v *peer.View) Status {
 	st.Counters = Counters{}
 	st.Index = IndexStats{}
 	st.LastError = nil
+	st.StillChanging = nil
+	if rb := st.IndexRebuilt; rb != nil {
+		st.IndexRebuilt = &IndexRebuild{At: rb.At} // the reason and old place name the db
+	}
 	st.Roots = redactRoots(st.Roots, v)
 	st.Redacted = true
 	return st
