@@ -38,7 +38,7 @@ func Listen(path string, perm os.FileMode) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ipc.Listen %s: %w", path, err)
 	}
-	if err := os.Chmod(path, perm); err != nil {
+	if err := setSocketPerm(path, perm); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("ipc.Listen %s: %w", path, err)
 	}
