@@ -76,6 +76,12 @@ func TestSystemdUnitContent(t *testing.T) {
 		"ProtectSystem=strict\n", "ReadWritePaths=/var/lib/sifd /run/sifd\n", "ProtectHome=read-only\n",
 		"PrivateTmp=yes\n", "NoNewPrivileges=yes\n", "RuntimeDirectory=sifd\n", "StateDirectory=sifd\n",
 		"Restart=on-failure\n", "KillSignal=SIGTERM\n", "TimeoutStopSec=45\n", "WantedBy=multi-user.target\n",
+		"ExecReload=/bin/kill -HUP $MAINPID\n",
+		// The system user: reads everything, owns only its two directories.
+		"\nUser=" + SystemUser + "\n", "\nGroup=" + SystemUser + "\n",
+		"\nAmbientCapabilities=CAP_DAC_READ_SEARCH\n", "\nCapabilityBoundingSet=CAP_DAC_READ_SEARCH\n",
+		"\nStateDirectoryMode=0700\n", "\nRuntimeDirectoryMode=0755\n",
+		`Written by "sifd install"`,
 	} {
 		if !strings.Contains(sys, want) {
 			t.Errorf("system unit lacks %q", want)
@@ -88,11 +94,37 @@ func TestSystemdUnitContent(t *testing.T) {
 	}
 	// A user manager cannot switch users, grant capabilities or (without
 	// unprivileged user namespaces) set up mount namespaces.
-	for _, bad := range []string{"User=", "CapabilityBoundingSet=", "ProtectSystem=", "ProtectHome=", "PrivateTmp=",
+	for _, bad := range []string{"User=", "Group=", "CapabilityBoundingSet=", "AmbientCapabilities=", "ProtectSystem=", "ProtectHome=", "PrivateTmp=",
 		"PrivateDevices=", "ReadWritePaths=", "StateDirectory=", "RuntimeDirectory=", "multi-user.target"} {
 		if strings.Contains(user, "\n"+bad) {
 			t.Errorf("user unit sets %q", bad)
 		}
+	}
+}
+
+// TestSystemdUnitPackaged: the unit a package ships differs from the one
+// sifd install writes only in its header.
+func TestSystemdUnitPackaged(t *testing.T) {
+	u := Unit{Exec: "/usr/bin/sifd", Args: []string{"run", "--config", "/etc/sifd/config.toml"}}
+	installed, err := SystemdUnit(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Packaged = true
+	packaged, err := SystemdUnit(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(packaged, "installed by the sif package") || strings.Contains(packaged, "sifd install") {
+		t.Errorf("packaged unit's header:\n%s", packaged)
+	}
+	_, instBody, _ := strings.Cut(installed, "[Unit]")
+	_, pkgBody, _ := strings.Cut(packaged, "[Unit]")
+	if instBody != pkgBody {
+		t.Errorf("packaged unit differs below its header:\n%s", packaged)
+	}
+	if _, err := SystemdUnit(Unit{User: true, Packaged: true, Exec: "/usr/bin/sifd"}); err == nil {
+		t.Error("a packaged user unit was rendered")
 	}
 }
 

@@ -23,6 +23,10 @@ type Unit struct {
 	// socket's directory. A user unit does not sandbox the file system, so
 	// it ignores them.
 	Writable []string
+	// Packaged marks the system unit a distribution package ships: its
+	// header points at the configuration file and `systemctl edit`
+	// instead of `sifd install`.
+	Packaged bool
 }
 
 // StopTimeout bounds how long a service stop waits for the daemon to finish
@@ -37,15 +41,25 @@ const StopTimeout = 30
 //
 // The service is an indexer that should never compete with the machine's
 // real work: low CPU and I/O weight, idle I/O class, a memory ceiling. The
-// system unit runs as root (it must read every tree it indexes) but only
-// with CAP_DAC_READ_SEARCH, on a read-only view of the system and of home
-// directories; it may write only its index and socket directories, which
-// systemd creates (StateDirectory=, RuntimeDirectory=). A user manager
+// system unit runs as the SystemUser (sifd), which owns nothing but its
+// index and socket directories, with one capability, CAP_DAC_READ_SEARCH,
+// to read every tree it indexes whatever its permissions; it sees the
+// system and home directories read-only, and may write only those two
+// directories, which systemd creates and gives to the user
+// (StateDirectory=, RuntimeDirectory=). The socket's directory is open to
+// every user (0755), so that the daemon can let other users connect. A
+// user manager
 // rejects or cannot honour the mount-namespace and capability settings
 // without unprivileged user namespaces, so the user unit keeps only the
 // resource limits and the settings that need no namespace.
-const unitTemplate = `# sifd: the sif daemon. Written by "sifd install{{if .User}} --user{{end}}"; remove it with
+const unitTemplate = `{{if .Packaged -}}
+# sifd: the sif daemon, installed by the sif package. Configure it in
+# /etc/sifd/config.toml ("systemctl reload sifd" applies roots, exclusions
+# and size limits); change the unit itself with "systemctl edit sifd".
+{{- else -}}
+# sifd: the sif daemon. Written by "sifd install{{if .User}} --user{{end}}"; remove it with
 # "sifd uninstall{{if .User}} --user{{end}}". Generated: edit the flags by reinstalling.
+{{- end}}
 [Unit]
 Description=sif: index of similar files
 Documentation=https://github.com/sif-dev/sif
@@ -62,6 +76,7 @@ ExecStart={{.ExecStart}}
 Restart=on-failure
 RestartSec=10
 KillSignal=SIGTERM
+ExecReload=/bin/kill -HUP $MAINPID
 TimeoutStopSec={{.TimeoutStop}}
 UMask=0077
 
@@ -76,7 +91,12 @@ TasksMax=256
 LimitNOFILE=65536
 {{- if not .User}}
 
-# Where it writes: /var/lib/sifd (index) and /run/sifd (socket).
+# Who it runs as: a system user that owns only the two directories below.
+User=sifd
+Group=sifd
+
+# Where it writes: /var/lib/sifd (index) and /run/sifd (socket; the
+# directory is open to every user, the socket's mode is sifd's to set).
 StateDirectory=sifd
 StateDirectoryMode=0700
 RuntimeDirectory=sifd
@@ -85,7 +105,7 @@ ReadWritePaths={{.ReadWrite}}
 
 # Read everything, change nothing else.
 CapabilityBoundingSet=CAP_DAC_READ_SEARCH
-AmbientCapabilities=
+AmbientCapabilities=CAP_DAC_READ_SEARCH
 ProtectSystem=strict
 ProtectHome=read-only
 PrivateTmp=yes
@@ -139,13 +159,17 @@ func SystemdUnit(u Unit) (string, error) {
 		// names it in its own error.
 		rw = append(rw, "-"+systemdQuote(w))
 	}
+	if u.User && u.Packaged {
+		return "", errors.New("daemon.SystemdUnit: a packaged unit is a system unit, not a user unit")
+	}
 	data := struct {
 		User        bool
+		Packaged    bool
 		Exec        string
 		ExecStart   string
 		ReadWrite   string
 		TimeoutStop int
-	}{u.User, systemdQuote(u.Exec), strings.Join(words, " "), strings.Join(rw, " "), StopTimeout + 15}
+	}{u.User, u.Packaged, systemdQuote(u.Exec), strings.Join(words, " "), strings.Join(rw, " "), StopTimeout + 15}
 	var b strings.Builder
 	if err := unitTmpl.Execute(&b, data); err != nil {
 		return "", fmt.Errorf("daemon.SystemdUnit: %w", err)

@@ -50,8 +50,11 @@ flags given here, saved in the unit with absolute paths; to change them,
 uninstall and install again. The unit is enabled, not started: run
 "sifd start".
 
-A system service runs as root, keeps its index in ` + daemon.SystemDB + ` and
-listens on /run/sifd/sifd.sock (on Windows, in %ProgramData%\sifd). A user
+A system service keeps its index in ` + daemon.SystemDB + ` and listens on
+/run/sifd/sifd.sock (on Windows, in %ProgramData%\sifd). On Linux it runs as
+the system user "sifd", which install creates when it is missing (with
+systemd-sysusers, else useradd): that user may read every file
+(CAP_DAC_READ_SEARCH) and write only the index and socket directories. A user
 service (--user, systemd only) keeps its index in $XDG_STATE_HOME/sifd/index
 and listens on $XDG_RUNTIME_DIR/sifd.sock; it runs while the user is logged
 in, or always after "loginctl enable-linger". --db and --socket override.
@@ -99,13 +102,22 @@ func install(fl *pflag.FlagSet, f *runFlags, user bool, stdout io.Writer) error 
 	}
 	var unit string
 	if runtime.GOOS == "linux" {
+		if !user {
+			created, err := daemon.EnsureSystemUser("")
+			if err != nil {
+				return fmt.Errorf("install: the service runs as the system user %q: %w", daemon.SystemUser, err)
+			}
+			if created {
+				fmt.Fprintf(stdout, "created the system user %q\n", daemon.SystemUser)
+			}
+		}
 		// The sandbox lets the service write only these; create them now
 		// (systemd creates /var/lib/sifd and /run/sifd itself).
 		for _, d := range []string{db, filepath.Dir(sock)} {
 			if !user && (d == daemon.SystemDB || d == filepath.Dir(daemonSystemSocket())) {
 				continue
 			}
-			if err := os.MkdirAll(d, 0o700); err != nil {
+			if err := mkdirFor(d, user, stdout); err != nil {
 				return fmt.Errorf("install: %w", err)
 			}
 		}
@@ -128,6 +140,26 @@ func install(fl *pflag.FlagSet, f *runFlags, user bool, stdout io.Writer) error 
 		fmt.Fprintln(stdout, "to keep it running when you are logged out: loginctl enable-linger")
 	}
 	return nil
+}
+
+// mkdirFor creates the directory d that the service writes. A system
+// service's new directories are given to the system user; an existing one
+// is left as it is, with a note if it belongs to someone else.
+func mkdirFor(d string, user bool, stdout io.Writer) error {
+	st, err := os.Stat(d)
+	if err == nil {
+		if !user && !ownedBySystemUser(st) {
+			fmt.Fprintf(stdout, "note: %s exists and is not the %q user's: the service must be able to write it\n", d, daemon.SystemUser)
+		}
+		return nil
+	}
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return err
+	}
+	if user {
+		return nil
+	}
+	return chownToSystemUser(d)
 }
 
 // serviceArgs returns the arguments of the installed `sifd run`: the roots,

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package daemon
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// EnsureSystemUser creates the system user on Linux; elsewhere the service
+// runs as the platform's service account and it returns an error.
+func EnsureSystemUser(root string) (created bool, err error) {
+	return false, fmt.Errorf("daemon.EnsureSystemUser: the %q system user is for Linux, not %s", SystemUser, runtime.GOOS)
+}
