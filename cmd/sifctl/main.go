@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sif-dev/sif/cmd/internal/gendocs"
 	"github.com/sif-dev/sif/ipc"
 )
 
@@ -98,6 +99,7 @@ Exit status, as grep's: 0 when something was found, 1 when nothing was,
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON (one object per line) instead of text")
 	root.AddCommand(newSimilarCmd(g), newGroupsCmd(g), newDupesCmd(g), newStatusCmd(g), newCompareCmd(g),
 		newRootsCmd(g), newRescanCmd(g), newWaitCmd(g))
+	root.AddCommand(gendocs.Command())
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

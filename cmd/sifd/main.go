@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sif-dev/sif/cmd/internal/cliflags"
+	"github.com/sif-dev/sif/cmd/internal/gendocs"
 	"github.com/sif-dev/sif/daemon"
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
@@ -83,6 +84,7 @@ identical. Use sifctl to ask it.`,
 	root.SetErr(stderr)
 	root.AddCommand(newRunCmd(stderr), newCheckCmd(stdout), newDumpCmd(stdout))
 	root.AddCommand(newServiceCmds(stdout)...)
+	root.AddCommand(gendocs.Command())
 	return root
 }
 
