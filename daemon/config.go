@@ -17,8 +17,13 @@ import (
 	"github.com/sif-dev/sif/ipc"
 )
 
+// SystemStateDir is the system-wide sifd's state directory, the only one
+// the system service may write besides its socket's. The index lives in it,
+// so that an index moved aside (older format, damage) stays writable.
+const SystemStateDir = "/var/lib/sifd"
+
 // SystemDB is where a system-wide sifd keeps its index.
-const SystemDB = "/var/lib/sifd"
+const SystemDB = SystemStateDir + "/index"
 
 // DefaultMaxFileSize is the largest file indexed when no limit is set.
 const DefaultMaxFileSize = 256 << 20

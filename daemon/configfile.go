@@ -30,7 +30,7 @@ import (
 //	rescan_interval = "30m"            # roots without events, unwatched directories
 //	network_fs = "scan"                # or "refuse": roots on NFS, SMB, FUSE, proc
 //	workers = 0                        # 0: one per core
-//	db = "/var/lib/sifd"
+//	db = "/var/lib/sifd/index"
 //	socket = "/run/sifd/sifd.sock"
 //	log_level = "info"                 # debug, info, warn or error
 //

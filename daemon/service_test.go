@@ -21,7 +21,7 @@ var exampleUnits = []struct {
 }{
 	{"sifd.service", Unit{
 		Exec:     "/usr/local/bin/sifd",
-		Args:     []string{"run", "--root", "/home", "--root", "/srv", "--db", "/var/lib/sifd", "--socket", "/run/sifd/sifd.sock"},
+		Args:     []string{"run", "--root", "/home", "--root", "/srv", "--db", "/var/lib/sifd/index", "--socket", "/run/sifd/sifd.sock"},
 		Writable: []string{"/var/lib/sifd", "/run/sifd"},
 	}},
 	{"sifd-user.service", Unit{
@@ -71,7 +71,7 @@ func TestSystemdUnitContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"ExecStart=/usr/local/bin/sifd run --root /home --root /srv --db /var/lib/sifd --socket /run/sifd/sifd.sock\n",
+		"ExecStart=/usr/local/bin/sifd run --root /home --root /srv --db /var/lib/sifd/index --socket /run/sifd/sifd.sock\n",
 		"Nice=10\n", "CPUWeight=20\n", "IOSchedulingClass=idle\n", "IOWeight=20\n", "MemoryHigh=", "MemoryMax=1G\n",
 		"ProtectSystem=strict\n", "ReadWritePaths=/var/lib/sifd /run/sifd\n", "ProtectHome=read-only\n",
 		"PrivateTmp=yes\n", "NoNewPrivileges=yes\n", "RuntimeDirectory=sifd\n", "StateDirectory=sifd\n",

@@ -12,4 +12,4 @@ const SystemUser = "sifd"
 // home of its own) and no login shell. `sifd install` passes this line to
 // systemd-sysusers, and the Debian package ships it as
 // /usr/lib/sysusers.d/sifd.conf.
-const SysusersConf = `u ` + SystemUser + ` - "sif daemon" ` + SystemDB + ` /usr/sbin/nologin` + "\n"
+const SysusersConf = `u ` + SystemUser + ` - "sif daemon" ` + SystemStateDir + ` /usr/sbin/nologin` + "\n"

@@ -32,7 +32,7 @@ func EnsureSystemUser(root string) (created bool, err error) {
 	if sysusers, err := exec.LookPath("systemd-sysusers"); err == nil {
 		cmd = exec.Command(sysusers, "--root="+root, "--inline", strings.TrimSpace(SysusersConf))
 	} else if useradd, err := exec.LookPath("useradd"); err == nil {
-		args := []string{"--system", "--no-create-home", "--home-dir", SystemDB, "--shell", "/usr/sbin/nologin", "--comment", "sif daemon"}
+		args := []string{"--system", "--no-create-home", "--home-dir", SystemStateDir, "--shell", "/usr/sbin/nologin", "--comment", "sif daemon"}
 		if hasGroup, err := hasEntry(filepath.Join(root, "etc/group"), SystemUser); err != nil {
 			return false, err
 		} else if hasGroup {
@@ -45,7 +45,7 @@ func EnsureSystemUser(root string) (created bool, err error) {
 		}
 		cmd = exec.Command(useradd, append(args, SystemUser)...)
 	} else {
-		return false, fmt.Errorf("daemon.EnsureSystemUser: neither systemd-sysusers nor useradd is installed: create the system user %q (group %q, home %s, no login shell) yourself", SystemUser, SystemUser, SystemDB)
+		return false, fmt.Errorf("daemon.EnsureSystemUser: neither systemd-sysusers nor useradd is installed: create the system user %q (group %q, home %s, no login shell) yourself", SystemUser, SystemUser, SystemStateDir)
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return false, fmt.Errorf("daemon.EnsureSystemUser: creating the system user %q: %s: %w: %s", SystemUser, strings.Join(cmd.Args, " "), err, strings.TrimSpace(string(out)))

@@ -139,7 +139,7 @@ func TestPackage(t *testing.T) {
 	}
 	unit := readFile(t, filepath.Join(tree, "lib/systemd/system/sifd.service"))
 	for _, line := range []string{
-		"ExecStart=/usr/bin/sifd run --config /etc/sifd/config.toml --db /var/lib/sifd --socket /run/sifd/sifd.sock",
+		"ExecStart=/usr/bin/sifd run --config /etc/sifd/config.toml --db /var/lib/sifd/index --socket /run/sifd/sifd.sock",
 		"User=sifd", "Group=sifd", "AmbientCapabilities=CAP_DAC_READ_SEARCH", "CapabilityBoundingSet=CAP_DAC_READ_SEARCH",
 		"ProtectSystem=strict", "ProtectHome=read-only", "StateDirectory=sifd", "RuntimeDirectory=sifd",
 		"RuntimeDirectoryMode=0755", "WantedBy=multi-user.target",
