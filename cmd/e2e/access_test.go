@@ -187,7 +187,9 @@ func TestAnswersFilteredByCallersRights(t *testing.T) {
 		must(t, os.Chmod(f, 0o600))
 	}
 
-	for _, w := range []who{asRoot, asDaemon, asAlice, asBob, asCarol, asDave} {
+	callers := []who{asRoot, asDaemon, asAlice, asBob, asCarol, asDave}
+	seen := map[string]map[string]bool{} // similar's answer: caller → path → listed
+	for _, w := range callers {
 		t.Run(w.name, func(t *testing.T) {
 			truth := kernelReadable(t, w, all)
 			sees := func(paths []string) []string {
@@ -213,8 +215,10 @@ func TestAnswersFilteredByCallersRights(t *testing.T) {
 				t.Fatalf("similar: exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
 			}
 			var got []string
+			seen[w.name] = map[string]bool{}
 			for _, m := range sim.Matches {
 				got = append(got, m.Path)
+				seen[w.name][m.Path] = true
 			}
 			if g, want := sorted(got), sorted(wantVariants); !slices.Equal(g, want) {
 				t.Errorf("similar as %s:\n got %q\nwant %q", w.name, g, want)
@@ -303,6 +307,31 @@ func TestAnswersFilteredByCallersRights(t *testing.T) {
 		})
 	}
 
+	// The matrix the answers showed, for the record.
+	var tab strings.Builder
+	fmt.Fprintf(&tab, "%-44s", "file (dir mode owner:group / file mode owner:group acl)")
+	for _, w := range callers {
+		fmt.Fprintf(&tab, " %-6.6s", w.name)
+	}
+	for i, p := range append(slices.Clone(places), place{dir: "second root"}) {
+		desc := fmt.Sprintf("%s (%o %d:%d%s / %o %d:%d%s)", p.dir, p.dirMode, p.dirOwner[0], p.dirOwner[1], aclNote(p.dirACL),
+			p.fileMode, p.owner[0], p.owner[1], aclNote(p.acl))
+		if p.dir == "second root" {
+			desc = "second root (0700 0:0 / 0644 0:0)"
+		} else if p.dir == "revoked" {
+			desc += " then 0600"
+		}
+		fmt.Fprintf(&tab, "\n%-44s", desc)
+		for _, w := range callers {
+			mark := "-"
+			if seen[w.name][variants[i]] {
+				mark = "yes"
+			}
+			fmt.Fprintf(&tab, " %-6s", mark)
+		}
+	}
+	t.Logf("files listed by similar, per caller:\n%s", tab.String())
+
 	// Changing the daemon: root, sifd's user and the operator group only,
 	// and an operator only for directories they can read.
 	extra := filepath.Join(e.dir, "extra")
@@ -332,6 +361,13 @@ func TestAnswersFilteredByCallersRights(t *testing.T) {
 		t.Errorf("sifd's user removing a root: exit %d, %s", r.code, r.stderr)
 	}
 	e.stop()
+}
+
+func aclNote(acl string) string {
+	if acl == "" {
+		return ""
+	}
+	return " acl " + acl
 }
 
 func groupPaths(g ipc.Group) []string {
