@@ -31,6 +31,10 @@ type rootState struct {
 
 	ctx    context.Context // cancelled when the root is removed
 	cancel context.CancelFunc
+	// begun is closed once the root's watches are in place and its
+	// first scan is queued (startRoot): from then on Wait's cookie proves
+	// that every earlier change was seen.
+	begun chan struct{}
 
 	filesSeen, bytesSeen, filesDone, bytesDone, filesRead, bytesRead atomic.Uint64
 	walkDone                                                         atomic.Bool
@@ -38,6 +42,7 @@ type rootState struct {
 
 	mu                sync.Mutex
 	scanning          bool
+	fullQueued        int    // full scans requested and not yet ended, running or not
 	failed            string // why the last full scan failed
 	missing           string // why the root is not there now, or ""
 	mountPoint        bool   // the root was seen to be a mount point
@@ -52,7 +57,7 @@ type rootState struct {
 }
 
 func newRootState(ctx context.Context, path, source string) *rootState {
-	r := &rootState{path: path, source: source, unwatched: make(map[string]string)}
+	r := &rootState{path: path, source: source, unwatched: make(map[string]string), begun: make(chan struct{})}
 	r.mountPoint = isMountPoint(path)
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	return r
@@ -145,7 +150,9 @@ func (r *rootState) status() ipc.RootStatus {
 		st.State, st.Reason = ipc.RootMissing, r.missing+": its files are not answered until it is back"
 	case r.failed != "":
 		st.State, st.Reason = ipc.RootFailed, r.failed
-	case r.scanning:
+	case r.scanning || r.fullQueued > 0 || !isClosed(r.begun):
+		// A full scan is running or queued (before startRoot, the first
+		// one is about to be): files may be missing from the index.
 		st.State = ipc.RootScanning
 	case r.polled:
 		st.State, st.Reason = ipc.RootPolling, fmt.Sprintf("%s sends no change events: scanned every rescan interval", r.fsName)
@@ -224,8 +231,10 @@ func newFilter(c Config) (*filter, error) {
 // startRoot begins keeping root up to date: it watches the root's
 // directories (or, on a filesystem without events, schedules it for
 // polling), then queues its full scan. Watches come first, so no change
-// made during the scan is missed.
+// made during the scan is missed. It is called once per root, and closes
+// r.begun when done.
 func (d *Daemon) startRoot(ctx context.Context, r *rootState, why string) *scanRun {
+	defer close(r.begun)
 	if !r.polled && d.watch != nil {
 		if err := d.watch.AddRoot(r.ctx, r.path, d.handler()); err != nil && r.ctx.Err() == nil {
 			r.fail(err)
@@ -287,12 +296,15 @@ func (d *Daemon) overflow(rootPath string) {
 	r.mu.Unlock()
 	d.log.Warn("events were lost: reconciling the root", "root", r.path, "after", wait)
 	time.AfterFunc(wait, func() {
-		r.mu.Lock()
-		r.overflowDue = false
-		r.mu.Unlock()
+		// The reconcile is queued before overflowDue is cleared, so a
+		// Wait sees either the flag (and asks for a reconcile itself) or
+		// the queued reconcile in its epoch.
 		if r.ctx.Err() == nil {
 			d.requestScan(r, r.path, false, "events lost")
 		}
+		r.mu.Lock()
+		r.overflowDue = false
+		r.mu.Unlock()
 	})
 }
 

@@ -177,14 +177,27 @@ func (s *scanRun) finish(track *tracker) {
 	for _, x := range s.merged {
 		x.finish(track)
 	}
+	if s.full() {
+		s.root.mu.Lock()
+		s.root.fullQueued--
+		s.root.mu.Unlock()
+	}
 	track.done(s.epoch)
 	close(s.done)
 }
 
 // requestScan queues a scan of dir, which lies under root. The returned
-// scan's done channel is closed when a scan covering dir has ended.
+// scan's done channel is closed when a scan covering dir has ended. The
+// request is registered with the tracker at once, so a Wait that begins
+// after requestScan has returned waits for the scan; a full scan makes the
+// root show as scanning until it has ended.
 func (d *Daemon) requestScan(root *rootState, dir string, live bool, why string) *scanRun {
 	s := &scanRun{root: root, dir: dir, live: live, why: why, epoch: d.track.begin(), done: make(chan struct{})}
+	if s.full() {
+		root.mu.Lock()
+		root.fullQueued++
+		root.mu.Unlock()
+	}
 	if live {
 		d.live.add(s, d.track)
 	} else {
@@ -302,6 +315,16 @@ func (d *Daemon) queueVanished(ctx context.Context, s *scanRun) {
 			s.itemDone()
 			return
 		}
+	}
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 

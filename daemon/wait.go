@@ -14,6 +14,12 @@ import (
 // Wait implements ipc.Controller: it returns once every change made before
 // it was called has been applied to the index.
 //
+// Work already registered counts: a root's first scan, and any reconcile
+// or rescan queued or running. A Wait that arrives while sifd is starting
+// first waits until every root's watches are in place and its first scan
+// is queued (rootState.begun), so the first scans are always part of
+// what it waits for.
+//
 // Changes may still be on their way: in the kernel's event queue, in the
 // watcher, settling. Like watchman, Wait writes a cookie file in each root
 // and waits for the watcher to report it: events come in order, so every
@@ -33,6 +39,14 @@ func (d *Daemon) Wait(ctx context.Context, timeout time.Duration) (ipc.WaitRespo
 			d.cookies.drop(c)
 		}
 	}()
+	for _, r := range d.rootList() {
+		select {
+		case <-r.begun:
+		case <-r.ctx.Done(): // removed meanwhile
+		case <-ctx.Done():
+			return resp, ctx.Err()
+		}
+	}
 	for _, r := range d.rootList() {
 		if r.polled || d.watch == nil {
 			d.requestScan(r, r.path, false, "wait")
@@ -62,12 +76,10 @@ func (d *Daemon) Wait(ctx context.Context, timeout time.Duration) (ipc.WaitRespo
 	// Directories created before the cookie may still be getting their
 	// watches; their scans are registered once they are reported.
 	if d.watch != nil {
-		for d.watch.Pending() > 0 {
-			select {
-			case <-time.After(2 * time.Millisecond):
-			case <-ctx.Done():
-				return resp, ctx.Err()
-			}
+		select {
+		case <-d.watch.Idle():
+		case <-ctx.Done():
+			return resp, ctx.Err()
 		}
 	}
 	// Events were lost before the cookies: the reconcile scheduled for it

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/fsnotify/fsnotify"
@@ -84,7 +83,7 @@ type Watcher struct {
 	adds    chan string
 	rewatch chan struct{}
 	// pending counts the work queued for the adder or under way.
-	pending atomic.Int64
+	pending gauge
 
 	// addWatch adds one directory's watch: fsw.Add, or a test's stand-in.
 	addWatch func(dir string) error
@@ -225,7 +224,54 @@ func (w *Watcher) WatchedUnder(dir string) int {
 // new directory is counted from its creation event until DirAdded has
 // returned for it.
 func (w *Watcher) Pending() int {
-	return int(w.pending.Load())
+	return int(w.pending.load())
+}
+
+// Idle returns a channel that is closed once Pending is 0: at once if it
+// is 0 now, else when the last of the directories pending now (or of
+// those added meanwhile) has been handled.
+func (w *Watcher) Idle() <-chan struct{} {
+	return w.pending.zero()
+}
+
+// gauge counts work under way and signals when none is left. The zero
+// value counts none.
+type gauge struct {
+	mu sync.Mutex
+	n  int64
+	// idle is closed while n is 0 (nil stands for a closed channel).
+	idle chan struct{}
+}
+
+func (g *gauge) Add(delta int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	was := g.n
+	g.n += delta
+	switch {
+	case was == 0 && g.n != 0:
+		g.idle = make(chan struct{})
+	case was != 0 && g.n == 0:
+		close(g.idle)
+		g.idle = nil
+	}
+}
+
+func (g *gauge) load() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (g *gauge) zero() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.idle == nil {
+		return closedChan
+	}
+	return g.idle
 }
 
 // Why watchDir did not watch a directory, other than the kernel's refusal.

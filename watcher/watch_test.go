@@ -463,3 +463,36 @@ func TestWatchDropEvery(t *testing.T) {
 		}
 	}
 }
+
+// Idle is closed while nothing is pending, and once what was pending has
+// been handled.
+func TestIdle(t *testing.T) {
+	var g gauge
+	if !closed(g.zero()) {
+		t.Fatal("new gauge: not idle")
+	}
+	g.Add(1)
+	idle := g.zero()
+	g.Add(1)
+	g.Add(-1)
+	if closed(idle) {
+		t.Fatal("idle with one still pending")
+	}
+	g.Add(-1)
+	if !closed(idle) || !closed(g.zero()) {
+		t.Fatal("not idle with none pending")
+	}
+	g.Add(1)
+	if closed(g.zero()) {
+		t.Fatal("idle again with one pending")
+	}
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,185 @@
+//go:build unix
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sif-dev/sif/ipc"
+)
+
+// makeTree writes files distinct text files of 1.5 to 3.3 KB under root,
+// spread over dirs directories, and returns their paths.
+func makeTree(t *testing.T, root string, dirs, files int, seed uint64) []string {
+	t.Helper()
+	var paths []string
+	for i := range files {
+		dir := filepath.Join(root, fmt.Sprintf("d%03d", i%dirs))
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, fmt.Sprintf("f%05d.txt", i))
+		if err := os.WriteFile(p, words(seed<<32|uint64(i), 1500+(i%7)*300), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	return paths
+}
+
+// awaitSocket returns as soon as sifd has created its socket, to ask it
+// while it is still starting.
+func (e *env) awaitSocket() {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if st, err := os.Lstat(e.socket); err == nil && st.Mode().Type() == os.ModeSocket {
+			return
+		}
+		select {
+		case <-e.waited:
+			e.t.Fatalf("sifd exited before creating its socket: %v\n%s", e.exit, e.logs.String())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	e.t.Fatalf("sifd created no socket within 30s\n%s", e.logs.String())
+}
+
+// requireFound fails unless every one of files (under the root) is in the
+// index: a similar query for a copy of it, made outside the roots (a
+// query never lists its own path), lists it as identical.
+func (e *env) requireFound(files []string) {
+	e.t.Helper()
+	queries := make([]string, len(files))
+	for i, f := range files {
+		rel, err := filepath.Rel(e.dir, f)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		queries[i] = filepath.Join(e.dir, "queries", rel)
+		if _, err := os.Stat(queries[i]); err == nil {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(queries[i]), 0o777); err != nil {
+			e.t.Fatal(err)
+		}
+		if err := os.WriteFile(queries[i], b, 0o644); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	missing := 0
+	for start := 0; start < len(files); start += 500 {
+		end := min(start+500, len(files))
+		r, out := e.similar(queries[start:end]...)
+		if r.code == 2 || len(out) != end-start {
+			e.t.Fatalf("sifctl similar on %d files: exit %d, %d answers: %s", end-start, r.code, len(out), r.stderr)
+		}
+		for i, s := range out {
+			want := files[start+i]
+			found := false
+			for _, m := range s.Matches {
+				found = found || m.Path == want && m.Identical
+			}
+			if !found {
+				if missing < 5 {
+					e.t.Errorf("%s is not found by sifctl similar", want)
+				}
+				missing++
+			}
+		}
+	}
+	if missing > 0 {
+		e.t.Fatalf("%d of %d files are not found", missing, len(files))
+	}
+}
+
+// requireScanned fails unless every root of st has finished a full scan
+// that dealt with every file it found, and the index holds want files.
+func requireScanned(t *testing.T, st *ipc.Status, want int) {
+	t.Helper()
+	for _, r := range st.Roots {
+		if r.State != ipc.RootWatching || r.Scans == 0 || r.ScanFinish == "" || !r.WalkDone || r.FilesDone != r.FilesSeen {
+			t.Errorf("root %s: %s, %d scans, finished %q, walk done %v, %d of %d files done: want a finished scan",
+				r.Path, r.State, r.Scans, r.ScanFinish, r.WalkDone, r.FilesDone, r.FilesSeen)
+		}
+	}
+	if st.Index.Files != uint64(want) {
+		t.Errorf("index holds %d files, want %d", st.Index.Files, want)
+	}
+}
+
+// TestWaitRightAfterStart: sifctl wait called while sifd is starting
+// returns only once the first scan is done, so every file that existed
+// before the call is found after it. The first scan of a few thousand files
+// with one worker takes a while; the wait is asked as soon as the socket
+// exists, several times to catch the race between serving and scanning.
+func TestWaitRightAfterStart(t *testing.T) {
+	e := newEnv(t)
+	files := makeTree(t, e.root, 1500, 3000, 1)
+	for i := range 3 {
+		e.db = filepath.Join(e.dir, fmt.Sprintf("db%d", i))
+		e.startNoWait("--workers", "1")
+		e.awaitSocket()
+		r := e.sifctl("wait", "--timeout", "30s")
+		if r.code != 0 {
+			t.Fatalf("run %d: sifctl wait: exit %d: %s%s", i, r.code, r.stdout, r.stderr)
+		}
+		requireScanned(t, e.status(), len(files))
+		e.requireFound(files)
+		if t.Failed() {
+			t.Fatalf("run %d: sifctl wait said %q before the index was up to date", i, r.stdout)
+		}
+		e.stop()
+	}
+}
+
+// TestStatusScanningUntilScanned: from the moment sifd answers, a root whose
+// first scan is queued (behind another root's) or running shows
+// "scanning", never "watching".
+func TestStatusScanningUntilScanned(t *testing.T) {
+	e := newEnv(t)
+	root2 := filepath.Join(e.dir, "root2")
+	if err := os.Mkdir(root2, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(root2, 0o777)
+	n := len(makeTree(t, e.root, 40, 1500, 1)) + len(makeTree(t, root2, 40, 1500, 2))
+	e.startNoWait("--workers", "1", "--root", root2)
+	e.awaitSocket()
+	c := ipc.NewClient(e.socket)
+	samples := 0
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st, err := c.Status(context.Background())
+		if err != nil {
+			t.Fatalf("status while starting: %v", err)
+		}
+		if st.State == "ready" {
+			requireScanned(t, st, n)
+			break
+		}
+		samples++
+		for _, r := range st.Roots {
+			if r.State != ipc.RootScanning && r.ScanFinish == "" {
+				t.Fatalf("status %d: root %s shows %q before its first scan ended (daemon %s, %d of %d files done, %d scans)",
+					samples, r.Path, r.State, st.State, r.FilesDone, r.FilesSeen, r.Scans)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready after 60s\n%s", e.logs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if samples < 2 {
+		t.Fatalf("the first scans ended after %d status answers: the tree is too small to see them", samples)
+	}
+}
