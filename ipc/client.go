@@ -291,6 +291,17 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	return nil
 }
 
+// NotServing reports whether err, from a request to the daemon, says that
+// no daemon serves on the socket at the moment, as while one is starting
+// or restarting: nothing listens there (no socket file, or one left by a
+// daemon that died: ErrNoDaemon), or the daemon answered with CodeUnavailable
+// because it is shutting down. Asking again later may succeed. A socket
+// the caller may not use (ErrDenied) is not such an error.
+func NotServing(err error) bool {
+	var e *Error
+	return errors.Is(err, ErrNoDaemon) || errors.As(err, &e) && e.Code == CodeUnavailable
+}
+
 func isNoDaemon(err error) bool {
 	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist)
 }

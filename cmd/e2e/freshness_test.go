@@ -3,10 +3,17 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -181,5 +188,116 @@ func TestStatusScanningUntilScanned(t *testing.T) {
 	}
 	if samples < 2 {
 		t.Fatalf("the first scans ended after %d status answers: the tree is too small to see them", samples)
+	}
+}
+
+// startSifctl starts sifctl against the env's socket in the background;
+// the returned channel yields its result.
+func (e *env) startSifctl(args ...string) <-chan result {
+	done := make(chan result, 1)
+	go func() {
+		cmd := exec.Command(sifctlBin, append([]string{"--socket", e.socket}, args...)...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			code = -1
+			errb.WriteString(err.Error())
+		}
+		done <- result{code: code, stdout: out.String(), stderr: errb.String()}
+	}()
+	return done
+}
+
+// requireStillWaiting fails if wait has returned.
+func requireStillWaiting(t *testing.T, done <-chan result, what string) {
+	t.Helper()
+	select {
+	case r := <-done:
+		t.Fatalf("%s: wait returned: exit %d: %s%s", what, r.code, r.stdout, r.stderr)
+	case <-time.After(500 * time.Millisecond):
+	}
+}
+
+// TestWaitForStartingDaemon: sifctl wait started before sifd (no socket
+// yet), and again with the socket a SIGKILLed sifd left behind, waits for
+// sifd, then for its index, and says so.
+func TestWaitForStartingDaemon(t *testing.T) {
+	e := newEnv(t)
+	files := makeTree(t, e.root, 200, 1000, 3)
+
+	done := e.startSifctl("wait", "--timeout", "30s")
+	requireStillWaiting(t, done, "no socket")
+	e.startNoWait("--workers", "1")
+	r := <-done
+	if r.code != 0 || !strings.Contains(r.stdout, "sifd at "+e.socket+" answered after ") || !strings.Contains(r.stdout, "; index up to date after ") {
+		t.Fatalf("wait before sifd: exit %d: %q %q", r.code, r.stdout, r.stderr)
+	}
+	requireScanned(t, e.status(), len(files))
+	e.requireFound(files)
+
+	e.kill()
+	if st, err := os.Lstat(e.socket); err != nil || st.Mode().Type() != os.ModeSocket {
+		t.Fatalf("a killed sifd left no socket behind (%v): the test needs one", err)
+	}
+	files = append(files, e.write("written-while-down.txt", words(99, 5000)))
+	done = e.startSifctl("wait", "--json", "--timeout", "30s")
+	requireStillWaiting(t, done, "stale socket")
+	e.startNoWait("--workers", "1")
+	r = <-done
+	var w struct {
+		ipc.WaitResponse
+		Socket       string `json:"socket"`
+		DaemonWaitNs int64  `json:"daemon_wait_ns"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &w); r.code != 0 || err != nil || w.Socket != e.socket || w.DaemonWaitNs < int64(500*time.Millisecond) {
+		t.Fatalf("wait --json on a stale socket: exit %d, %v: %q %q", r.code, err, r.stdout, r.stderr)
+	}
+	requireScanned(t, e.status(), len(files))
+	e.requireFound(files)
+}
+
+// TestWaitNoDaemon: with no sifd ever starting, wait gives up once its
+// timeout has passed and says what it waited for; a socket this user may
+// not use fails at once.
+func TestWaitNoDaemon(t *testing.T) {
+	e := newEnv(t)
+	t0 := time.Now()
+	r := e.sifctl("wait", "--timeout", "2s")
+	took := time.Since(t0)
+	if r.code != 1 || !strings.Contains(r.stderr, "timed out after 2s waiting for sifd to answer on "+e.socket+" (nothing listened there") {
+		t.Errorf("wait with no daemon: exit %d: %q", r.code, r.stderr)
+	}
+	if took < 2*time.Second || took > 10*time.Second {
+		t.Errorf("wait with no daemon returned after %s, want about 2s", took)
+	}
+
+	// A socket someone listens on, private to its owner.
+	ln, err := net.Listen("unix", e.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	args := []string{"--socket", e.socket, "wait", "--timeout", "20s"}
+	cmd := exec.Command(sifctlBin, args...)
+	if os.Geteuid() == 0 {
+		os.Chmod(e.socket, 0o600)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	} else {
+		os.Chmod(e.socket, 0) // connect(2) needs write permission
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	t0 = time.Now()
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(errb.String(), "permission denied on "+e.socket) {
+		t.Errorf("wait on a socket it may not use: %v: %q", err, errb.String())
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Errorf("wait on a socket it may not use took %s: it must fail at once", d)
 	}
 }

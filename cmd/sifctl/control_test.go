@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -25,6 +26,9 @@ type fakeDaemon struct {
 	rescans []string
 	waited  time.Duration // the timeout of the last wait
 	catchUp bool          // whether Wait succeeds, or waits for its timeout
+	// stopping is the number of waits still to answer as a daemon that
+	// is shutting down does.
+	stopping int
 }
 
 func (f *fakeDaemon) Params() fingerprint.Params { return fingerprint.DefaultParams() }
@@ -78,7 +82,14 @@ func (f *fakeDaemon) Wait(ctx context.Context, timeout time.Duration) (ipc.WaitR
 	f.mu.Lock()
 	f.waited = timeout
 	catchUp := f.catchUp
+	stopping := f.stopping > 0
+	if stopping {
+		f.stopping--
+	}
 	f.mu.Unlock()
+	if stopping {
+		return ipc.WaitResponse{}, context.Canceled
+	}
 	if catchUp {
 		return ipc.WaitResponse{Cookies: 1, Rescanned: []ipc.FilePath{ipc.NewFilePath("/nfs")}, ElapsedNs: 3e6}, nil
 	}
@@ -93,6 +104,13 @@ func (f *fakeDaemon) Wait(ctx context.Context, timeout time.Duration) (ipc.WaitR
 func startFake(t *testing.T, f *fakeDaemon) string {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "s.sock")
+	startFakeAt(t, f, sock)
+	return sock
+}
+
+// startFakeAt serves f on sock until the test ends.
+func startFakeAt(t *testing.T, f *fakeDaemon, sock string) {
+	t.Helper()
 	ln, err := ipc.Listen(sock, 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +124,6 @@ func startFake(t *testing.T, f *fakeDaemon) string {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return sock
 }
 
 // result is what one run of sifctl did.
@@ -231,6 +248,64 @@ func TestWaitCommand(t *testing.T) {
 		"sifctl: wait: timed out after 20ms: the daemon has not applied every change yet")
 	if r := sifctl(t, "--socket", sock, "wait", "--json", "--timeout", "20ms"); r.code != exitNothing || r.stdout != "" {
 		t.Errorf("wait --json that times out: exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+// wait waits for a daemon that is not listening yet, and asks again a
+// daemon that answers it is shutting down; it says what it waited for.
+func TestWaitForDaemon(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	done := make(chan result, 1)
+	go func() { done <- sifctl(t, "--socket", sock, "wait", "--timeout", "10s") }()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case r := <-done:
+		t.Fatalf("wait returned with no daemon: exit %d, %q, %q", r.code, r.stdout, r.stderr)
+	default:
+	}
+	startFakeAt(t, &fakeDaemon{catchUp: true}, sock)
+	r := <-done
+	r.want(t, "wait before the daemon", exitFound, "sifd at "+sock+" answered after ", "")
+	r.want(t, "wait before the daemon", exitFound, "; index up to date after 3ms: 1 root synchronised by cookie file", "")
+
+	f := &fakeDaemon{catchUp: true, stopping: 3}
+	sock = startFake(t, f)
+	r = sifctl(t, "--socket", sock, "--json", "wait", "--timeout", "10s")
+	var resp struct {
+		ipc.WaitResponse
+		Socket       string `json:"socket"`
+		DaemonWaitNs int64  `json:"daemon_wait_ns"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &resp); err != nil || r.code != exitFound || resp.Cookies != 1 ||
+		resp.Socket != sock || resp.DaemonWaitNs < int64(firstRetry) {
+		t.Errorf("wait --json on a daemon shutting down 3 times: exit %d, %v: %q", r.code, err, r.stdout)
+	}
+	if f.stopping != 0 {
+		t.Errorf("%d waits left unasked", f.stopping)
+	}
+}
+
+// With no daemon in time, wait times out with exit 1 once --timeout has
+// passed, saying what it waited for; a path that is not a socket fails at
+// once.
+func TestWaitForNoDaemon(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	t0 := time.Now()
+	r := sifctl(t, "--socket", sock, "wait", "--timeout", "400ms")
+	if d := time.Since(t0); d < 400*time.Millisecond || d > 5*time.Second {
+		t.Errorf("wait with no daemon returned after %s, want about 400ms", d)
+	}
+	r.want(t, "wait with no daemon", exitNothing, "",
+		"sifctl: wait: timed out after 400ms waiting for sifd to answer on "+sock+" (nothing listened there, ")
+
+	if err := os.WriteFile(sock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t0 = time.Now()
+	r = sifctl(t, "--socket", sock, "wait", "--timeout", "10s")
+	r.want(t, "wait on a regular file", exitError, "", sock+" is not a socket")
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Errorf("wait on a regular file took %s", d)
 	}
 }
 
