@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/cockroachdb/pebble/v2 v2.1.7
+	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/kardianos/service v1.3.0
 	github.com/spf13/cobra v1.10.2

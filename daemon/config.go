@@ -125,8 +125,13 @@ type Config struct {
 	// other changes are logged as needing a restart. If Reload fails, the
 	// running configuration stays.
 	Reload func() (Config, error)
-	// ProgressEvery is how often a scan logs its progress; 0 means 5s.
+	// ProgressEvery is how often a scan logs its progress (and the first
+	// scan tells the Notifier); 0 means 5s.
 	ProgressEvery time.Duration
+	// Notifier, if set, is told when the daemon serves queries, how the
+	// first scan goes, and when it stops (see Notifier). sifd run sets
+	// SystemdNotifier.
+	Notifier Notifier
 	// SocketAccess says who may connect to the socket: SocketAll, every
 	// local user (mode 0666; each caller's answers name only the files it
 	// may read), or SocketOwner, the daemon's own user and root (0600).

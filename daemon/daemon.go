@@ -51,6 +51,7 @@ type Daemon struct {
 	settleGone *watcher.Settler // removed paths, which settle a little later
 	watch      *watcher.Watcher // nil with NoWatch
 	cookies    cookieJar
+	notes      notifier // the service manager
 
 	pmu       sync.Mutex
 	pend      map[string]uint64 // settling path → tracker epoch
@@ -91,6 +92,7 @@ func open(cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d.filt.Store(f)
+	d.notes = notifier{n: cfg.Notifier, log: cfg.Logger}
 	settle := watcher.SettleOptions{Delay: cfg.SettleDelay, MaxDelay: cfg.MaxSettleDelay}
 	d.settle = watcher.NewSettler(settle)
 	settle.Delay = goneDelay(cfg.SettleDelay)
@@ -194,6 +196,13 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 	srv := ipc.NewServer(d, ipc.ServerOptions{Version: d.cfg.Version, Logger: d.log.With("component", "ipc"), Access: access})
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return srv.Serve(gctx, ln) })
+	// The socket listens, and from now on its requests are served.
+	d.notes.notify("READY=1", "STATUS=serving queries; first scan starting")
+	g.Go(func() error {
+		<-gctx.Done()
+		d.notes.notify("STOPPING=1", "STATUS=stopping: finishing the work in flight")
+		return nil
+	})
 	if d.watch != nil {
 		g.Go(func() error {
 			if err := d.watch.Run(gctx, d.handler()); err != nil && gctx.Err() == nil {
@@ -282,11 +291,14 @@ func (d *Daemon) firstScan(ctx context.Context) error {
 	for _, r := range d.rootList() {
 		scans = append(scans, d.startRoot(ctx, r, "start"))
 	}
+	stop := d.notifyProgress(ctx)
 	for _, s := range scans {
 		if !waitChan(ctx, s.done) {
+			stop()
 			return nil // shutting down
 		}
 	}
+	stop()
 	d.racySince.Store(0)
 	// Scans commit without fsync; make the finished scan durable.
 	if err := d.ix.Sync(); err != nil {
@@ -296,6 +308,7 @@ func (d *Daemon) firstScan(ctx context.Context) error {
 	st, _ := d.ix.Stats()
 	d.log.Info("ready", "files", st.Files, "bytes", st.Bytes, "postings", st.Features,
 		"disk_bytes", st.DiskBytes, "elapsed", time.Since(d.started).Round(time.Millisecond))
+	d.notes.notify("STATUS=" + readyStatus(st.Files, d.Roots()))
 	// A scan that wrote much leaves the index larger than it need be (a
 	// small corpus may never leave the memtable); rewrite it compactly
 	// while serving queries.
@@ -311,6 +324,30 @@ func (d *Daemon) firstScan(ctx context.Context) error {
 		d.log.Info("index compacted", "disk_bytes", st.DiskBytes, "elapsed", time.Since(t0).Round(time.Millisecond))
 	}
 	return nil
+}
+
+// notifyProgress tells the service manager how the first scan goes,
+// every ProgressEvery, until the returned func is called.
+func (d *Daemon) notifyProgress(ctx context.Context) (stop func()) {
+	if d.notes.n == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(d.cfg.ProgressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				d.notes.notify("STATUS=" + scanStatus(d.Roots(), time.Since(d.started)))
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // handler returns the watcher.Handler that feeds the daemon.

@@ -52,6 +52,10 @@ const StopTimeout = 30
 // rejects or cannot honour the mount-namespace and capability settings
 // without unprivileged user namespaces, so the user unit keeps only the
 // resource limits and the settings that need no namespace.
+//
+// Type=notify: sifd tells systemd when its socket serves queries
+// (SystemdNotifier), so `systemctl start` returns, and units ordered after
+// sifd start, only then; its status line shows the first scan's progress.
 const unitTemplate = `{{if .Packaged -}}
 # sifd: the sif daemon, installed by the sif package. Configure it in
 # /etc/sifd/config.toml ("systemctl reload sifd" applies roots, exclusions
@@ -71,7 +75,8 @@ StartLimitIntervalSec=300
 StartLimitBurst=5
 
 [Service]
-Type=simple
+Type=notify
+NotifyAccess=main
 ExecStart={{.ExecStart}}
 Restart=on-failure
 RestartSec=10

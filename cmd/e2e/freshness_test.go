@@ -301,3 +301,87 @@ func TestWaitNoDaemon(t *testing.T) {
 		t.Errorf("wait on a socket it may not use took %s: it must fail at once", d)
 	}
 }
+
+// note is one message sifd sent to the notify socket.
+type note struct {
+	msg       string
+	answering bool // sifd's socket answered a status request when it arrived
+}
+
+// TestNotify: sifd run under systemd's notify protocol ($NOTIFY_SOCKET)
+// sends READY=1 once its socket answers, STATUS= lines with the first
+// scan's progress, then with what is indexed, and STOPPING=1 on SIGTERM.
+func TestNotify(t *testing.T) {
+	e := newEnv(t)
+	files := makeTree(t, e.root, 300, 3000, 4)
+	path := filepath.Join(e.dir, "notify.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	os.Chmod(path, 0o777) // sifd may run as nobody
+	notes := make(chan note, 1000)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				close(notes)
+				return
+			}
+			msg := string(buf[:n])
+			nt := note{msg: msg}
+			if strings.Contains(msg, "READY=1") {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				_, err := ipc.NewClient(e.socket).Status(ctx)
+				cancel()
+				nt.answering = err == nil
+			}
+			notes <- nt
+		}
+	}()
+	next := func(what string) note {
+		t.Helper()
+		select {
+		case nt, ok := <-notes:
+			if !ok {
+				t.Fatalf("waiting for %s: notify socket closed", what)
+			}
+			return nt
+		case <-time.After(60 * time.Second):
+			t.Fatalf("no %s from sifd within 60s\n%s", what, e.logs.String())
+		}
+		panic("unreachable")
+	}
+
+	e.setenv = []string{"NOTIFY_SOCKET=" + path}
+	e.startNoWait("--workers", "1", "--progress-interval", "50ms")
+	nt := next("READY=1")
+	if !strings.Contains(nt.msg, "READY=1") || !nt.answering {
+		t.Fatalf("first message %q (socket answering: %v): want READY=1 once the socket answers", nt.msg, nt.answering)
+	}
+	progress := 0
+	for {
+		nt = next("STATUS=ready")
+		if strings.HasPrefix(nt.msg, "STATUS=first scan: ") && strings.Contains(nt.msg, " MB/s") {
+			progress++
+			continue
+		}
+		want := fmt.Sprintf("STATUS=ready: %d files indexed; watching 1 root", len(files))
+		if nt.msg != want {
+			t.Fatalf("message %q after %d progress lines: want the scan's progress, then %q", nt.msg, progress, want)
+		}
+		break
+	}
+	if progress == 0 {
+		t.Errorf("no STATUS line with the first scan's progress")
+	}
+	e.requireFound(files[:10])
+
+	e.stop()
+	nt = next("STOPPING=1")
+	if !strings.Contains(nt.msg, "STOPPING=1") {
+		t.Errorf("message %q after SIGTERM: want STOPPING=1", nt.msg)
+	}
+}

@@ -64,6 +64,7 @@ type env struct {
 	// daemonAttr, when set, runs sifd with these credentials instead of
 	// as nobody.
 	daemonAttr *syscall.SysProcAttr
+	setenv     []string // added to sifd's environment
 	logs       *syncBuffer
 	waited     chan struct{}
 	exit       error
@@ -114,6 +115,7 @@ func (e *env) startNoWait(extra ...string) {
 	e.logs = &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = e.logs, e.logs
 	cmd.Env = append(os.Environ(), "HOME="+e.dir, "XDG_STATE_HOME="+e.dir, "XDG_RUNTIME_DIR="+e.dir)
+	cmd.Env = append(cmd.Env, e.setenv...)
 	switch {
 	case e.daemonAttr != nil:
 		cmd.SysProcAttr = e.daemonAttr

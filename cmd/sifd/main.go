@@ -107,6 +107,7 @@ type runFlags struct {
 	eventBuf  uint
 	dropEv    int
 	minFree   int64
+	progress  time.Duration
 	logLevel  string
 	logFormat string
 	params    fingerprint.Params
@@ -131,6 +132,11 @@ rescan interval, or refused with --network-fs refuse. It serves queries on
 the socket until SIGINT or SIGTERM, then closes the index cleanly. SIGHUP
 reloads the configuration file: roots, exclusions and size limits apply at
 once; an invalid file leaves the running configuration in place.
+
+Under systemd ($NOTIFY_SOCKET set, as for the Type=notify unit sifd install
+writes), sifd speaks the notify protocol: READY=1 once its socket serves
+queries (the first scan goes on: 'sifctl wait' waits for it), the first
+scan's progress as the unit's status line, and STOPPING=1 when it stops.
 
 Defaults: as root, the index is in ` + daemon.SystemDB + ` and the socket is
 /run/sifd/sifd.sock; otherwise the index is in $XDG_STATE_HOME/sifd/index
@@ -164,6 +170,7 @@ to the file's directory. Flags given on the command line override the file;
 			}
 			cfg.Version = version
 			cfg.Logger = log
+			cfg.Notifier = daemon.SystemdNotifier()
 			fl := cmd.Flags()
 			cfg.Reload = func() (daemon.Config, error) {
 				fc, err := loadConfigFile(fl, f.config)
@@ -205,6 +212,8 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.IntVar(&f.dropEv, "debug-drop-events", 0, "drop every Nth change event and reconcile as if the kernel had lost it")
 	fl.MarkHidden("event-buffer") // for tests that force event loss
 	fl.MarkHidden("debug-drop-events")
+	fl.DurationVar(&f.progress, "progress-interval", 0, "how often the first scan's progress is logged and sent to systemd (default 5s)")
+	fl.MarkHidden("progress-interval") // for tests that watch the progress
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	cliflags.AddParams(fl, &f.params, `fingerprint scheme for a new index: "manber" or "chunks" (default: the stored one, else `+string(fingerprint.DefaultParams().Scheme)+`)`)
@@ -383,6 +392,7 @@ func (f *runFlags) apply(fl *pflag.FlagSet, fc daemon.FileConfig) (daemon.Config
 	set("min-free-space", func() { cfg.MinFreeSpace = f.minFree })
 	set("event-buffer", func() { cfg.EventBuffer = f.eventBuf })
 	set("debug-drop-events", func() { cfg.DropEvents = f.dropEv })
+	set("progress-interval", func() { cfg.ProgressEvery = f.progress })
 	set("scheme", func() { cfg.Params.Scheme = f.params.Scheme })
 	set("window", func() { cfg.Params.Window = f.params.Window })
 	set("bits", func() { cfg.Params.Bits = f.params.Bits })

@@ -1,0 +1,105 @@
+package daemon
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	sddaemon "github.com/coreos/go-systemd/v22/daemon"
+
+	"github.com/sif-dev/sif/ipc"
+)
+
+// A Notifier is told how the daemon's life goes, in the messages of
+// systemd's notify protocol (sd_notify(3)), one or more "KEY=value" lines
+// per call: "READY=1" once the socket serves queries (the first scan may
+// still be running: sifctl wait waits for it), "STATUS=..." lines on the
+// first scan's progress every Config.ProgressEvery and once it has ended,
+// and "STOPPING=1" when shutdown begins. Notify is called from the
+// daemon's goroutines, one call at a time; an error is logged once and
+// otherwise ignored.
+type Notifier interface {
+	Notify(state string) error
+}
+
+// SystemdNotifier returns the Notifier that speaks systemd's notify
+// protocol (through go-systemd's SdNotify) to the socket named by
+// $NOTIFY_SOCKET, which systemd sets for a Type=notify unit. Without
+// $NOTIFY_SOCKET it does nothing.
+func SystemdNotifier() Notifier { return sdNotifier{} }
+
+type sdNotifier struct{}
+
+func (sdNotifier) Notify(state string) error {
+	_, err := sddaemon.SdNotify(false, state)
+	return err
+}
+
+// notifier serialises the calls to a Notifier, which may be nil.
+type notifier struct {
+	mu     sync.Mutex
+	n      Notifier
+	log    *slog.Logger
+	failed bool
+}
+
+func (n *notifier) notify(lines ...string) {
+	if n.n == nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.n.Notify(strings.Join(lines, "\n")); err != nil && !n.failed {
+		n.failed = true
+		n.log.Warn("cannot notify the service manager", "err", err)
+	}
+}
+
+// scanStatus describes the first scan's progress over every root for the
+// service manager: "first scan: 1200 of 5000 files, 12.3 MB/s".
+func scanStatus(roots []ipc.RootStatus, elapsed time.Duration) string {
+	var done, seen, bytes uint64
+	walked := true
+	for _, r := range roots {
+		done += r.FilesDone
+		seen += r.FilesSeen
+		bytes += r.BytesDone
+		walked = walked && r.WalkDone
+	}
+	of := fmt.Sprintf("%d files", seen)
+	if !walked {
+		of = fmt.Sprintf("%d files found so far", seen)
+	}
+	rate := 0.0
+	if s := elapsed.Seconds(); s > 0 {
+		rate = float64(bytes) / s / 1e6
+	}
+	return fmt.Sprintf("first scan: %d of %s, %.1f MB/s", done, of, rate)
+}
+
+// readyStatus describes the daemon once the first scan has ended:
+// "ready: 20734 files indexed; watching 2 roots".
+func readyStatus(files uint64, roots []ipc.RootStatus) string {
+	count := map[string]int{}
+	var states []string
+	for _, r := range roots {
+		if count[r.State] == 0 {
+			states = append(states, r.State)
+		}
+		count[r.State]++
+	}
+	var parts []string
+	for _, s := range states {
+		parts = append(parts, fmt.Sprintf("%s %d %s", s, count[s], plural(count[s], "root", "roots")))
+	}
+	return fmt.Sprintf("ready: %d files indexed; %s", files, strings.Join(parts, ", "))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
