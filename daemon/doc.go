@@ -27,4 +27,9 @@
 //   - Skips (unreadable files, special files, symlinks, files that vanish
 //     mid-scan, files above the size limit) are counted in the status and
 //     never stop a scan.
+//   - The first scan of a root is its full scan at start. The daemon serves
+//     queries during it (and tells a Notifier, such as systemd, that it is
+//     ready); a root shows as scanning while a full scan of it is queued
+//     or running, and Wait counts every scan registered before it was
+//     called, so a wait made during the first scan returns after it.
 package daemon

@@ -281,7 +281,7 @@ type IndexRebuild struct {
 
 // Root states.
 const (
-	RootScanning = "scanning" // a scan of the whole root is running (first scan, reconcile, rescan)
+	RootScanning = "scanning" // a scan of the whole root is running or queued (first scan, reconcile, rescan)
 	RootWatching = "watching" // every directory is watched; changes apply as they happen
 	RootPolling  = "polling"  // a filesystem without change events: scanned every rescan interval
 	RootDegraded = "degraded" // some directories could not be watched and are rescanned periodically
