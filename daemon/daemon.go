@@ -304,11 +304,11 @@ func (d *Daemon) firstScan(ctx context.Context) error {
 	if err := d.ix.Sync(); err != nil {
 		return fmt.Errorf("syncing index: %w", err)
 	}
-	close(d.ready)
 	st, _ := d.ix.Stats()
+	d.notes.notify("STATUS=" + readyStatus(st.Files, d.Roots()))
+	close(d.ready)
 	d.log.Info("ready", "files", st.Files, "bytes", st.Bytes, "postings", st.Features,
 		"disk_bytes", st.DiskBytes, "elapsed", time.Since(d.started).Round(time.Millisecond))
-	d.notes.notify("STATUS=" + readyStatus(st.Files, d.Roots()))
 	// A scan that wrote much leaves the index larger than it need be (a
 	// small corpus may never leave the memtable); rewrite it compactly
 	// while serving queries.

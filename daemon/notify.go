@@ -3,6 +3,7 @@ package daemon
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -37,12 +38,15 @@ func (sdNotifier) Notify(state string) error {
 	return err
 }
 
-// notifier serialises the calls to a Notifier, which may be nil.
+// notifier serialises the calls to a Notifier, which may be nil. Once it
+// has sent STOPPING=1, it sends nothing more: a scan's last status must
+// not replace the stopping one.
 type notifier struct {
-	mu     sync.Mutex
-	n      Notifier
-	log    *slog.Logger
-	failed bool
+	mu       sync.Mutex
+	n        Notifier
+	log      *slog.Logger
+	failed   bool
+	stopping bool
 }
 
 func (n *notifier) notify(lines ...string) {
@@ -51,6 +55,10 @@ func (n *notifier) notify(lines ...string) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.stopping {
+		return
+	}
+	n.stopping = slices.Contains(lines, "STOPPING=1")
 	if err := n.n.Notify(strings.Join(lines, "\n")); err != nil && !n.failed {
 		n.failed = true
 		n.log.Warn("cannot notify the service manager", "err", err)
