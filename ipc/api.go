@@ -20,7 +20,9 @@ const (
 	CodeNotFound       Code = "not_found"       // no such route or object
 	CodeMethod         Code = "method_not_allowed"
 	CodeUnavailable    Code = "unavailable" // the daemon is shutting down
-	CodeTimeout        Code = "timeout"     // a wait did not complete in time
+	CodeTimeout        Code = "timeout"     // a wait did not complete in time, or the request was not received in time
+	CodeBusy           Code = "busy"        // the daemon serves as many requests as it takes at once; retry after Retry-After
+	CodeTooLarge       Code = "too_large"   // the body or a list in it is larger than the daemon accepts
 	CodeInternal       Code = "internal"    // the daemon failed; see its log
 	CodeForbidden      Code = "forbidden"   // the caller may not do this (or cannot be identified)
 )

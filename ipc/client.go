@@ -28,12 +28,24 @@ var (
 	ErrNotSif = errors.New("ipc: the socket does not speak sif's API")
 	// ErrDenied: the socket's permissions keep this user out.
 	ErrDenied = errors.New("ipc: permission denied on the socket")
+	// ErrBusy: the daemon answered 503 busy to every try; the error also
+	// wraps the daemon's last *Error.
+	ErrBusy = errors.New("ipc: sifd is busy")
 )
 
 // Client talks to one daemon. It is safe for concurrent use.
+//
+// A request the daemon answers 503 busy (it serves as many requests as it
+// takes at once) is sent again, up to four more times, after the delay the
+// daemon asks for in Retry-After, or a growing one when it asks for none;
+// then it fails with ErrBusy.
 type Client struct {
 	socket string
 	hc     *http.Client
+	// busyTries is how often a request is sent while the daemon is busy,
+	// and busyMaxDelay caps the delay between two tries.
+	busyTries    int
+	busyMaxDelay time.Duration
 }
 
 // NewClient returns a client for the daemon listening on socket. It does not
@@ -49,7 +61,7 @@ func NewClient(socket string) *Client {
 	}
 	// No Timeout: requests end with their context, and POST /v1/wait may
 	// rightly take up to MaxWait.
-	return &Client{socket: socket, hc: &http.Client{Transport: tr}}
+	return &Client{socket: socket, hc: &http.Client{Transport: tr}, busyTries: 5, busyMaxDelay: 5 * time.Second}
 }
 
 // Socket returns the socket path the client talks to.
@@ -245,50 +257,85 @@ func SketchFile(path string, p fingerprint.Params) (*fingerprint.Sketch, error) 
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
+	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return fmt.Errorf("ipc: encoding request: %w", err)
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://sifd"+path, body)
+	start := time.Now()
+	delay := 100 * time.Millisecond
+	for try := 1; ; try++ {
+		status, header, b, err := c.roundTrip(ctx, method, path, in != nil, body)
+		if err != nil {
+			return err
+		}
+		if status/100 == 2 {
+			if err := json.Unmarshal(b, out); err != nil {
+				return fmt.Errorf("%w: %s: %v", ErrNotSif, c.socket, err)
+			}
+			return nil
+		}
+		var eb errorBody
+		if json.Unmarshal(b, &eb) != nil || eb.Error == nil || eb.Error.Code == "" {
+			return fmt.Errorf("%w: %s answered %d %s", ErrNotSif, c.socket, status, http.StatusText(status))
+		}
+		if eb.Error.Code != CodeBusy {
+			return eb.Error
+		}
+		if try >= c.busyTries {
+			return fmt.Errorf("%w at %s (still after %d tries in %s): %w",
+				ErrBusy, c.socket, try, time.Since(start).Round(time.Millisecond), eb.Error)
+		}
+		if s, err := strconv.Atoi(header.Get("Retry-After")); err == nil && s >= 0 {
+			delay = time.Duration(s) * time.Second
+		} else if try > 1 {
+			delay *= 2
+		}
+		t := time.NewTimer(min(delay, c.busyMaxDelay))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// roundTrip sends one request and reads the whole answer.
+func (c *Client) roundTrip(ctx context.Context, method, path string, hasBody bool, body []byte) (int, http.Header, []byte, error) {
+	var rd io.Reader
+	if hasBody {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://sifd"+path, rd)
 	if err != nil {
-		return fmt.Errorf("ipc: %w", err)
+		return 0, nil, nil, fmt.Errorf("ipc: %w", err)
 	}
-	if in != nil {
+	if hasBody {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if isNoDaemon(err) {
-			return fmt.Errorf("%w at %s", ErrNoDaemon, c.socket)
+			return 0, nil, nil, fmt.Errorf("%w at %s", ErrNoDaemon, c.socket)
 		}
 		if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
-			return fmt.Errorf("%w %s", ErrDenied, c.socket)
+			return 0, nil, nil, fmt.Errorf("%w %s", ErrDenied, c.socket)
 		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return 0, nil, nil, ctx.Err()
 		}
-		return fmt.Errorf("%w: %s: %v", ErrNotSif, c.socket, err)
+		return 0, nil, nil, fmt.Errorf("%w: %s: %v", ErrNotSif, c.socket, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
 	if err != nil {
-		return fmt.Errorf("ipc: reading response from %s: %w", c.socket, err)
+		return 0, nil, nil, fmt.Errorf("ipc: reading response from %s: %w", c.socket, err)
 	}
-	if resp.StatusCode/100 != 2 {
-		var eb errorBody
-		if json.Unmarshal(b, &eb) == nil && eb.Error != nil && eb.Error.Code != "" {
-			return eb.Error
-		}
-		return fmt.Errorf("%w: %s answered %s", ErrNotSif, c.socket, resp.Status)
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrNotSif, c.socket, err)
-	}
-	return nil
+	return resp.StatusCode, resp.Header, b, nil
 }
 
 // NotServing reports whether err, from a request to the daemon, says that

@@ -66,15 +66,50 @@ const (
 	MaxWait     = time.Hour        // longer timeouts are cut to this
 )
 
-// ServerOptions configure a Server. The zero value means the defaults.
+// ServerOptions configure a Server. The zero value means the defaults; so
+// does a zero or negative limit. The limits keep a client, careless or
+// hostile, from holding the daemon's memory, goroutines or request slots
+// for longer than the timeouts.
 type ServerOptions struct {
 	Version string
 	Logger  *slog.Logger // nil discards
-	// MaxBody caps a request body in bytes; 0 means 64 MiB.
+
+	// MaxBody caps a request body in bytes: a larger one is answered 413
+	// too_large. Default DefaultMaxBody (64 MiB).
 	MaxBody int64
 	// Access says who may see and change what; nil means the process's
 	// own user is the owner, with no operator group, on a shared socket.
 	Access *Access
+	// MaxFeatures caps the fingerprints of one query (413 too_large).
+	// Default DefaultMaxFeatures (1,048,576).
+	MaxFeatures int
+	// MaxBodyInFlight caps the bytes of request bodies being read or
+	// served at once, which bounds the memory queries take (a body counts
+	// its Content-Length, or MaxBody when it is sent chunked). It is at
+	// least MaxBody; default twice MaxBody.
+	MaxBodyInFlight int64
+	// MaxConcurrent caps the requests in progress, other than waits, and
+	// MaxWaits the POST /v1/wait requests in progress. A request beyond
+	// either is answered at once with 503 busy and a Retry-After header,
+	// never queued. Defaults DefaultMaxConcurrent (16) and DefaultMaxWaits
+	// (64).
+	MaxConcurrent int
+	MaxWaits      int
+	// MaxConns caps the open connections: to make room for a new one, the
+	// connection idle longest is closed. Default DefaultMaxConns (128).
+	MaxConns int
+	// HeaderTimeout bounds the reading of a request's header, from the
+	// connection's opening or the request's first byte; BodyTimeout the
+	// reading of its body; WriteTimeout the writing of a response from its
+	// first byte (a client that stops reading is cut off); IdleTimeout how
+	// long a connection is kept open between requests. Defaults 10 s, 30 s,
+	// 30 s and 60 s.
+	HeaderTimeout time.Duration
+	BodyTimeout   time.Duration
+	WriteTimeout  time.Duration
+	IdleTimeout   time.Duration
+	// MaxHeaderBytes caps a request's header (431). Default 64 KiB.
+	MaxHeaderBytes int
 }
 
 // Server serves the API for one Backend.
@@ -84,18 +119,17 @@ type Server struct {
 	access Access
 	log    *slog.Logger
 	mux    *http.ServeMux
+	lim    *limiter
 }
 
 // NewServer returns a server for b.
 func NewServer(b Backend, opts ServerOptions) *Server {
-	if opts.MaxBody == 0 {
-		opts.MaxBody = 64 << 20
-	}
+	opts = opts.withDefaults()
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{b: b, opts: opts, log: log, mux: http.NewServeMux()}
+	s := &Server{b: b, opts: opts, log: log, mux: http.NewServeMux(), lim: newLimiter(opts)}
 	if opts.Access != nil {
 		s.access = *opts.Access
 	} else {
@@ -119,19 +153,28 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 // ServeHTTP makes Server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Server", "sifd/"+s.opts.Version)
-	s.mux.ServeHTTP(w, r)
+	s.limit(w, r, s.mux)
 }
 
 // Serve answers requests on ln until ctx is done, then stops accepting,
 // lets requests in flight finish for up to five seconds, and returns nil.
-// It closes ln.
+// It closes ln. At most MaxConns connections are open at once (see
+// ServerOptions).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	cl := newConnLimiter(ln, s.opts.MaxConns, s.log)
+	ln = cl
 	hs := &http.Server{
 		Handler:           s,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ConnContext:       s.connContext,
+		ReadHeaderTimeout: s.opts.HeaderTimeout,
+		IdleTimeout:       s.opts.IdleTimeout,
+		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
+		// No ReadTimeout or WriteTimeout: they would cut off a wait that
+		// rightly takes up to MaxWait. The body's and the response's
+		// deadlines are set per request instead (see limit).
+		ConnState:   cl.track,
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		ConnContext: s.connContext,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -433,12 +476,30 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, st)
 }
 
-// decode reads the request body, at most MaxBody bytes, into v, refusing
-// unknown fields. On failure it answers 400 and returns false.
+// decode reads the request body, one JSON value and nothing after it, into
+// v, refusing unknown fields. On failure it answers and returns false: 413
+// too_large for a body over MaxBody or a request over its other limits
+// (see limited), 408 timeout for a body not received within BodyTimeout,
+// else 400 bad_request.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(io.LimitReader(r.Body, s.opts.MaxBody))
+	// limit caps the body at MaxBody; a Server's handler is only reached
+	// through it.
+	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	err := dec.Decode(v)
+	if err == nil {
+		// Read to the end, which also lifts the body's read deadline.
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = errors.New("unexpected data after the JSON value")
+			if terr != nil && !isSyntaxError(terr) {
+				err = terr
+			}
+		}
+	}
+	if err != nil {
+		if bodyError(w, err, &s.opts) {
+			return false
+		}
 		msg := "decoding request body: " + err.Error()
 		if errors.Is(err, io.EOF) {
 			msg = "decoding request body: empty; want a JSON object"
@@ -446,7 +507,18 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		writeError(w, http.StatusBadRequest, CodeBadRequest, msg)
 		return false
 	}
+	if l, ok := v.(limited); ok {
+		if err := l.checkLimits(&s.opts); err != nil {
+			writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, err.Error())
+			return false
+		}
+	}
 	return true
+}
+
+func isSyntaxError(err error) bool {
+	var se *json.SyntaxError
+	return errors.As(err, &se)
 }
 
 // controller returns the backend as a Controller, or answers 404 and

@@ -123,6 +123,8 @@ func describe(err error, socket string) error {
 		return fmt.Errorf("no sifd is listening on %s (start one with 'sifd run --root DIR', or name its socket with --socket or SIF_SOCKET)", socket)
 	case errors.Is(err, ipc.ErrDenied):
 		return fmt.Errorf("permission denied on %s: the daemon's socket is private to the user it runs as", socket)
+	case errors.Is(err, ipc.ErrBusy):
+		return fmt.Errorf("sifd is busy: it is serving as many requests as it takes at once, and still was after a few tries; try again later (%s)", socket)
 	case errors.Is(err, ipc.ErrNotSif):
 		return fmt.Errorf("%s does not answer like sifd: %v", socket, err)
 	}
