@@ -385,7 +385,7 @@ func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
 	thr := 25.0
 	if v := q.Get("threshold"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f <= 0 || f > 100 {
+		if err != nil || !(f > 0 && f <= 100) { // NaN too
 			writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("threshold %q: want a percentage above 0, at most 100", v))
 			return
 		}
