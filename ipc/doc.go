@@ -33,4 +33,23 @@
 //	POST /v1/wait     WaitRequest → WaitResponse once every earlier change is applied
 //
 // The last four need a backend that implements Controller.
+//
+// Limits (ServerOptions; the defaults in brackets) keep one client from
+// holding the daemon:
+//
+//   - A body larger than MaxBody [64 MiB], or a query with more than
+//     MaxFeatures [1,048,576] fingerprints, is answered 413 too_large; a
+//     body not received within BodyTimeout [30 s] 408 timeout.
+//   - A request slot is taken for the whole of a request: MaxConcurrent
+//     [16] of them, and MaxWaits [64] for POST /v1/wait, which mostly
+//     sleeps. With none free the answer is 503 busy with Retry-After, at
+//     once; requests never queue in the daemon. The Client retries a busy
+//     answer a few times, then fails with ErrBusy.
+//   - An answer is written within WriteTimeout [30 s] of its first byte,
+//     or the connection is closed, so a client that stops reading frees
+//     its slot.
+//   - At most MaxConns [128] connections are open. A new connection
+//     closes the one that has waited longest without a request in
+//     progress (idle, or still sending its header), so idle and slowloris
+//     connections cost bounded memory and cannot keep a client out.
 package ipc
