@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sif-dev/sif/index"
@@ -144,10 +145,31 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 	s.mux.HandleFunc("POST /v1/roots", s.changeRoots)
 	s.mux.HandleFunc("POST /v1/rescan", s.rescan)
 	s.mux.HandleFunc("POST /v1/wait", s.wait)
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
-	})
+	s.mux.HandleFunc("/", s.noRoute)
 	return s
+}
+
+// noRoute answers a request no route takes: 405 method_not_allowed, with
+// the methods the path takes in Allow, when the path has routes for other
+// methods; else 404 not_found.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := *r
+		probe.Method = m
+		if _, pattern := s.mux.Handler(&probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) == 0 {
+		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+		return
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	writeError(w, http.StatusMethodNotAllowed, CodeMethod, fmt.Sprintf("%s %s: method not allowed; want %s", r.Method, r.URL.Path, strings.Join(allow, " or ")))
 }
 
 // ServeHTTP makes Server an http.Handler.
