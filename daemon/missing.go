@@ -91,13 +91,13 @@ func (d *Daemon) presentDupes(ds []index.DupeSet) []index.DupeSet {
 	}
 	out := ds[:0]
 	for _, s := range ds {
-		paths := s.Paths[:0]
-		for _, p := range s.Paths {
-			if !hide(p) {
-				paths = append(paths, p)
+		files := s.Files[:0]
+		for _, f := range s.Files {
+			if !hide(f.Path) {
+				files = append(files, f)
 			}
 		}
-		if s.Paths = paths; len(paths) >= 2 {
+		if s.Files = files; len(files) >= 2 {
 			out = append(out, s)
 		}
 	}

@@ -32,6 +32,8 @@ var (
 	ErrNewFormat = fmt.Errorf("%w: newer format", ErrCorrupt)
 	// ErrBadQuery: the query or its options are invalid.
 	ErrBadQuery = errors.New("index: bad query")
+	// ErrNotIndex: a read-only Open of a directory that holds no index.
+	ErrNotIndex = errors.New("index: not a sif index")
 	// ErrReadOnly: a write to an index opened with Options.ReadOnly.
 	ErrReadOnly = errors.New("index: opened read-only")
 )
@@ -47,7 +49,9 @@ type Options struct {
 	// FS is the filesystem Pebble runs on; nil means the OS's. Tests use
 	// vfs.NewMem or vfs.NewCrashableMem.
 	FS vfs.FS
-	// ReadOnly opens the database without writing to it.
+	// ReadOnly opens the database without writing to it, and refuses,
+	// with ErrNotIndex and before writing anything (not even a lock file),
+	// a directory that holds no database.
 	ReadOnly bool
 	// MoveAsideOldFormat: when the database is of an older format, rename
 	// its directory to DIR.old-format (or DIR.old-format-TIME if that
@@ -117,7 +121,8 @@ type QueryOptions struct {
 	SameExt bool
 	// SameType keeps only candidates of the query's type.
 	SameType bool
-	// PathPrefix keeps only candidates whose path starts with it.
+	// PathPrefix keeps only candidates in this directory tree, matched by
+	// whole path components (InTree); "" keeps all.
 	PathPrefix string
 	// MaxDF skips features whose fingerprint key occurs in more than MaxDF
 	// files; 0 means DefaultMaxDF, negative means no cap.
@@ -177,7 +182,7 @@ type GroupOptions struct {
 	Threshold  float64 // least containment, either way, that links two files; 0 means DefaultThreshold
 	MaxDF      int     // as in QueryOptions
 	SameType   bool    // link only files of one type (default in sifctl: true)
-	PathPrefix string  // consider only files under this prefix
+	PathPrefix string  // consider only files in this directory tree (InTree); "" means all
 	// MinShared is the fewest distinct fingerprints two files must share to
 	// be linked, however high the percentage: a file of two fingerprints
 	// "contained" in a large one is no evidence, and union-find would chain
@@ -215,7 +220,10 @@ type GroupMember struct {
 type DupeSet struct {
 	Size   int64
 	Strong [32]byte
-	Paths  []string // sorted
+	// Files are the identical files, sorted by path. Files of the same
+	// device and inode are hard links to one file on disk: they are listed,
+	// but Inodes and Redundant count them once.
+	Files []FileMeta
 }
 
 // Stats counts what an index holds.

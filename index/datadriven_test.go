@@ -489,7 +489,22 @@ func runDupes(ix *index.Index, a scriptArgs) string {
 	}
 	var lines []string
 	for _, d := range ds {
-		lines = append(lines, fmt.Sprintf("%d bytes: %s", d.Size, strings.Join(d.Paths, " ")))
+		// A hard link shows as PATH=FIRST, FIRST the first path of its
+		// inode; then the redundant copies when links make them fewer.
+		links := d.HardLinkOf()
+		var paths []string
+		for i, f := range d.Files {
+			if links[i] != "" {
+				paths = append(paths, f.Path+"="+links[i])
+			} else {
+				paths = append(paths, f.Path)
+			}
+		}
+		line := fmt.Sprintf("%d bytes: %s", d.Size, strings.Join(paths, " "))
+		if n, b := d.Redundant(); n != len(d.Files)-1 {
+			line += fmt.Sprintf(" (redundant: %d files, %d bytes)", n, b)
+		}
+		lines = append(lines, line)
 	}
 	return strings.Join(lines, "\n")
 }

@@ -8,8 +8,10 @@ import (
 )
 
 // Dupes returns the sets of identical files (equal strong hash and size)
-// under prefix, largest files first, then by first path. Files whose strong
-// hash is unknown (all zero) are left out. The caller owns the result.
+// in the directory tree prefix (InTree; "" for all), largest files first,
+// then by first path. Files whose strong hash is unknown (all zero) are
+// left out. Hard links to one inode are listed as files of their set (see
+// DupeSet.Inodes). The caller owns the result.
 func (ix *Index) Dupes(prefix string) ([]DupeSet, error) {
 	ds, err := ix.dupes(prefix)
 	if err != nil {
@@ -35,20 +37,20 @@ func (ix *Index) dupes(prefix string) ([]DupeSet, error) {
 		if len(ids) < 2 || strong == ([32]byte{}) {
 			return nil
 		}
-		bySize := make(map[int64][]string)
+		bySize := make(map[int64][]FileMeta)
 		for _, id := range ids {
 			rec, found, err := readRecord(snap, id)
 			if err != nil {
 				return err
 			}
-			if found && strings.HasPrefix(rec.Path, prefix) {
-				bySize[rec.Summary.Size] = append(bySize[rec.Summary.Size], rec.Path)
+			if found && InTree(rec.Path, prefix) {
+				bySize[rec.Summary.Size] = append(bySize[rec.Summary.Size], rec.FileMeta)
 			}
 		}
-		for size, paths := range bySize {
-			if len(paths) >= 2 {
-				slices.Sort(paths)
-				sets = append(sets, DupeSet{Size: size, Strong: strong, Paths: paths})
+		for size, files := range bySize {
+			if len(files) >= 2 {
+				slices.SortFunc(files, func(a, b FileMeta) int { return strings.Compare(a.Path, b.Path) })
+				sets = append(sets, DupeSet{Size: size, Strong: strong, Files: files})
 			}
 		}
 		return nil
@@ -75,7 +77,54 @@ func (ix *Index) dupes(prefix string) ([]DupeSet, error) {
 		return nil, err
 	}
 	slices.SortFunc(sets, func(x, y DupeSet) int {
-		return cmp.Or(-cmp.Compare(x.Size, y.Size), strings.Compare(x.Paths[0], y.Paths[0]))
+		return cmp.Or(-cmp.Compare(x.Size, y.Size), strings.Compare(x.Files[0].Path, y.Files[0].Path))
 	})
 	return sets, nil
+}
+
+// Inodes returns the number of distinct files on disk in the set: files
+// with the same device and inode are hard links to one file, which takes
+// its size once. A file with no inode (0) counts as its own.
+func (d *DupeSet) Inodes() int {
+	type key struct{ dev, ino uint64 }
+	seen := make(map[key]bool, len(d.Files))
+	n := 0
+	for _, f := range d.Files {
+		k := key{f.Dev, f.Ino}
+		if f.Ino == 0 || !seen[k] {
+			n++
+		}
+		if f.Ino != 0 {
+			seen[k] = true
+		}
+	}
+	return n
+}
+
+// HardLinkOf returns, for each file of the set, the path of the first
+// file (in path order) that is the same inode, or "" for the first file of
+// each inode.
+func (d *DupeSet) HardLinkOf() []string {
+	type key struct{ dev, ino uint64 }
+	first := make(map[key]string, len(d.Files))
+	out := make([]string, len(d.Files))
+	for i, f := range d.Files {
+		if f.Ino == 0 {
+			continue
+		}
+		k := key{f.Dev, f.Ino}
+		if p, ok := first[k]; ok {
+			out[i] = p
+		} else {
+			first[k] = f.Path
+		}
+	}
+	return out
+}
+
+// Redundant returns the copies the set holds beyond one, counting hard
+// links to one inode as one copy, and the bytes they take.
+func (d *DupeSet) Redundant() (files int, bytes int64) {
+	n := d.Inodes() - 1
+	return n, int64(n) * d.Size
 }

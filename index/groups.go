@@ -183,12 +183,12 @@ func (n *groupNode) member(percent float64, via string) GroupMember {
 	return GroupMember{FileRecord: n.rec, Percent: percent, Via: via, Copies: n.copies}
 }
 
-// groupNodes loads the records under prefix that visible (when not nil)
-// accepts and folds identical files into nodes. nodeOf maps a file id to
-// its node's index; files left out are absent.
+// groupNodes loads the records in the tree prefix (InTree) that visible
+// (when not nil) accepts and folds identical files into nodes. nodeOf maps
+// a file id to its node's index; files left out are absent.
 func (ix *Index) groupNodes(r pebble.Reader, prefix string, visible func(string) bool) ([]groupNode, map[uint32]int, error) {
 	var recs []FileRecord
-	lo := pathKey(prefix)
+	lo := pathKey(strings.TrimRight(prefix, "/"))
 	err := scan(r, lo, prefixEnd(lo), func(k, v []byte) error {
 		id, err := decodeID(v)
 		if err != nil {
@@ -198,7 +198,7 @@ func (ix *Index) groupNodes(r pebble.Reader, prefix string, visible func(string)
 		if err != nil {
 			return err
 		}
-		if found && (visible == nil || visible(rec.Path)) {
+		if found && InTree(rec.Path, prefix) && (visible == nil || visible(rec.Path)) {
 			recs = append(recs, rec) // in path order
 		}
 		return nil

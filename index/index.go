@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -122,10 +123,10 @@ func open(dir string, o Options) (_ *Index, err error) {
 		fsys = vfs.Default
 	}
 	if o.ReadOnly {
-		if _, err := fsys.Stat(dir); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("no index here (the directory does not exist): %w", err)
-			}
+		// Nothing may be written to a directory that is not an index, not
+		// even Pebble's LOCK file: it may be anything, a watched root
+		// among them.
+		if err := checkIsIndex(fsys, dir); err != nil {
 			return nil, err
 		}
 	} else if err := fsys.MkdirAll(dir, 0o755); err != nil {
@@ -157,7 +158,7 @@ func open(dir string, o Options) (_ *Index, err error) {
 	db, err := pebble.Open(dir, pebbleOptions(o, fsys, lock))
 	if err != nil {
 		if errors.Is(err, pebble.ErrDBDoesNotExist) {
-			return nil, fmt.Errorf("no index here (open it read-write once to create one): %w", err)
+			return nil, fmt.Errorf("%w (open it read-write once to create one): %w", ErrNotIndex, err)
 		}
 		return nil, err
 	}
@@ -183,6 +184,40 @@ func open(dir string, o Options) (_ *Index, err error) {
 	log.Debug("index opened", "dir", dir, "params", ix.params.String(),
 		"files", ix.counts.Files, "read_only", o.ReadOnly)
 	return ix, nil
+}
+
+// checkIsIndex fails with an error wrapping ErrNotIndex unless dir holds a
+// Pebble database: a manifest and the marker (or, for older Pebble
+// versions, the CURRENT file) naming it. It only reads the directory's
+// listing.
+func checkIsIndex(fsys vfs.FS, dir string) error {
+	st, err := fsys.Stat(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w (the directory does not exist): %w", ErrNotIndex, err)
+		}
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%w: not a directory", ErrNotIndex)
+	}
+	names, err := fsys.List(dir)
+	if err != nil {
+		return err
+	}
+	var manifest, marker bool
+	for _, n := range names {
+		switch {
+		case strings.HasPrefix(n, "MANIFEST-"):
+			manifest = true
+		case n == "CURRENT" || strings.HasPrefix(n, "marker.manifest."):
+			marker = true
+		}
+	}
+	if !manifest || !marker {
+		return fmt.Errorf("%w (no database manifest in the directory; it was left untouched)", ErrNotIndex)
+	}
+	return nil
 }
 
 // initMeta checks the format version and the fingerprint parameters of an
@@ -241,7 +276,7 @@ func (ix *Index) initNew(want fingerprint.Params) (fingerprint.Params, error) {
 		return fingerprint.Params{}, fmt.Errorf("%w: the database holds keys but no sif format version: not a sif index?", ErrCorrupt)
 	}
 	if ix.readOnly {
-		return fingerprint.Params{}, errors.New("no index here (open it read-write once to create one)")
+		return fingerprint.Params{}, fmt.Errorf("%w (an empty database: open it read-write once to create one)", ErrNotIndex)
 	}
 	raw, err := json.Marshal(want)
 	if err != nil {

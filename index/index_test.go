@@ -145,8 +145,24 @@ func TestReadOnly(t *testing.T) {
 	if err := fs.MkdirAll("/empty", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := index.Open("/empty", &index.Options{FS: fs, ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "no index") {
+	if _, err := index.Open("/empty", &index.Options{FS: fs, ReadOnly: true}); !errors.Is(err, index.ErrNotIndex) {
 		t.Fatalf("read-only open of an empty directory: %v", err)
+	}
+	// A directory that is not an index is refused without a write, not
+	// even Pebble's LOCK file.
+	if err := fs.MkdirAll("/tree/sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := fs.Create("/tree/a.txt", vfs.WriteCategoryUnspecified); err != nil {
+		t.Fatal(err)
+	} else {
+		f.Close()
+	}
+	if _, err := index.Open("/tree", &index.Options{FS: fs, ReadOnly: true}); !errors.Is(err, index.ErrNotIndex) || !strings.Contains(err.Error(), "/tree") {
+		t.Fatalf("read-only open of a plain directory: %v", err)
+	}
+	if names, _ := fs.List("/tree"); len(names) != 2 {
+		t.Errorf("after a refused read-only open, /tree holds %q, want a.txt and sub only", names)
 	}
 
 	ix, err := index.Open("/db", &index.Options{FS: fs})

@@ -335,7 +335,7 @@ func (s *querySearch) keep(rec *FileRecord) bool {
 	switch {
 	case rec.Path == s.q.Path:
 		return false
-	case !strings.HasPrefix(rec.Path, o.PathPrefix):
+	case !InTree(rec.Path, o.PathPrefix):
 		return false
 	case o.SameType && rec.Type != s.q.Sketch.Type:
 		return false

@@ -227,16 +227,40 @@ type GroupsResponse struct {
 	ElapsedNs int64   `json:"elapsed_ns"`
 }
 
-// DupeSet is a set of identical files.
+// DupeSet is a set of identical files (equal size and SHA-256).
 type DupeSet struct {
 	Size   int64      `json:"size"`
-	Strong string     `json:"strong"`
-	Files  []FilePath `json:"files"`
+	Strong string     `json:"strong"` // SHA-256, 64 hex digits
+	Files  []DupeFile `json:"files"`  // by path
+	// Inodes is the number of distinct files on disk: hard links to one
+	// inode are one. RedundantFiles is Inodes-1, and RedundantBytes the
+	// bytes they take (what removing them would free).
+	Inodes         int   `json:"inodes"`
+	RedundantFiles int   `json:"redundant_files"`
+	RedundantBytes int64 `json:"redundant_bytes"`
+}
+
+// DupeFile is one file of a DupeSet.
+type DupeFile struct {
+	FilePath
+	// HardLinkOf names the first file of the set (by path) that is the same
+	// file on disk (same device and inode), when this one is a hard link
+	// to it.
+	HardLinkOf *FilePath `json:"hard_link_of,omitempty"`
+}
+
+// DupesTotals sums the sets of a DupesResponse.
+type DupesTotals struct {
+	Sets           int   `json:"sets"`
+	Files          int   `json:"files"`
+	RedundantFiles int   `json:"redundant_files"`
+	RedundantBytes int64 `json:"redundant_bytes"`
 }
 
 // DupesResponse answers GET /v1/dupes.
 type DupesResponse struct {
-	Sets []DupeSet `json:"sets"`
+	Sets   []DupeSet   `json:"sets"`
+	Totals DupesTotals `json:"totals"`
 }
 
 // Status is what the daemon is doing.
@@ -247,15 +271,19 @@ type Status struct {
 	State   string    `json:"state"` // "scanning" until every root's first scan has ended, then "ready"; "degraded" while index writes are on hold
 	// Reason says why the daemon is degraded, e.g. "no space left on
 	// device: ...".
-	Reason    string       `json:"reason,omitempty"`
-	DB        string       `json:"db"`
-	Socket    string       `json:"socket"`
-	Params    string       `json:"params"`
-	Roots     []RootStatus `json:"roots"`
-	Queue     QueueStatus  `json:"queue"`
-	Counters  Counters     `json:"counters"`
-	Index     IndexStats   `json:"index"`
-	LastError []string     `json:"last_errors,omitempty"`
+	Reason string       `json:"reason,omitempty"`
+	DB     string       `json:"db"`
+	Socket string       `json:"socket"`
+	Params string       `json:"params"`
+	Roots  []RootStatus `json:"roots"`
+	// RemovedRoots are configured roots (configuration file or --root)
+	// not in effect because sifctl roots remove took them out; sifctl roots
+	// add puts them back.
+	RemovedRoots []FilePath  `json:"removed_roots,omitempty"`
+	Queue        QueueStatus `json:"queue"`
+	Counters     Counters    `json:"counters"`
+	Index        IndexStats  `json:"index"`
+	LastError    []string    `json:"last_errors,omitempty"`
 	// UncleanStart is set when the previous run did not shut down cleanly,
 	// so the first scan re-read what that run may have missed.
 	UncleanStart bool `json:"unclean_start,omitempty"`
@@ -300,8 +328,9 @@ type RootStatus struct {
 	Reason string `json:"reason,omitempty"`
 	// FS names the root's filesystem type (ext4, nfs, fuse, ...).
 	FS string `json:"fs,omitempty"`
-	// Source is "config" for roots from the configuration or command line,
-	// "added" for roots added with sifctl roots add.
+	// Source is "config" for roots from the configuration file or --root,
+	// "added" for roots added with sifctl roots add (kept in roots.json in
+	// the index directory).
 	Source string `json:"source,omitempty"`
 	// Watched is the number of watched directories under the root, and
 	// Unwatched the number of subtrees that could not be watched.

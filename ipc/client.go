@@ -228,10 +228,16 @@ func NewSimilarRequest(path string, sk *fingerprint.Sketch) *SimilarRequest {
 }
 
 // SketchFile reads and fingerprints the regular file at path with p. It
-// refuses directories and special files, naming the path and what it is.
+// refuses directories and special files (fifos, sockets, devices) at once,
+// naming the path and what it is: it opens the file without blocking and
+// checks what it is before reading.
 func SketchFile(path string, p fingerprint.Params) (*fingerprint.Sketch, error) {
-	f, err := os.Open(path)
+	f, err := openQuery(path)
 	if err != nil {
+		// A socket cannot be opened at all: say what it is.
+		if st, serr := os.Stat(path); serr == nil && !st.Mode().IsRegular() && !st.IsDir() {
+			return nil, fmt.Errorf("%s: is %s, not a regular file", path, fileKind(st.Mode()))
+		}
 		var pe *os.PathError
 		if errors.As(err, &pe) {
 			return nil, fmt.Errorf("%s: %w", path, pe.Err)
@@ -247,13 +253,30 @@ func SketchFile(path string, p fingerprint.Params) (*fingerprint.Sketch, error) 
 	case m.IsDir():
 		return nil, fmt.Errorf("%s: is a directory", path)
 	case !m.IsRegular():
-		return nil, fmt.Errorf("%s: not a regular file (%s)", path, m.Type())
+		return nil, fmt.Errorf("%s: is %s, not a regular file", path, fileKind(m))
 	}
 	sk, err := fingerprint.SketchReader(f, p)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return sk, nil
+}
+
+// fileKind names the type of a file that is not regular nor a directory.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a fifo (named pipe)"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	case m&os.ModeSymlink != 0:
+		return "a symlink"
+	}
+	return "a special file (" + m.Type().String() + ")"
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {

@@ -470,20 +470,11 @@ func (s *Server) dupes(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	v := c.view()
-	out := DupesResponse{Sets: make([]DupeSet, 0, len(sets))}
-	for _, d := range sets {
-		set := DupeSet{Size: d.Size, Strong: hex.EncodeToString(d.Strong[:])}
-		for _, p := range d.Paths {
-			if v == nil || v.CanRead(p) {
-				set.Files = append(set.Files, NewFilePath(p))
-			}
-		}
-		if len(set.Files) >= 2 { // a copy the caller cannot see makes no set
-			out.Sets = append(out.Sets, set)
-		}
+	var canRead func(string) bool
+	if v := c.view(); v != nil {
+		canRead = v.CanRead
 	}
-	writeJSON(w, out)
+	writeJSON(w, dupesResponse(sets, canRead))
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {

@@ -35,6 +35,10 @@ evidence. Text and binary files are not linked unless --all-types is given.`,
 			if o.Threshold <= 0 || o.Threshold > 100 {
 				return failedf("--threshold %v: want a percentage above 0, at most 100", o.Threshold)
 			}
+			var err error
+			if o.Prefix, err = absPrefix(o.Prefix); err != nil {
+				return failed(err)
+			}
 			resp, err := g.client().Groups(cmd.Context(), o)
 			if err != nil {
 				return failed(err)
@@ -56,7 +60,7 @@ evidence. Text and binary files are not linked unless --all-types is given.`,
 	fl.Float64Var(&o.Threshold, "threshold", 25, "least percentage of one file the other must contain to link them")
 	fl.IntVar(&o.MaxDF, "max-df", 0, "ignore fingerprints found in more than this many files (0: the daemon's default, -1: none)")
 	fl.BoolVar(&o.AllTypes, "all-types", false, "link text and binary files too")
-	fl.StringVar(&o.Prefix, "prefix", "", "only files whose path starts with this")
+	fl.StringVar(&o.Prefix, "prefix", "", "only files in this directory tree (whole path components; relative to the current directory)")
 	fl.IntVar(&o.MinShared, "min-shared", 0, "fingerprints two files must share to be linked, however high the percentage (0: the daemon's default, 4)")
 	return cmd
 }
@@ -103,9 +107,27 @@ func newDupesCmd(g *globals) *cobra.Command {
 		Use:   "dupes [--json]",
 		Short: "List sets of identical files in the index",
 		Long: `dupes lists the sets of indexed files with identical content (equal size and
-SHA-256), largest files first, with the bytes each set wastes.`,
+SHA-256), largest files first, and the copies each set holds beyond one and
+the bytes they take. Hard links to one file (same device and inode) are
+listed, marked as links, but are one copy on disk: they are not counted as
+redundant. The last line sums the sets:
+
+  3 identical files of 300000 bytes, 2 copies on disk:
+    /srv/a/big.iso
+    /srv/b/big.iso  (hard link of /srv/a/big.iso)
+    /srv/c/big.iso
+  1 set, 3 files: 1 redundant copy, 300000 bytes
+
+With --json, one object: {"sets": [{"size": N, "strong": HEX, "files":
+[{"path": P, "hard_link_of": {"path": P}}, ...], "inodes": N,
+"redundant_files": N, "redundant_bytes": N}, ...], "totals": {"sets": N,
+"files": N, "redundant_files": N, "redundant_bytes": N}}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			prefix, err := absPrefix(prefix)
+			if err != nil {
+				return failed(err)
+			}
 			resp, err := g.client().Dupes(cmd.Context(), prefix)
 			if err != nil {
 				return failed(err)
@@ -115,19 +137,7 @@ SHA-256), largest files first, with the bytes each set wastes.`,
 					return err
 				}
 			} else {
-				var waste int64
-				for _, s := range resp.Sets {
-					fmt.Fprintf(g.stdout, "%d identical files of %d bytes:\n", len(s.Files), s.Size)
-					for _, f := range s.Files {
-						fmt.Fprintf(g.stdout, "  %s\n", f.Exact())
-					}
-					waste += s.Size * int64(len(s.Files)-1)
-				}
-				if len(resp.Sets) == 0 {
-					fmt.Fprintln(g.stdout, "No identical files.")
-				} else {
-					fmt.Fprintf(g.stdout, "%d sets; %d bytes in redundant copies\n", len(resp.Sets), waste)
-				}
+				printDupes(g, resp)
 			}
 			if len(resp.Sets) == 0 {
 				return nothing()
@@ -135,6 +145,36 @@ SHA-256), largest files first, with the bytes each set wastes.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&prefix, "prefix", "", "only files whose path starts with this")
+	cmd.Flags().StringVar(&prefix, "prefix", "", "only files in this directory tree (whole path components; relative to the current directory)")
 	return cmd
+}
+
+func printDupes(g *globals, r *ipc.DupesResponse) {
+	w := g.stdout
+	if len(r.Sets) == 0 {
+		fmt.Fprintln(w, "No identical files.")
+		return
+	}
+	for _, s := range r.Sets {
+		fmt.Fprintf(w, "%d identical files of %d bytes", len(s.Files), s.Size)
+		if s.Inodes != len(s.Files) {
+			fmt.Fprintf(w, ", %s on disk", count(s.Inodes, "copy", "copies"))
+		}
+		fmt.Fprintln(w, ":")
+		for _, f := range s.Files {
+			if f.HardLinkOf != nil {
+				fmt.Fprintf(w, "  %s  (hard link of %s)\n", f.Exact(), f.HardLinkOf.Exact())
+			} else {
+				fmt.Fprintf(w, "  %s\n", f.Exact())
+			}
+		}
+	}
+	t := r.Totals
+	fmt.Fprintf(w, "%s, %s: %s, %d bytes\n", count(t.Sets, "set", "sets"), count(t.Files, "file", "files"),
+		count(t.RedundantFiles, "redundant copy", "redundant copies"), t.RedundantBytes)
+}
+
+// count renders n with its noun, e.g. "1 set", "2 sets".
+func count(n int, one, many string) string {
+	return fmt.Sprintf("%d %s", n, plural(n, one, many))
 }

@@ -55,6 +55,7 @@ func main() {
 type globals struct {
 	socket string
 	json   bool
+	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
 }
@@ -74,7 +75,7 @@ func (g *globals) printJSON(v any) error {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	g := &globals{stdout: stdout, stderr: stderr}
+	g := &globals{stdin: os.Stdin, stdout: stdout, stderr: stderr}
 	root := &cobra.Command{
 		Use:   "sifctl",
 		Short: "Ask sifd which files are similar",

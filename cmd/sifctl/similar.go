@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/ipc"
 )
 
@@ -33,7 +36,7 @@ type similarLine struct {
 func newSimilarCmd(g *globals) *cobra.Command {
 	var f similarFlags
 	cmd := &cobra.Command{
-		Use:   "similar [flags] FILE...",
+		Use:   "similar [flags] FILE...|-",
 		Short: "List the indexed files that contain a good part of each FILE",
 		Long: `similar fingerprints each FILE (it need not be indexed, or even under a
 root) and lists the indexed files that contain at least --threshold percent
@@ -49,7 +52,9 @@ found in very many indexed files (boilerplate, licence headers) are ignored
 above --max-df: the count ignored is shown, and the percentage is of FILE's
 distinctive part. A file too small, or too common, to carry enough
 fingerprints is reported as such, and only identical files are listed for
-it.
+it. FILE must be a regular file: directories, fifos, sockets and devices
+are refused at once. "-" reads the query from standard input (once); it has
+no path, so an indexed file identical to it is listed too.
 
 With --json, one object per FILE and line:
   {"query": PATH, "size": N, "fingerprints": N, "skipped": N, "too_few": BOOL,
@@ -67,7 +72,7 @@ With --json, one object per FILE and line:
 	fl.Float64Var(&f.sizeRatio, "size-ratio", 0, "drop matches whose size differs from FILE's by more than this factor (0: any size)")
 	fl.BoolVar(&f.sameExt, "same-ext", false, "only matches with FILE's extension")
 	fl.BoolVar(&f.sameType, "same-type", false, "only matches of FILE's type (text or binary)")
-	fl.StringVar(&f.prefix, "prefix", "", "only matches whose path starts with this")
+	fl.StringVar(&f.prefix, "prefix", "", "only matches in this directory tree (whole path components; relative to the current directory)")
 	fl.IntVar(&f.maxDF, "max-df", 0, "ignore fingerprints found in more than this many files (0: the daemon's default, -1: none)")
 	return cmd
 }
@@ -76,30 +81,36 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 	if f.threshold < 0 || f.threshold > 100 {
 		return failedf("--threshold %v: want a percentage from 0 to 100", f.threshold)
 	}
+	prefix, err := absPrefix(f.prefix)
+	if err != nil {
+		return failed(err)
+	}
 	ctx := cmd.Context()
 	c := g.client()
 	info, err := c.Info(ctx)
 	if err != nil {
 		return failed(err)
 	}
+	if n := countStdin(files); n > 1 {
+		return failedf("-: standard input named %d times; it can be read only once", n)
+	}
 	found, errs := false, 0
 	for _, file := range files {
-		abs, err := filepath.Abs(file)
+		abs, sk, err := sketchQuery(ctx, g, file, info.Params)
 		if err != nil {
-			fmt.Fprintf(g.stderr, "sifctl: %s: %v\n", file, err)
-			errs++
-			continue
-		}
-		sk, err := ipc.SketchFile(abs, info.Params)
-		if err != nil {
+			if ctx.Err() != nil {
+				return failed(fmt.Errorf("%s: interrupted", file))
+			}
 			fmt.Fprintf(g.stderr, "sifctl: %v\n", err)
 			errs++
 			continue
 		}
+		// A query read from standard input has no path: no file is
+		// excluded as itself.
 		req := ipc.NewSimilarRequest(abs, sk)
 		req.Threshold = &f.threshold
 		req.Limit, req.SizeRatio, req.SameExt, req.SameType = f.limit, f.sizeRatio, f.sameExt, f.sameType
-		req.PathPrefix, req.MaxDF = f.prefix, f.maxDF
+		req.PathPrefix, req.MaxDF = prefix, f.maxDF
 		resp, err := c.Similar(ctx, req)
 		if err != nil {
 			return failed(fmt.Errorf("%s: %w", file, describe(err, g.socket)))
@@ -109,6 +120,9 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 		}
 		if g.json {
 			q, raw := ipc.PathFields(abs)
+			if file == "-" {
+				q = "-"
+			}
 			line := similarLine{Query: q, QueryRaw: raw, Size: sk.Size, Fingerprints: resp.Fingerprints,
 				Skipped: resp.Skipped, TooFew: resp.TooFew, Matches: resp.Matches}
 			if err := g.printJSON(line); err != nil {
@@ -116,7 +130,11 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 			}
 			continue
 		}
-		printSimilar(g, file, sk.Size, f.threshold, resp)
+		name := file
+		if file == "-" {
+			name = "(standard input)"
+		}
+		printSimilar(g, name, sk.Size, f.threshold, resp)
 	}
 	switch {
 	case errs > 0:
@@ -125,6 +143,45 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 		return nothing()
 	}
 	return nil
+}
+
+func countStdin(files []string) int {
+	n := 0
+	for _, f := range files {
+		if f == "-" {
+			n++
+		}
+	}
+	return n
+}
+
+// sketchQuery fingerprints the query named file: the file at that path,
+// made absolute, or standard input for "-", read as it streams in, with
+// no path. Reading standard input stops when ctx is done.
+func sketchQuery(ctx context.Context, g *globals, file string, p fingerprint.Params) (abs string, sk *fingerprint.Sketch, err error) {
+	if file != "-" {
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			return "", nil, fmt.Errorf("%s: %w", file, err)
+		}
+		sk, err := ipc.SketchFile(abs, p)
+		return abs, sk, err
+	}
+	// A read of standard input cannot be interrupted; read it on another
+	// goroutine, so that SIGINT or SIGTERM (which cancel ctx) end the
+	// query at once.
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := io.Copy(pw, g.stdin)
+		pw.CloseWithError(err)
+	}()
+	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
+	defer stop()
+	sk, err = fingerprint.SketchReader(pr, p)
+	if err != nil {
+		return "", nil, fmt.Errorf("standard input: %w", err)
+	}
+	return "", sk, nil
 }
 
 func printSimilar(g *globals, file string, size int64, threshold float64, r *ipc.SimilarResponse) {
