@@ -144,6 +144,12 @@ type Config struct {
 	OperatorGroup string
 	Version       string
 	Logger        *slog.Logger // nil discards
+	// LogLevel is the level Logger was set up with: "debug", "info",
+	// "warn" or "error" ("" when unknown). LevelVar, when set, is the
+	// level of Logger's handler: a reload that changes LogLevel sets it at
+	// once. Without LevelVar a change is logged as needing a restart.
+	LogLevel string
+	LevelVar *slog.LevelVar
 }
 
 // DefaultDB returns the index directory used when none is named:

@@ -167,7 +167,7 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 		return err
 	}
 	d.log.Info("sifd started", "version", d.cfg.Version, "pid", os.Getpid(), "db", d.cfg.DB,
-		"socket", d.cfg.Socket, "params", d.ix.Params().String(), "roots", d.cfg.Roots, "workers", d.cfg.Workers,
+		"socket", d.cfg.Socket, "params", d.ix.Params().String(), "roots", d.rootPaths(), "workers", d.cfg.Workers,
 		"watch", d.watch != nil)
 	if err := d.dropOutsideRoots(); err != nil {
 		ln.Close()
@@ -260,6 +260,7 @@ func (d *Daemon) setUpRoots(ctx context.Context) error {
 		return err
 	}
 	paths, source := effectiveRoots(d.cfg.Roots, rf)
+	d.logRoots("root", paths, source, removedRoots(d.cfg.Roots, rf))
 	if len(paths) == 0 {
 		return errors.New("no roots: every configured root was removed with sifctl roots remove; add one with sifctl roots add or in the configuration")
 	}
@@ -407,6 +408,7 @@ func (d *Daemon) Status() ipc.Status {
 		Socket:       d.cfg.Socket,
 		Params:       d.ix.Params().String(),
 		Roots:        d.Roots(),
+		RemovedRoots: d.removedRoots(),
 		Counters:     d.count.snapshot(),
 		LastError:    d.errs.get(),
 		UncleanStart: d.unclean,

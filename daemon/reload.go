@@ -2,9 +2,11 @@ package daemon
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/sif-dev/sif/index/fingerprint"
 )
@@ -31,8 +33,8 @@ func (d *Daemon) reloadLoop(ctx context.Context) {
 	}
 }
 
-// reload applies a new configuration: roots, exclusions and size limits at
-// once; other changes are logged as needing a restart. An invalid
+// reload applies a new configuration: roots, exclusions, size limits and
+// the log level at once; other changes are logged as needing a restart. An invalid
 // configuration leaves the running one in place.
 func (d *Daemon) reload() {
 	d.log.Info("reloading the configuration")
@@ -72,6 +74,7 @@ func (d *Daemon) reload() {
 			d.log.Warn("configuration change takes effect at restart", "key", c.name)
 		}
 	}
+	d.reloadLogLevel(nc.LogLevel)
 	filterChanged := !slices.Equal(nc.Exclude, old.Exclude) || nc.MinFileSize != old.MinFileSize || nc.MaxFileSize != old.MaxFileSize
 	d.cfg.Exclude, d.cfg.MinFileSize, d.cfg.MaxFileSize = nc.Exclude, nc.MinFileSize, nc.MaxFileSize
 	d.filt.Store(f)
@@ -87,6 +90,7 @@ func (d *Daemon) reload() {
 	}
 	d.cfg.Roots = nc.Roots
 	want, source := effectiveRoots(nc.Roots, rf)
+	d.logRoots("reload: root", want, source, removedRoots(nc.Roots, rf))
 	var added, removed []string
 	for _, r := range d.rootList() {
 		if !slices.Contains(want, r.path) {
@@ -128,4 +132,35 @@ func (d *Daemon) reload() {
 		}
 	}
 	d.log.Info("configuration reloaded", "roots_added", added, "roots_removed", removed, "filters_changed", filterChanged)
+}
+
+// reloadLogLevel applies a changed log level ("" leaves it as it is): at
+// once when the logger's level is a LevelVar, else it is logged as
+// needing a restart. The caller holds ctlMu.
+func (d *Daemon) reloadLogLevel(level string) {
+	old := d.cfg.LogLevel
+	if level == "" || strings.EqualFold(level, old) {
+		return
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		d.log.Error("reload: log level not changed", "log_level", level, "err", err)
+		return
+	}
+	if d.cfg.LevelVar == nil {
+		d.log.Warn("configuration change takes effect at restart", "key", "log_level", "from", old, "to", level)
+		return
+	}
+	// Said at warn level under the more verbose of the two levels, so it
+	// shows whatever they are: before a change to a quieter level, after
+	// a change to a more verbose one.
+	quieter := lv > d.cfg.LevelVar.Level()
+	if quieter {
+		d.log.Warn("log level changed", "from", old, "to", level)
+	}
+	d.cfg.LevelVar.Set(lv)
+	d.cfg.LogLevel = level
+	if !quieter {
+		d.log.Warn("log level changed", "from", old, "to", level)
+	}
 }

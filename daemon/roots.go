@@ -195,6 +195,15 @@ func (d *Daemon) rootOf(path string) *rootState {
 }
 
 // rootList returns the current roots.
+// rootPaths returns the paths of the roots in effect.
+func (d *Daemon) rootPaths() []string {
+	var out []string
+	for _, r := range d.rootList() {
+		out = append(out, r.path)
+	}
+	return out
+}
+
 func (d *Daemon) rootList() []*rootState {
 	d.rmu.RLock()
 	defer d.rmu.RUnlock()
@@ -390,18 +399,21 @@ func writeFileSync(name string, b []byte) error {
 	return f.Close()
 }
 
-// effectiveRoots applies the roots file to the configured roots. It
-// returns each root with its source.
+// effectiveRoots applies the roots file to the configured roots: the
+// configured ones, plus those added with sifctl roots add, minus those
+// removed with sifctl roots remove (which wins over the configuration,
+// --root included, until the root is added again). It returns each root
+// with its source.
 func effectiveRoots(config []string, rf rootsFile) (paths []string, source map[string]string) {
 	source = make(map[string]string)
 	for _, p := range config {
 		if !slices.Contains(rf.Removed, p) {
-			source[p] = "config"
+			source[p] = sourceConfig
 		}
 	}
 	for _, p := range rf.Added {
 		if _, ok := source[p]; !ok && !slices.Contains(rf.Removed, p) {
-			source[p] = "added"
+			source[p] = sourceAdded
 		}
 	}
 	for p := range source {
@@ -418,6 +430,55 @@ func effectiveRoots(config []string, rf rootsFile) (paths []string, source map[s
 		out = append(out, p)
 	}
 	return out, source
+}
+
+// Sources of a root (ipc.RootStatus.Source), and the one logged for a
+// configured root that is not in effect.
+const (
+	sourceConfig  = "config"            // the configuration file or --root
+	sourceAdded   = "added"             // sifctl roots add, kept in the roots file
+	sourceRemoved = "removed-by-sifctl" // configured, but sifctl roots remove took it out
+)
+
+// removedRoots returns the configured roots that the roots file takes out
+// of effect (sifctl roots remove), sorted.
+func removedRoots(config []string, rf rootsFile) []string {
+	var out []string
+	for _, p := range config {
+		if slices.Contains(rf.Removed, p) && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// logRoots logs the roots in effect, each with its source, and the
+// configured roots that sifctl roots remove took out: what runs may differ
+// from the configuration, and the log must say so and why.
+func (d *Daemon) logRoots(what string, paths []string, source map[string]string, removed []string) {
+	file := filepath.Join(d.cfg.DB, rootsFileName)
+	for _, p := range paths {
+		d.log.Info(what, "root", p, "source", source[p])
+	}
+	for _, p := range removed {
+		d.log.Warn(what+": configured root not in effect", "root", p, "source", sourceRemoved,
+			"why", "removed with sifctl roots remove, recorded in "+file+"; sifctl roots add it to watch it again")
+	}
+}
+
+// removedRoots returns the configured roots not in effect because sifctl
+// roots remove took them out, for the status.
+func (d *Daemon) removedRoots() []ipc.FilePath {
+	rf, err := d.loadRootsFile()
+	if err != nil {
+		return nil
+	}
+	var out []ipc.FilePath
+	for _, p := range removedRoots(d.cfg.Roots, rf) {
+		out = append(out, ipc.NewFilePath(p))
+	}
+	return out
 }
 
 // AddRoot implements ipc.Controller: it starts watching and scanning dir,

@@ -130,6 +130,7 @@ func redactStatus(st Status, v *peer.View) Status {
 		st.IndexRebuilt = &IndexRebuild{At: rb.At} // the reason and old place name the db
 	}
 	st.Roots = redactRoots(st.Roots, v)
+	st.RemovedRoots = slices.DeleteFunc(slices.Clone(st.RemovedRoots), func(p FilePath) bool { return !v.CanList(p.Exact()) })
 	st.Redacted = true
 	return st
 }

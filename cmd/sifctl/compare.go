@@ -43,7 +43,9 @@ func newCompareCmd(g *globals) *cobra.Command {
 other (containment, both ways), their resemblance (shared over union) and the
 bytes they share (a lower bound, from content-defined chunks), under the
 manber and chunks schemes. It needs no daemon. --scheme and its parameters
-replace the two defaults with one scheme.
+replace the two defaults with one scheme; a parameter alone selects the
+default scheme, manber. A parameter of the other scheme (--avg-chunk with
+manber, --window with chunks) is an error.
 
 Exit status: 0 when the files are identical or one contains at least
 --threshold percent of the other, 1 otherwise, 2 on error.`,
@@ -51,6 +53,16 @@ Exit status: 0 when the files are identical or one contains at least
 		RunE: func(cmd *cobra.Command, args []string) error {
 			schemes := []fingerprint.Params{{Scheme: fingerprint.Manber}, {Scheme: fingerprint.Chunks}}
 			if p != (fingerprint.Params{}) {
+				// A scheme parameter without --scheme selects the
+				// default scheme only; one of the other scheme is an
+				// error, not silently dropped.
+				how := ""
+				if p.Scheme == "" {
+					p.Scheme, how = fingerprint.DefaultParams().Scheme, "the default"
+				}
+				if err := cliflags.CheckParams(cmd.Flags(), p.Scheme, how); err != nil {
+					return failed(err)
+				}
 				schemes = []fingerprint.Params{p}
 			}
 			out := compareLine{A: args[0], B: args[1]}

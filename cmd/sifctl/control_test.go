@@ -321,8 +321,9 @@ func TestPrintStatus(t *testing.T) {
 				ScanSecs: 1.5, ScanFinish: "2025-01-02T03:04:05Z", Watched: 0},
 			{Path: "/srv/part", State: ipc.RootDegraded, Reason: "out of inotify watches", Watched: 8190, Unwatched: 3},
 		},
-		Queue:    ipc.QueueStatus{Settling: 3, Live: 1, Scan: 120, Scans: 2, Busy: 4},
-		Counters: ipc.Counters{Renamed: 5, TooSmall: 6, Excluded: 7, Events: 8, Overflows: 9},
+		RemovedRoots: []ipc.FilePath{{Path: "/srv/old"}},
+		Queue:        ipc.QueueStatus{Settling: 3, Live: 1, Scan: 120, Scans: 2, Busy: 4},
+		Counters:     ipc.Counters{Renamed: 5, TooSmall: 6, Excluded: 7, Events: 8, Overflows: 9},
 	}
 	var out bytes.Buffer
 	printStatus(&globals{stdout: &out}, st)
@@ -331,7 +332,8 @@ func TestPrintStatus(t *testing.T) {
 		"sifd 1.2 (pid 7), scanning, up 0s\n",
 		"  note:    previous run did not shut down cleanly; first scan re-read recent changes\n",
 		"  root /srv/big: scanning\n    scan: 1200/5000 files, 1.0 GiB/5.0 GiB, 45.3 MB/s, ETA 1m25s; 0 read (0 B) in 0.0s\n",
-		"    watched dirs: 12; filesystem ext4; from config\n",
+		"    watched dirs: 12; filesystem ext4; from the configuration (file or --root)\n",
+		"  root /srv/old: not in effect: configured, but removed with sifctl roots remove (sifctl roots add puts it back)\n",
 		"  root /srv/new: scanning\n    scan: 2/10 files, 0 B/0 B, still finding files;",
 		"  root /mnt/nfs: polling (nfs has no change events)\n    last scan: 40 files seen (0 B), 0 read (0 B) in 1.5s, finished 2025-01-02T03:04:05Z\n",
 		"  root /srv/part: degraded (out of inotify watches)\n    watched dirs: 8190, 3 subtrees could not be watched\n",

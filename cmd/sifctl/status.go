@@ -60,6 +60,9 @@ func printStatus(g *globals, st *ipc.Status) {
 	for _, r := range st.Roots {
 		printRootStatus(w, &r)
 	}
+	for _, r := range st.RemovedRoots {
+		fmt.Fprintf(w, "  root %s: not in effect: configured, but removed with sifctl roots remove (sifctl roots add puts it back)\n", r.Exact())
+	}
 	q := st.Queue
 	fmt.Fprintf(w, "  queue: %d settling, %d live, %d from scans, %d directory scans; %d workers busy\n",
 		q.Settling, q.Live, q.Scan, q.Scans, q.Busy)
@@ -116,7 +119,7 @@ func printRootStatus(w io.Writer, r *ipc.RootStatus) {
 		fmt.Fprintf(w, "; filesystem %s", r.FS)
 	}
 	if r.Source != "" {
-		fmt.Fprintf(w, "; from %s", r.Source)
+		fmt.Fprintf(w, "; from %s", sourceText(r.Source))
 	}
 	fmt.Fprintln(w)
 	if r.LastError != "" {
@@ -135,4 +138,15 @@ func human(n uint64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// sourceText says where a root comes from.
+func sourceText(source string) string {
+	switch source {
+	case "config":
+		return "the configuration (file or --root)"
+	case "added":
+		return "sifctl roots add"
+	}
+	return source
 }

@@ -161,10 +161,14 @@ to the file's directory. Flags given on the command line override the file;
 				return &statusError{exitError, err}
 			}
 			cfg, level := f.apply(cmd.Flags(), fc)
-			log, err := newLogger(stderr, level, f.logFormat)
+			if err := checkSchemeFlags(cmd.Flags(), cfg.Params.Scheme); err != nil {
+				return &statusError{exitError, err}
+			}
+			log, lv, err := newLeveledLogger(stderr, level, f.logFormat)
 			if err != nil {
 				return &statusError{exitError, err}
 			}
+			cfg.LogLevel, cfg.LevelVar = level, lv
 			if fc.Path != "" {
 				log.Info("configuration file", "path", fc.Path)
 			}
@@ -177,7 +181,8 @@ to the file's directory. Flags given on the command line override the file;
 				if err != nil {
 					return daemon.Config{}, err
 				}
-				c, _ := f.apply(fl, fc)
+				c, level := f.apply(fl, fc)
+				c.LogLevel = level
 				return c, nil
 			}
 			if err := daemon.RunService(cmd.Context(), cfg); err != nil {
@@ -219,19 +224,37 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	cliflags.AddParams(fl, &f.params, `fingerprint scheme for a new index: "manber" or "chunks" (default: the stored one, else `+string(fingerprint.DefaultParams().Scheme)+`)`)
 }
 
+// checkSchemeFlags refuses a scheme parameter flag that does not apply to
+// scheme, the scheme named by --scheme or the configuration file ("" when
+// neither names one: the index's stored scheme decides).
+func checkSchemeFlags(fl *pflag.FlagSet, scheme fingerprint.Scheme) error {
+	how := ""
+	if !fl.Changed("scheme") {
+		how = "from the configuration file"
+	}
+	return cliflags.CheckParams(fl, scheme, how)
+}
+
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
-	var lv slog.Level
+	log, _, err := newLeveledLogger(w, level, format)
+	return log, err
+}
+
+// newLeveledLogger returns a logger writing to w and its level, which a
+// reload of the configuration may change while it runs.
+func newLeveledLogger(w io.Writer, level, format string) (*slog.Logger, *slog.LevelVar, error) {
+	lv := new(slog.LevelVar)
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+		return nil, nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
 	o := &slog.HandlerOptions{Level: lv}
 	switch strings.ToLower(format) {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, o)), nil
+		return slog.New(slog.NewTextHandler(w, o)), lv, nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, o)), nil
+		return slog.New(slog.NewJSONHandler(w, o)), lv, nil
 	default:
-		return nil, fmt.Errorf("--log-format %q: want text or json", format)
+		return nil, nil, fmt.Errorf("--log-format %q: want text or json", format)
 	}
 }
 
@@ -328,7 +351,8 @@ a copy.`,
 
 // openReadOnly opens the index in db, or in the daemon's default index
 // directory when db is empty, read-only, for the subcommand verb (check or
-// dump). It returns the index and the directory it is in.
+// dump). It returns the index and the directory it is in. It refuses a
+// directory that is not an index without writing anything to it.
 func openReadOnly(db, verb string) (*index.Index, string, error) {
 	if db == "" {
 		db = daemon.DefaultDB()
@@ -338,8 +362,11 @@ func openReadOnly(db, verb string) (*index.Index, string, error) {
 	}
 	ix, err := index.Open(db, &index.Options{ReadOnly: true})
 	if err != nil {
-		if errors.Is(err, index.ErrLocked) {
+		switch {
+		case errors.Is(err, index.ErrLocked):
 			err = fmt.Errorf("%w (stop sifd first, or %s a copy)", err, verb)
+		case errors.Is(err, index.ErrNotIndex):
+			err = fmt.Errorf("--db %s: not a sif index: it holds no index database (nothing was written to it); name the daemon's index directory", db)
 		}
 		return nil, db, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -84,6 +85,9 @@ func install(fl *pflag.FlagSet, f *runFlags, user bool, stdout io.Writer) error 
 	}
 	// Fail now, not at the service's first start, on bad log flags.
 	if _, err := newLogger(io.Discard, f.logLevel, f.logFormat); err != nil {
+		return fmt.Errorf("install: %w", err)
+	}
+	if err := checkSchemeFlags(fl, f.params.Scheme); err != nil {
 		return fmt.Errorf("install: %w", err)
 	}
 	args, db, sock, err := serviceArgs(fl, f, user)
@@ -231,6 +235,11 @@ func newControlCmd(stdout io.Writer, action, short string) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkUser(user); err != nil {
+				if action == "status" {
+					// No per-user service can be installed here.
+					fmt.Fprintf(stdout, "not installed (%v)\n", err)
+					return &statusError{code: exitNotRunning}
+				}
 				return &statusError{exitError, err}
 			}
 			s, err := daemon.NewService(user, "", nil, "")
@@ -253,14 +262,23 @@ func newControlCmd(stdout io.Writer, action, short string) *cobra.Command {
 	return cmd
 }
 
+// serviceStatus prints whether the service runs. It exits 0 when it
+// runs, else exitNotRunning: not installed, stopped, or in a state the
+// service manager cannot tell (as systemctl is-active).
 func serviceStatus(s service.Service, user bool, stdout io.Writer) error {
 	st, err := s.Status()
+	if err != nil && !errors.Is(err, service.ErrNotInstalled) && !serviceInstalled(user) {
+		// Some managers (System V's "service NAME status") fail on a
+		// service they do not know rather than saying so.
+		err = service.ErrNotInstalled
+	}
 	switch {
 	case errors.Is(err, service.ErrNotInstalled):
 		fmt.Fprintf(stdout, "not installed (install it with: sifd install%s --root DIR)\n", userFlag(user))
 		return &statusError{code: exitNotRunning}
 	case err != nil:
-		return &statusError{exitError, fmt.Errorf("status of the %s service (%s): %w", kind(user), service.Platform(), err)}
+		fmt.Fprintf(stdout, "not running, as far as %s tells: %v\n", service.Platform(), err)
+		return &statusError{code: exitNotRunning}
 	case st == service.StatusRunning:
 		fmt.Fprintln(stdout, "running")
 		return nil
@@ -273,12 +291,46 @@ func serviceStatus(s service.Service, user bool, stdout io.Writer) error {
 	}
 }
 
-// checkUser refuses --user where there is no per-user service manager.
+// checkUser refuses --user where there is no per-user service manager,
+// saying what to do instead.
 func checkUser(user bool) error {
-	if user && runtime.GOOS != "linux" {
-		return fmt.Errorf("--user: per-user services are systemd's; on %s install a system service", runtime.GOOS)
+	switch {
+	case !user:
+		return nil
+	case runtime.GOOS != "linux":
+		return fmt.Errorf("--user: per-user services are systemd's; on %s install a system service, or run 'sifd run --root DIR' under your own supervisor", runtime.GOOS)
+	case service.Platform() != "linux-systemd":
+		return fmt.Errorf("--user: per-user services need systemd's user manager, and this system's service manager is %s: "+
+			"run 'sifd run --root DIR' under your own supervisor instead (a login script, runit, supervisord, or a crontab @reboot line), "+
+			"or install a system service as root", service.Platform())
 	}
 	return nil
+}
+
+// serviceInstalled reports whether the file install writes for the
+// service manager in use exists. Where sif does not know that file, it
+// reports true: the manager's own answer stands.
+func serviceInstalled(user bool) bool {
+	var file string
+	switch service.Platform() {
+	case "linux-systemd":
+		file = "/etc/systemd/system/" + daemon.ServiceName + ".service"
+		if user {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return true
+			}
+			file = filepath.Join(home, ".config", "systemd", "user", daemon.ServiceName+".service")
+		}
+	case "unix-systemv", "linux-openrc":
+		file = "/etc/init.d/" + daemon.ServiceName
+	case "linux-upstart":
+		file = "/etc/init/" + daemon.ServiceName + ".conf"
+	default:
+		return true
+	}
+	_, err := os.Stat(file)
+	return !errors.Is(err, fs.ErrNotExist)
 }
 
 func daemonSystemSocket() string {

@@ -2,6 +2,8 @@
 package cliflags
 
 import (
+	"fmt"
+
 	"github.com/spf13/pflag"
 
 	"github.com/sif-dev/sif/index/fingerprint"
@@ -17,4 +19,38 @@ func AddParams(fl *pflag.FlagSet, p *fingerprint.Params, schemeUsage string) {
 	fl.IntVar(&p.MinChunk, "min-chunk", 0, "chunks: minimum chunk length (default avg/4)")
 	fl.IntVar(&p.AvgChunk, "avg-chunk", 0, "chunks: average chunk length, a power of two (default 256)")
 	fl.IntVar(&p.MaxChunk, "max-chunk", 0, "chunks: maximum chunk length (default avg*8)")
+}
+
+// schemeFlags names the flags of AddParams that belong to one scheme.
+var schemeFlags = []struct {
+	name   string
+	scheme fingerprint.Scheme
+}{
+	{"window", fingerprint.Manber},
+	{"bits", fingerprint.Manber},
+	{"mod-bits", fingerprint.Manber},
+	{"min-chunk", fingerprint.Chunks},
+	{"avg-chunk", fingerprint.Chunks},
+	{"max-chunk", fingerprint.Chunks},
+}
+
+// CheckParams refuses a scheme flag of AddParams given on the command line
+// that does not apply to scheme, the scheme in force, naming the flag and
+// the scheme; how says where scheme came from when it was not given with
+// --scheme (e.g. "the default"). An empty scheme checks nothing.
+func CheckParams(fl *pflag.FlagSet, scheme fingerprint.Scheme, how string) error {
+	if scheme == "" {
+		return nil
+	}
+	from := "--scheme " + string(scheme)
+	if how != "" {
+		from = string(scheme) + ", " + how
+	}
+	for _, f := range schemeFlags {
+		if fl.Changed(f.name) && f.scheme != scheme {
+			return fmt.Errorf("--%s applies to --scheme %s, not to %s: drop it, or give --scheme %s",
+				f.name, f.scheme, from, f.scheme)
+		}
+	}
+	return nil
 }
