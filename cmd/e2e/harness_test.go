@@ -110,7 +110,12 @@ func (e *env) start(extra ...string) {
 
 func (e *env) startNoWait(extra ...string) {
 	e.t.Helper()
-	args := append([]string{"run", "--root", e.root, "--db", e.db, "--socket", e.socket, "--log-level", "debug"}, extra...)
+	e.startArgs(append([]string{"run", "--root", e.root, "--db", e.db, "--socket", e.socket, "--log-level", "debug"}, extra...)...)
+}
+
+// startArgs runs sifd with exactly args, not waiting for it to be ready.
+func (e *env) startArgs(args ...string) {
+	e.t.Helper()
 	cmd := exec.Command(sifdBin, args...)
 	e.logs = &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = e.logs, e.logs
