@@ -9,8 +9,8 @@ import (
 	"strconv"
 )
 
-// Dump writes to w one line per indexed file whose path starts with prefix,
-// in path order (bytewise), as of one consistent view of the index. A line
+// Dump writes to w one line per indexed file in the directory tree prefix
+// (by whole path components, as InTree; "" for all), in path order (bytewise), as of one consistent view of the index. A line
 // depends only on what the index says of the file, not on its file id nor
 // on the writes that led there, so two indexes of one tree (a live
 // daemon's, and a fresh full scan's) can be compared with diff. Each line
@@ -49,6 +49,9 @@ func (ix *Index) dump(prefix string, w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	var line []byte
 	err := scanFiles(snap, prefix, func(id uint32, rec FileRecord) error {
+		if !InTree(rec.Path, prefix) {
+			return nil
+		}
 		fwd, found, err := getValue(snap, forwardKey(id))
 		if err != nil {
 			return err

@@ -108,6 +108,12 @@ func TestDumpIsCanonical(t *testing.T) {
 			if got := dumpOf(t, ix1, "/t/b"); got != lines[1]+"\n" {
 				t.Errorf("dump of /t/b: %q, want %q", got, lines[1]+"\n")
 			}
+			if got := dumpOf(t, ix1, "/t"); got != strings.Join(lines[:4], "\n")+"\n" {
+				t.Errorf("dump of the tree /t: %q, want every line but /u/e's", got)
+			}
+			if got := dumpOf(t, ix1, "/t/b/c"); got != "" {
+				t.Errorf("dump of the tree /t/b/c: %q, want nothing (/t/b/c.txt is not in it)", got)
+			}
 			if got := dumpOf(t, ix1, "/none"); got != "" {
 				t.Errorf("dump of an empty prefix: %q", got)
 			}

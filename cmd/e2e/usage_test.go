@@ -107,8 +107,16 @@ func TestSimilarSpecialFilesAndStdin(t *testing.T) {
 		t.Fatal(err)
 	}
 	pr.Close()
-	pw.Write(content[:1000])
-	time.Sleep(200 * time.Millisecond)
+	// Four times a pipe's buffer: once written, sifctl is reading (its
+	// signal handlers are in place), and it waits for more.
+	written := make(chan struct{})
+	go func() { pw.Write(words(92, 256<<10)); close(written) }()
+	select {
+	case <-written:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("similar - read nothing from stdin in 30s")
+	}
 	cmd.Process.Signal(syscall.SIGINT)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

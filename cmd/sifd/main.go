@@ -304,8 +304,8 @@ func newDumpCmd(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dump [--db DIR] [--prefix P]",
 		Short: "Print one canonical line per indexed file, for comparing two indexes",
-		Long: `dump opens the index read-only and prints one line per indexed file whose
-path starts with --prefix (all files by default), sorted by path:
+		Long: `dump opens the index read-only and prints one line per indexed file in the
+directory tree --prefix (all files by default), sorted by path:
 
   "PATH" size=N mtime=NS dev=N ino=N mode=0OCTAL type=T strong=HEX weight=N features=N fwd=HEX
 
@@ -345,7 +345,7 @@ a copy.`,
 		},
 	}
 	cmd.Flags().StringVar(&db, "db", "", "index directory (default: the daemon's default)")
-	cmd.Flags().StringVar(&prefix, "prefix", "", "dump only the files whose path starts with this")
+	cmd.Flags().StringVar(&prefix, "prefix", "", "dump only the files in this directory tree (whole path components)")
 	return cmd
 }
 
