@@ -6,7 +6,12 @@
 //
 //   - A root is a directory tree sifd keeps indexed. Roots are absolute,
 //     with symlinks resolved once at start; a root inside another root is
-//     dropped, since the outer one covers it.
+//     dropped, since the outer one covers it. The roots in effect are the
+//     configured ones (Config.Roots: the configuration file or --root),
+//     plus those added and minus those removed at run time (sifctl roots),
+//     which the roots file (roots.json in the index directory) keeps and
+//     which win over the configuration. Each root's source is logged at
+//     start and shown in the status, as are configured roots left out.
 //   - A scan walks a root without following symlinks and hands every regular
 //     file to the workers. A file whose size, modification time, device and
 //     inode equal its index record is unchanged and costs one stat; others

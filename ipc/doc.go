@@ -19,6 +19,12 @@
 //     "path_raw".
 //   - An error is a non-2xx status with {"error": {"code": CODE, "message":
 //     TEXT}}; CODE is one of the Code constants and never changes meaning.
+//     A route asked with a method it does not take answers 405
+//     method_not_allowed with the methods it takes in Allow.
+//   - A prefix (prefix=P, path_prefix) is a directory tree, matched by whole
+//     path components: /a/b holds /a/b/x, not /a/bin.
+//   - Identical files (dupes) that are hard links to one inode are listed,
+//     marked with hard_link_of, and counted once in the redundant copies.
 //
 // Routes:
 //
