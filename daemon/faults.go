@@ -63,6 +63,11 @@ type faults struct {
 	wrote   atomic.Bool // writes since the last sync
 	onHoldB atomic.Bool
 
+	// resume is held by whoever lifts the hold while it queues what
+	// waited, so that Wait, which closes its epoch under it, either sees
+	// the hold or counts the replay (see Daemon.Wait).
+	resume sync.RWMutex
+
 	mu        sync.Mutex
 	since     time.Time // writes on hold since
 	reason    string
@@ -96,6 +101,14 @@ func (f *faults) isPoisoned() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.poisoned
+}
+
+// keeping reports whether writes are on hold with changes waiting: paths
+// kept, or a reconcile of every root owed.
+func (f *faults) keeping() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.onHold() && (len(f.heldPaths) > 0 || f.overflow || f.poisoned)
 }
 
 // held reports whether writes are on hold, keeping paths to be tried
@@ -212,13 +225,16 @@ func (d *Daemon) retryWrites(ctx context.Context) {
 			d.noteMovedAside(ix)
 		}
 	}
-	f.mu.Lock()
 	if !ok {
+		f.mu.Lock()
 		f.backoff = min(2*f.backoff, maxHoldBackoff)
 		f.retryAt = time.Now().Add(f.backoff)
 		f.mu.Unlock()
 		return
 	}
+	f.resume.Lock()
+	defer f.resume.Unlock()
+	f.mu.Lock()
 	paths := f.heldPaths
 	overflow := f.overflow || poisoned
 	since := f.since
@@ -329,6 +345,8 @@ func (d *Daemon) rebuild(reason string, deleted bool) {
 	d.ix.swap(ix)
 	d.rememberDB()
 	d.setRebuilt(reason, aside)
+	d.faults.resume.Lock()
+	defer d.faults.resume.Unlock()
 	d.faults.mu.Lock()
 	d.faults.poisoned, d.faults.overflow = false, false
 	d.faults.heldPaths = make(map[string]struct{})

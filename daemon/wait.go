@@ -24,7 +24,9 @@ import (
 // watcher, settling. Like watchman, Wait writes a cookie file in each root
 // and waits for the watcher to report it: events come in order, so every
 // earlier change has then been seen. It then closes the tracker's current
-// epoch and waits until all the work registered in it is done. Roots
+// epoch and waits until all the work registered in it is done. Changes
+// kept while index writes are on hold count as not done: Wait returns once
+// writes have resumed and the kept changes are applied, or times out. Roots
 // without events, directories that could not be watched, and roots the
 // daemon cannot write to are rescanned instead, which is slower but as
 // sure.
@@ -93,8 +95,26 @@ func (d *Daemon) Wait(ctx context.Context, timeout time.Duration) (ipc.WaitRespo
 			resp.Rescanned = append(resp.Rescanned, ipc.NewFilePath(r.path))
 		}
 	}
-	if err := d.track.wait(ctx, d.track.advance()); err != nil {
-		return resp, err
+	// Changes kept while index writes are on hold (the disk is full) are
+	// not applied: wait for writes to resume, then for the replay of what
+	// waited, which is queued before a waiter can see the hold lifted.
+	for {
+		d.faults.resume.RLock()
+		epoch := d.track.advance()
+		d.faults.resume.RUnlock()
+		if err := d.track.wait(ctx, epoch); err != nil {
+			return resp, err
+		}
+		if !d.faults.keeping() {
+			break
+		}
+		for d.faults.keeping() {
+			select {
+			case <-time.After(50 * time.Millisecond):
+			case <-ctx.Done():
+				return resp, ctx.Err()
+			}
+		}
 	}
 	resp.ElapsedNs = time.Since(start).Nanoseconds()
 	return resp, nil

@@ -30,6 +30,19 @@ type daemonRun struct {
 
 // startDaemon starts sifd on root and waits until its first scan is done.
 func startDaemon(ctx context.Context, sifd, root, work string, extra ...string) (*daemonRun, error) {
+	r, err := launchDaemon(sifd, root, work, extra...)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// launchDaemon starts sifd on root with its index and socket in work, and
+// returns at once.
+func launchDaemon(sifd, root, work string, extra ...string) (*daemonRun, error) {
 	r := &daemonRun{socket: filepath.Join(work, "s.sock"), db: filepath.Join(work, "db"), done: make(chan error, 1)}
 	args := append([]string{"run", "--root", root, "--db", r.db, "--socket", r.socket, "--log-level", "warn"}, extra...)
 	r.cmd = exec.Command(sifd, args...)
@@ -39,14 +52,21 @@ func startDaemon(ctx context.Context, sifd, root, work string, extra ...string) 
 		return nil, err
 	}
 	go func() { r.done <- r.cmd.Wait() }()
+	return r, nil
+}
+
+// waitReady polls the daemon's status every 5 ms until its first scan is
+// done, and records the time to ready and the peak RSS so far. The daemon
+// is killed if it fails.
+func (r *daemonRun) waitReady(ctx context.Context) error {
 	c := ipc.NewClient(r.socket)
 	for {
 		select {
 		case err := <-r.done:
-			return nil, fmt.Errorf("sifd exited: %v", err)
+			return fmt.Errorf("sifd exited: %v", err)
 		case <-ctx.Done():
 			r.cmd.Process.Kill()
-			return nil, ctx.Err()
+			return ctx.Err()
 		default:
 		}
 		st, err := c.Status(ctx)
@@ -57,7 +77,7 @@ func startDaemon(ctx context.Context, sifd, root, work string, extra ...string) 
 		time.Sleep(5 * time.Millisecond)
 	}
 	r.peakKB = vmHWM(r.cmd.Process.Pid)
-	return r, nil
+	return nil
 }
 
 // stop sends SIGTERM and waits; it returns the peak RSS in KiB seen by the

@@ -12,13 +12,18 @@
 //	go run ./cmd/sifbench freshness [--n 100] [--size 1MB] [--settle 500ms]
 //	go run ./cmd/sifbench restart   [--files 100000]
 //	go run ./cmd/sifbench churn     [--files 20000] [--seconds 20] [--settle 500ms]
+//	go run ./cmd/sifbench load      [--size 1GiB] [--clients 100] [--think 100ms] [--dir DIR]
 //
 // freshness rewrites a file n times and times from the end of the write to
 // the new version being found by a similar query, polled through the Go
 // client and through sifctl. restart times sifd to ready on an unchanged
 // tree of small files, and checks that nothing is read again. churn edits
 // a tree at doubling rates and reports how long sifd takes to catch up
-// after each, with its CPU and memory. Figures are printed as a
+// after each, with its CPU and memory. load writes a tree of at least
+// --size (Go's sources and generated text, binary data and near-copies;
+// kept in --dir and reused when given) and times sifd's first scan of it
+// alone and while --clients clients query it, with their latencies and
+// errors. Figures are printed as a
 // table and, with --json, as one JSON object.
 package main
 
@@ -60,7 +65,7 @@ type common struct {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: sifbench corpus|latency|edits|freshness|restart|churn [flags]; see the package doc")
+		return errors.New("usage: sifbench corpus|latency|edits|freshness|restart|churn|load [flags]; see the package doc")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	var c common
@@ -76,9 +81,21 @@ func run(ctx context.Context, args []string) error {
 	var schemes string
 	var lf liveFlags
 	lf.register(fs)
+	var lo loadFlags
+	fs.IntVar(&lo.clients, "clients", 100, "load: concurrent clients, each with its own connection")
+	fs.StringVar(&lo.dir, "dir", "", "load: directory to keep the tree in, or to reuse it from (default: a temporary one)")
+	fs.DurationVar(&lo.think, "think", 100*time.Millisecond, "load: mean pause of each client between two requests (uniform from 0 to twice it)")
 	fs.StringVar(&schemes, "schemes", "", "edits: comma-separated scheme specs such as manber:bits=8,chunks:avg=256 (default: a built-in list)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if args[0] == "load" {
+		lf.size = "1GiB"
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "size" {
+				lf.size = f.Value.String()
+			}
+		})
 	}
 	dir, err := os.MkdirTemp("", "sifbench-")
 	if err != nil {
@@ -102,8 +119,10 @@ func run(ctx context.Context, args []string) error {
 		out, err = benchRestart(ctx, &c, &lf)
 	case "churn":
 		out, err = benchChurn(ctx, &c, &lf)
+	case "load":
+		out, err = benchLoad(ctx, &c, &lf, &lo)
 	default:
-		return fmt.Errorf("unknown benchmark %q: want corpus, latency, edits, freshness, restart or churn", args[0])
+		return fmt.Errorf("unknown benchmark %q: want corpus, latency, edits, freshness, restart, churn or load", args[0])
 	}
 	if err != nil {
 		return err

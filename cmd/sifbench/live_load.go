@@ -1,0 +1,517 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sif-dev/sif/ipc"
+)
+
+// loadFlags are the flags of the load benchmark.
+type loadFlags struct {
+	clients int
+	dir     string        // tree kept or reused here
+	think   time.Duration // mean pause of a client between two requests
+}
+
+// loadRun is one run of sifd to ready on the load tree.
+type loadRun struct {
+	ReadySecs float64 `json:"ready_seconds"`
+	// ListenSecs is when the daemon first answered on its socket.
+	ListenSecs float64 `json:"listening_seconds,omitempty"`
+	CPUSecs    float64 `json:"sifd_cpu_seconds"` // sifd's user + system time from start to ready
+	PeakRSSMB  float64 `json:"peak_rss_mb"`      // VmHWM over the daemon's life
+	Files      uint64  `json:"index_files"`
+}
+
+// loadKind is what one kind of request measured during the loaded run.
+type loadKind struct {
+	Done int `json:"done"` // answered
+	// Daemon is the time spent inside the daemon as its answer says
+	// (elapsed_ns: similar and groups only); E2E from the client's call to
+	// its return, through the Go client.
+	Daemon latencyStats `json:"in_daemon"`
+	E2E    latencyStats `json:"end_to_end"`
+}
+
+// loadResult is the load benchmark's outcome.
+type loadResult struct {
+	Tree       string  `json:"tree"`
+	Files      int     `json:"files"`
+	Bytes      int64   `json:"bytes"`
+	CreateSecs float64 `json:"create_seconds,omitempty"`
+	Clients    int     `json:"clients"`
+	ThinkMs    float64 `json:"think_ms"`
+	Queries    int     `json:"query_files"` // files whose fingerprints the clients send
+	Cores      int     `json:"cores"`
+
+	Unloaded loadRun `json:"unloaded"`
+	Loaded   loadRun `json:"loaded"`
+	Ratio    float64 `json:"t1_over_t0"`
+
+	Kinds map[string]*loadKind `json:"by_kind"`
+	// Requests counts the requests sent during the loaded run and Errors
+	// those that failed, by kind of error ("busy" for 503 busy that the
+	// client's retries did not absorb, else the error code or class).
+	Requests int            `json:"requests"`
+	Errors   map[string]int `json:"errors"`
+	// Retried counts answered requests that took a second or more longer
+	// end to end than inside the daemon: the Retry-After of a busy answer
+	// the client absorbed by trying again.
+	Retried    int      `json:"retried_after_busy"`
+	ReqPerSec  float64  `json:"requests_per_second"`
+	BenchCPU   float64  `json:"sifbench_cpu_seconds"` // the clients' CPU (sifbench's own) during the loaded run
+	Goals      []goal   `json:"goals"`
+	Unexpected []string `json:"unexpected,omitempty"`
+}
+
+// goal is one of the targets the loaded run is held to.
+type goal struct {
+	What string `json:"what"`
+	Got  string `json:"got"`
+	Met  bool   `json:"met"`
+}
+
+// benchLoad runs sifd to ready on a tree of at least --size bytes twice,
+// each time on a fresh index: once alone (T0), then with --clients
+// clients asking it all along (T1), and reports the time to ready, the
+// clients' latencies and errors, and the daemon's CPU and memory.
+func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*loadResult, error) {
+	size, err := parseSize(lf.size)
+	if err != nil {
+		return nil, fmt.Errorf("--size: %w", err)
+	}
+	if lo.clients <= 0 {
+		return nil, fmt.Errorf("--clients %d: want at least 1", lo.clients)
+	}
+	sifd, _, err := buildBinaries(c.workDir)
+	if err != nil {
+		return nil, err
+	}
+	work, err := filepath.EvalSymlinks(c.workDir)
+	if err != nil {
+		return nil, err
+	}
+	res := &loadResult{Clients: lo.clients, ThinkMs: ms(lo.think), Cores: runtime.NumCPU(), Errors: map[string]int{}, Kinds: map[string]*loadKind{}}
+	if res.Tree, res.CreateSecs, err = loadTree(c, lo.dir, work, size); err != nil {
+		return nil, err
+	}
+	all := regularFiles(res.Tree, 0, 1<<62)
+	res.Files = len(all)
+	for _, p := range all {
+		if fi, err := os.Stat(p); err == nil {
+			res.Bytes += fi.Size()
+		}
+	}
+	if res.Bytes < size {
+		return nil, fmt.Errorf("the tree %s holds %d bytes, less than --size %d: remove it or give another --dir", res.Tree, res.Bytes, size)
+	}
+	fmt.Fprintf(os.Stderr, "sifbench: tree %s: %d files, %.1f MB\n", res.Tree, res.Files, mb(res.Bytes))
+
+	// T0: alone.
+	if err := warm(res.Tree); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "sifbench: unloaded run\n")
+	w0 := filepath.Join(work, "unloaded")
+	os.MkdirAll(w0, 0o755)
+	d, err := startDaemon(ctx, sifd, res.Tree, w0)
+	if err != nil {
+		return nil, err
+	}
+	res.Unloaded.ReadySecs = d.ready.Seconds()
+	res.Unloaded.CPUSecs, _ = cpuSeconds(d.cmd.Process.Pid)
+	client := ipc.NewClient(d.socket)
+	info, err := client.Info(ctx)
+	if err != nil {
+		d.stop()
+		return nil, err
+	}
+	if st, err := client.Status(ctx); err == nil {
+		res.Unloaded.Files = st.Index.Files
+	}
+	kb, err := d.stop()
+	if err != nil {
+		return nil, err
+	}
+	res.Unloaded.PeakRSSMB = float64(kb) / 1024
+	os.RemoveAll(w0)
+
+	// The queries: the fingerprints of up to 1000 files of the tree of at
+	// most 8 MB, spread over it, made before the loaded run.
+	var reqs []*ipc.SimilarRequest
+	for _, p := range pick(regularFiles(res.Tree, 1, 8<<20), 1000) {
+		sk, err := ipc.SketchFile(p, info.Params)
+		if err != nil {
+			return nil, err
+		}
+		reqs = append(reqs, ipc.NewSimilarRequest(p, sk))
+	}
+	res.Queries = len(reqs)
+	if len(reqs) == 0 {
+		return nil, fmt.Errorf("no file of the tree to query with")
+	}
+
+	// T1: the same with the clients.
+	if err := warm(res.Tree); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "sifbench: loaded run, %d clients\n", lo.clients)
+	w1 := filepath.Join(work, "loaded")
+	os.MkdirAll(w1, 0o755)
+	d, err = launchDaemon(sifd, res.Tree, w1)
+	if err != nil {
+		return nil, err
+	}
+	// The clients start once the daemon answers on its socket.
+	probe := ipc.NewClient(d.socket)
+	for {
+		if _, err := probe.Info(ctx); err == nil {
+			break
+		}
+		select {
+		case err := <-d.done:
+			return nil, fmt.Errorf("sifd exited before it listened: %v", err)
+		case <-ctx.Done():
+			d.cmd.Process.Kill()
+			return nil, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	res.Loaded.ListenSecs = time.Since(d.start).Seconds()
+	cpuBench0, _ := cpuSeconds(os.Getpid())
+	var stop atomic.Bool
+	samples := make([][]loadSample, lo.clients)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i := range lo.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			samples[i] = loadClient(ctx, ipc.NewClient(d.socket), reqs, lo.think, uint64(i), &stop)
+		}()
+	}
+	readyErr := d.waitReady(ctx)
+	stop.Store(true)
+	wg.Wait()
+	loadSecs := time.Since(t0).Seconds()
+	cpuBench1, _ := cpuSeconds(os.Getpid())
+	res.BenchCPU = cpuBench1 - cpuBench0
+	if readyErr != nil {
+		return nil, readyErr
+	}
+	res.Loaded.ReadySecs = d.ready.Seconds()
+	res.Loaded.CPUSecs, _ = cpuSeconds(d.cmd.Process.Pid)
+	if st, err := ipc.NewClient(d.socket).Status(ctx); err == nil {
+		res.Loaded.Files = st.Index.Files
+	}
+	kb, err = d.stop()
+	if err != nil {
+		return nil, err
+	}
+	res.Loaded.PeakRSSMB = float64(kb) / 1024
+	os.RemoveAll(w1)
+	res.Ratio = res.Loaded.ReadySecs / res.Unloaded.ReadySecs
+
+	// Sum up.
+	daemon, e2e := map[string][]float64{}, map[string][]float64{}
+	firstErr := map[string]string{}
+	for _, ss := range samples {
+		for _, s := range ss {
+			res.Requests++
+			if s.err != "" {
+				res.Errors[s.err]++
+				if firstErr[s.err] == "" {
+					firstErr[s.err] = s.msg
+				}
+				continue
+			}
+			e2e[s.kind] = append(e2e[s.kind], s.e2eMs)
+			if s.daemonMs >= 0 {
+				daemon[s.kind] = append(daemon[s.kind], s.daemonMs)
+				if s.e2eMs-s.daemonMs >= 1000 {
+					res.Retried++
+				}
+			}
+		}
+	}
+	for k, xs := range e2e {
+		res.Kinds[k] = &loadKind{Done: len(xs), E2E: summarize(xs), Daemon: summarize(daemon[k])}
+	}
+	res.ReqPerSec = float64(res.Requests) / loadSecs
+	if res.Unloaded.Files != res.Loaded.Files {
+		res.Unexpected = append(res.Unexpected, fmt.Sprintf("the loaded run indexed %d files, the unloaded one %d", res.Loaded.Files, res.Unloaded.Files))
+	}
+	errs := 0
+	for _, n := range res.Errors {
+		errs += n
+	}
+	sim := res.Kinds["similar"]
+	if sim == nil {
+		sim = &loadKind{}
+	}
+	res.Goals = []goal{
+		{"no errors", strconv.Itoa(errs), errs == 0},
+		{"in-daemon p99 of similar < 50 ms", f1(sim.Daemon.P99Ms) + " ms", sim.Done > 0 && sim.Daemon.P99Ms < 50},
+		{"T1/T0 <= 1.5", f2(res.Ratio), res.Ratio <= 1.5},
+	}
+
+	if !c.json {
+		fmt.Printf("load: %s, %d files, %.1f MB, page cache warm; %d cores; sifd to ready on a fresh index, alone (T0) and with %d clients (T1)\n",
+			res.Tree, res.Files, mb(res.Bytes), res.Cores, res.Clients)
+		fmt.Printf("each client: its own connection, one request at a time, a pause of 0-%s between them (mean %s); similar with the fingerprints of %d files of the tree, 2%% status, 0.5%% dupes, 0.2%% groups\n",
+			2*lo.think, lo.think, res.Queries)
+		fmt.Print(table([][]string{
+			{"", "to ready s", "sifd CPU s", "peak RSS MB", "indexed files"},
+			{"T0 alone", f2(res.Unloaded.ReadySecs), f1(res.Unloaded.CPUSecs), f0(res.Unloaded.PeakRSSMB), strconv.FormatUint(res.Unloaded.Files, 10)},
+			{fmt.Sprintf("T1 with %d clients", res.Clients), f2(res.Loaded.ReadySecs), f1(res.Loaded.CPUSecs), f0(res.Loaded.PeakRSSMB), strconv.FormatUint(res.Loaded.Files, 10)},
+		}))
+		fmt.Printf("T1/T0 = %.2f; clients started %.2f s after sifd (when it answered), sent %d requests in %.1f s (%.0f/s), using %.1f s of CPU in sifbench\n",
+			res.Ratio, res.Loaded.ListenSecs, res.Requests, loadSecs, res.ReqPerSec, res.BenchCPU)
+		rows := [][]string{{"request", "done", "in daemon p50 / p90 / p99 / max ms", "end to end p50 / p90 / p99 / max ms"}}
+		lat := func(l latencyStats) string {
+			if l.N == 0 {
+				return "-"
+			}
+			return f2(l.MedianMs) + " / " + f2(l.P90Ms) + " / " + f2(l.P99Ms) + " / " + f2(l.MaxMs)
+		}
+		for _, k := range []string{"similar", "status", "dupes", "groups"} {
+			if x := res.Kinds[k]; x != nil {
+				rows = append(rows, []string{k, strconv.Itoa(x.Done), lat(x.Daemon), lat(x.E2E)})
+			}
+		}
+		fmt.Print(table(rows))
+		var kinds []string
+		for k := range res.Errors {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		fmt.Printf("errors: %d", errs)
+		for _, k := range kinds {
+			fmt.Printf("; %s: %d (first: %s)", k, res.Errors[k], firstErr[k])
+		}
+		fmt.Printf("\nbusy answers not absorbed by the client's retries: %d; answered only after a retry (a second or more spent outside the daemon): %d\n",
+			res.Errors["busy"], res.Retried)
+		for _, g := range res.Goals {
+			mark := "met"
+			if !g.Met {
+				mark = "MISSED"
+			}
+			fmt.Printf("goal %s: %s, %s\n", g.What, g.Got, mark)
+		}
+		for _, u := range res.Unexpected {
+			fmt.Printf("UNEXPECTED: %s\n", u)
+		}
+	}
+	return res, nil
+}
+
+// loadSample is one request of a load client.
+type loadSample struct {
+	kind     string
+	e2eMs    float64
+	daemonMs float64 // -1 when the answer does not say
+	err      string  // kind of error, "" for none
+	msg      string
+}
+
+// loadClient sends requests one at a time, pausing 0 to 2×think between
+// them, until stop is set, and returns what each took.
+func loadClient(ctx context.Context, c *ipc.Client, reqs []*ipc.SimilarRequest, think time.Duration, seed uint64, stop *atomic.Bool) []loadSample {
+	r := rand.New(rand.NewPCG(seed, 0x10ad))
+	var out []loadSample
+	// Clients start out of step.
+	time.Sleep(time.Duration(r.Int64N(int64(think) + 1)))
+	for !stop.Load() && ctx.Err() == nil {
+		s := loadSample{daemonMs: -1}
+		t := time.Now()
+		var err error
+		switch x := r.IntN(1000); {
+		case x < 2:
+			s.kind = "groups"
+			var g *ipc.GroupsResponse
+			if g, err = c.Groups(ctx, ipc.GroupsOptions{}); err == nil {
+				s.daemonMs = float64(g.ElapsedNs) / 1e6
+			}
+		case x < 7:
+			s.kind = "dupes"
+			_, err = c.Dupes(ctx, "")
+		case x < 27:
+			s.kind = "status"
+			_, err = c.Status(ctx)
+		default:
+			s.kind = "similar"
+			var sr *ipc.SimilarResponse
+			if sr, err = c.Similar(ctx, reqs[r.IntN(len(reqs))]); err == nil {
+				s.daemonMs = float64(sr.ElapsedNs) / 1e6
+			}
+		}
+		s.e2eMs = ms(time.Since(t))
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			s.err, s.msg = errorKind(err), err.Error()
+		}
+		out = append(out, s)
+		if think > 0 {
+			time.Sleep(time.Duration(r.Int64N(2*int64(think) + 1)))
+		}
+	}
+	return out
+}
+
+// errorKind names the kind of a client error: the daemon's error code
+// ("busy" for a 503 busy the client's retries did not absorb), or the
+// client's class of failure.
+func errorKind(err error) string {
+	var e *ipc.Error
+	switch {
+	case errors.As(err, &e):
+		return string(e.Code)
+	case errors.Is(err, ipc.ErrNoDaemon):
+		return "no_daemon"
+	case errors.Is(err, ipc.ErrNotSif):
+		return "not_sif"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return "other"
+}
+
+// loadTree returns the tree to load: the one already complete in dir,
+// or a new one written there (or, without dir, in work), and how long
+// writing it took.
+func loadTree(c *common, dir, work string, size int64) (string, float64, error) {
+	keep := dir != ""
+	if !keep {
+		dir = filepath.Join(work, "load")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", 0, err
+	}
+	tree, done := filepath.Join(dir, "tree"), filepath.Join(dir, "complete")
+	if _, err := os.Stat(done); err == nil {
+		return tree, 0, nil
+	}
+	if _, err := os.Stat(tree); err == nil {
+		return "", 0, fmt.Errorf("--dir %s: holds a tree that was not finished (no %s): remove it first", dir, done)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", 0, err
+	}
+	// Twice the size: the tree and room to spare for the indexes and the
+	// page cache's write-back.
+	if free, err := freeBytes(dir); err == nil && free < uint64(2*size) {
+		return "", 0, fmt.Errorf("%s: %.1f GB free, want at least %.1f GB for a tree of %.1f GB; give another --dir", dir, float64(free)/1e9, 2*float64(size)/1e9, float64(size)/1e9)
+	}
+	fmt.Fprintf(os.Stderr, "sifbench: writing a tree of %.1f GB in %s\n", float64(size)/1e9, tree)
+	start := time.Now()
+	if err := writeLoadTree(tree, c.src, size, 5); err != nil {
+		return "", 0, err
+	}
+	if err := os.WriteFile(done, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
+		return "", 0, err
+	}
+	return tree, since(start), nil
+}
+
+// writeLoadTree writes a tree of at least size bytes into root: a copy of
+// src (source code, as the corpus benchmark indexes; skipped if src is
+// ""), then generated files from a deterministic seed until the size is
+// reached, each one of
+//
+//   - 60 %: random text of 2 KB to 256 KB (log-uniform),
+//   - 19.8 %: random binary data of 4 KB to 2 MB (log-uniform),
+//   - 0.2 %: random binary data of 8 MB to 48 MB,
+//   - 15 %: a near-copy of an earlier generated file: 2-30 % of it
+//     overwritten in 50-byte pieces, or a 40-90 % prefix of it followed by
+//     new text,
+//   - 5 %: an identical copy of an earlier generated file,
+//
+// in directories of about 50 files.
+func writeLoadTree(root, src string, size int64, seed uint64) error {
+	var total int64
+	if src != "" {
+		_, n, err := copyTree(src, filepath.Join(root, "src"))
+		if err != nil {
+			return fmt.Errorf("copying %s: %w", src, err)
+		}
+		total = n
+	}
+	const meanSize = 150_000
+	dirs := max(1, int((size-total)/meanSize/50))
+	gen := filepath.Join(root, "gen")
+	for i := range dirs {
+		if err := os.MkdirAll(treeDir(gen, i), 0o755); err != nil {
+			return err
+		}
+	}
+	r := rand.New(rand.NewPCG(seed, uint64(size)))
+	logUniform := func(lo, hi int) int {
+		return int(math.Exp(math.Log(float64(lo)) + r.Float64()*(math.Log(float64(hi))-math.Log(float64(lo)))))
+	}
+	randomBinary := func(n int) []byte {
+		b := make([]byte, n)
+		for i := 0; i+8 <= n; i += 8 {
+			x := r.Uint64()
+			for j := range 8 {
+				b[i+j] = byte(x >> (8 * j))
+			}
+		}
+		copy(b, "\x7fBIN\x00\x00\x01\x00") // a header with NULs, as binary formats have
+		return b
+	}
+	var made []string
+	start := time.Now()
+	for i := 0; total < size; i++ {
+		var b []byte
+		ext := ".txt"
+		switch x := r.IntN(1000); {
+		case x < 600 || len(made) == 0:
+			b = randomText(r, logUniform(2<<10, 256<<10))
+		case x < 798:
+			b, ext = randomBinary(logUniform(4<<10, 2<<20)), ".bin"
+		case x < 800:
+			b, ext = randomBinary(8<<20+r.IntN(40<<20)), ".bin"
+		default:
+			orig := made[r.IntN(len(made))]
+			ob, err := os.ReadFile(orig)
+			if err != nil {
+				return err
+			}
+			ext = filepath.Ext(orig)
+			switch {
+			case x < 875:
+				b = substitute(r, ob, 0.02+0.28*r.Float64())
+			case x < 950:
+				k := len(ob) * (40 + r.IntN(51)) / 100
+				b = append(ob[:k:k], randomText(r, 1+len(ob)/4)...)
+			default:
+				b = ob
+			}
+		}
+		p := filepath.Join(treeDir(gen, i%dirs), fmt.Sprintf("g%06d%s", i, ext))
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return err
+		}
+		made = append(made, p)
+		total += int64(len(b))
+		if (i+1)%2000 == 0 {
+			fmt.Fprintf(os.Stderr, "sifbench: %d files, %.0f of %.0f MB (%.0f s)\n", i+1, mb(total), mb(size), since(start))
+		}
+	}
+	return nil
+}
