@@ -50,6 +50,11 @@ const (
 	maxHoldBackoff = time.Minute
 	// maxChanging bounds the files listed as still changing.
 	maxChanging = 20
+	// changingFor is how long a file stays listed as still changing after
+	// it was last found changing (at least three max settle delays): long
+	// enough for someone to see it, even when the file happens to stay
+	// quiet for a settle delay now and then.
+	changingFor = time.Minute
 )
 
 // DefaultMinFreeSpace is the free space kept on the index's filesystem
@@ -575,14 +580,15 @@ func (d *Daemon) changedDuringRead(path string) {
 	}
 }
 
-// expireChanging forgets files not found changing for a while.
+// expireChanging forgets files not found changing for changingFor (or
+// three max settle delays, if longer).
 func (d *Daemon) expireChanging() {
-	maxDelay := max(d.cfg.MaxSettleDelay, watcher.DefaultMaxSettleDelay)
+	keep := max(3*max(d.cfg.MaxSettleDelay, watcher.DefaultMaxSettleDelay), changingFor)
 	f := &d.faults
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for p, t := range f.changing {
-		if time.Since(t) > 3*maxDelay {
+		if time.Since(t) > keep {
 			delete(f.changing, p)
 		}
 	}
