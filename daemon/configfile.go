@@ -39,6 +39,8 @@ import (
 //	window = 40
 //	bits = 8
 //	mod_bits = 64
+//	min_bits = 2                       # small files: down to 2 bits,
+//	target = 8                         # for at least 8 fingerprints
 //	# min_chunk, avg_chunk, max_chunk for scheme = "chunks"
 //
 // Relative paths in roots, db and socket are taken relative to the
@@ -185,6 +187,8 @@ type schemeTable struct {
 	Window   count      `toml:"window"`
 	Bits     count      `toml:"bits"`
 	ModBits  count      `toml:"mod_bits"`
+	MinBits  count      `toml:"min_bits"`
+	Target   count      `toml:"target"`
 	MinChunk count      `toml:"min_chunk"`
 	AvgChunk count      `toml:"avg_chunk"`
 	MaxChunk count      `toml:"max_chunk"`
@@ -197,6 +201,7 @@ var knownKeys = []string{
 	"rescan_interval", "network_fs",
 	"workers", "db", "socket", "socket_access", "operator_group", "log_level",
 	"scheme", "scheme.scheme", "scheme.window", "scheme.bits", "scheme.mod_bits",
+	"scheme.min_bits", "scheme.target",
 	"scheme.min_chunk", "scheme.avg_chunk", "scheme.max_chunk",
 }
 
@@ -265,6 +270,7 @@ func (p *configParser) parse() (FileConfig, error) {
 	if s := k.Scheme; s != nil {
 		c.Params = fingerprint.Params{
 			Scheme: fingerprint.Scheme(s.Scheme), Window: int(s.Window), Bits: int(s.Bits), ModBits: int(s.ModBits),
+			MinBits: int(s.MinBits), Target: int(s.Target),
 			MinChunk: int(s.MinChunk), AvgChunk: int(s.AvgChunk), MaxChunk: int(s.MaxChunk),
 		}
 		if err := p.checkParams(md, c.Params); err != nil {
@@ -336,7 +342,7 @@ func (p *configParser) checkParams(md toml.MetaData, params fingerprint.Params) 
 	case fingerprint.Manber:
 		other = []string{"min_chunk", "avg_chunk", "max_chunk"}
 	case fingerprint.Chunks:
-		other = []string{"window", "bits", "mod_bits"}
+		other = []string{"window", "bits", "mod_bits", "min_bits", "target"}
 	}
 	for _, f := range other {
 		if md.IsDefined("scheme", f) {

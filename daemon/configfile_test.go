@@ -247,7 +247,7 @@ func TestPackagedConfigFile(t *testing.T) {
 	// The settings are the lines "#key = value" and "#[scheme]".
 	root := t.TempDir()
 	chunkKeys := map[string]bool{"min_chunk": true, "avg_chunk": true, "max_chunk": true}
-	manberKeys := map[string]bool{"window": true, "bits": true, "mod_bits": true}
+	manberKeys := map[string]bool{"window": true, "bits": true, "mod_bits": true, "min_bits": true, "target": true}
 	uncomment := func(chunks bool) (string, []string) {
 		var out, keys []string
 		table := ""

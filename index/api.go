@@ -96,6 +96,28 @@ type FileRecord struct {
 	fingerprint.Summary
 	Weight   uint64 // total feature weight
 	Features uint32 // number of distinct features (fingerprint keys, doc.go)
+	// Level is the level the file was sampled at (fingerprint.Params.Level
+	// of its size), and LevelWeights its weights at the levels above, up to
+	// the top: LevelWeights[i] is the weight of its entries of level
+	// Level+1+i or more. It is empty for a file sampled at the top level
+	// and with the chunks scheme, whose files all have level 0.
+	Level        uint8
+	LevelWeights []uint64
+}
+
+// WeightAt returns the weight of r's entries of level lvl or more: its
+// weight had it been sampled at lvl, when lvl is at least r.Level.
+func (r *FileRecord) WeightAt(lvl int) uint64 {
+	i := lvl - int(r.Level) - 1
+	switch {
+	case i < 0:
+		return r.Weight
+	case i < len(r.LevelWeights):
+		return r.LevelWeights[i]
+	case len(r.LevelWeights) > 0:
+		return r.LevelWeights[len(r.LevelWeights)-1]
+	}
+	return r.Weight
 }
 
 // Query is a file to find matches for: its sketch, and optionally its path

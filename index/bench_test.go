@@ -23,7 +23,7 @@ func benchSketch(rng *rand.Rand, size int) *fingerprint.Sketch {
 	n := max(size/256, 1)
 	fs := make([]fingerprint.Feature, 0, n)
 	for range n {
-		h := rng.Uint64()
+		h := topHash(rng.Uint64())
 		if rng.IntN(20) == 0 {
 			h = poolHash(rng.IntN(1000))
 		}
@@ -40,7 +40,7 @@ func derive(rng *rand.Rand, base *fingerprint.Sketch, share float64) *fingerprin
 		if rng.Float64() < share {
 			fs = append(fs, f)
 		} else {
-			fs = append(fs, fingerprint.Feature{Hash: rng.Uint64(), Count: 1})
+			fs = append(fs, fingerprint.Feature{Hash: topHash(rng.Uint64()), Count: 1})
 		}
 	}
 	return sketchOf(manber, fmt.Sprint(rng.Uint64()), base.Size, canonicalTest(fs)...)

@@ -41,8 +41,14 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected outputs of testd
 //	dupes [PREFIX]
 //	check
 //
-// Features are written HASH[xCOUNT][:LEN], e.g. "7", "7x2", "7x2:300"; a
-// missing LEN is lenOf(HASH) for chunks. strong=LABEL sets the strong hash
+// Features are written N[@LEVEL][xCOUNT][:LEN], e.g. "7", "7@4", "7x2",
+// "7x2:300"; a missing LEN is lenOf(HASH) for chunks. With manber, N alone
+// is the hash N << (Bits−MinBits), of the top level (what every file keeps,
+// whatever its size), and N@LEVEL the hash (2N+1) << (LEVEL−MinBits), of
+// exactly that level (fingerprint.Params.HashLevel); with chunks the hash is
+// N. A file of size S keeps only features of level Params.Level(S) or more
+// (with the defaults: 2 below 80 bytes, 3 from 103, 4 from 167, 5 from 295,
+// 6 from 551, 7 from 1063, 8 from 2087). strong=LABEL sets the strong hash
 // to SHA-256(LABEL); without it, it is unknown (zero). Sizes default to 100,
 // device and inode to 0 for put and to the file's own for rename.
 //
@@ -296,7 +302,7 @@ func scriptSketch(t *testing.T, where string, p fingerprint.Params, a scriptArgs
 	var fs []fingerprint.Feature
 	for _, l := range input {
 		for _, tok := range strings.Fields(l) {
-			f, err := parseFeature(tok)
+			f, err := parseFeature(p, tok)
 			if err != nil {
 				t.Fatalf("%s: feature %q: %v", where, tok, err)
 			}
@@ -314,15 +320,23 @@ func scriptSketch(t *testing.T, where string, p fingerprint.Params, a scriptArgs
 	return sk
 }
 
-func parseFeature(tok string) (fingerprint.Feature, error) {
+func parseFeature(p fingerprint.Params, tok string) (fingerprint.Feature, error) {
 	f := fingerprint.Feature{Count: 1}
 	tok, l, hasLen := strings.Cut(tok, ":")
 	tok, c, hasCount := strings.Cut(tok, "x")
+	tok, lvl, hasLevel := strings.Cut(tok, "@")
 	h, err := strconv.ParseUint(tok, 0, 64)
 	if err != nil {
 		return f, err
 	}
-	f.Hash = h
+	f.Hash = h << (p.Bits - p.MinBits)
+	if hasLevel {
+		n, err := strconv.Atoi(lvl)
+		if err != nil || n < p.MinBits || n > p.Bits {
+			return f, fmt.Errorf("level %q: want %d..%d", lvl, p.MinBits, p.Bits)
+		}
+		f.Hash = (2*h + 1) << (n - p.MinBits)
+	}
 	if hasCount {
 		n, err := strconv.ParseUint(c, 10, 32)
 		if err != nil {

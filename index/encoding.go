@@ -12,11 +12,13 @@ import (
 // Open refuses a database with another version. Version 1 had 64-bit
 // fingerprint hashes in posting keys, counts and lengths in postings and
 // forward lists, and a keyspace of fingerprint file-counts kept by a merge
-// operator. Version 2 had no inode keys.
-const formatVersion = 3
+// operator. Version 2 had no inode keys. Version 3 sampled every file at one
+// density, stored hashes shifted by Bits rather than MinBits, and had records
+// of version 1, without levels.
+const formatVersion = 4
 
 // recordVersion is the first byte of every encoded file record.
-const recordVersion = 1
+const recordVersion = 2
 
 // decoder reads varints from a value and remembers the first error, so a
 // decoding function can read every field and check once. It never panics on
@@ -99,11 +101,12 @@ func (d *decoder) done(what string) error {
 // encodeRecord appends the value of r's record key to dst. r.ID is not
 // encoded: it is the key.
 //
-// Layout (version 1): version byte; path (uvarint length, bytes); size,
+// Layout (version 2): version byte; path (uvarint length, bytes); size,
 // mtime (varints); dev, ino, mode (uvarints); summary size (varint); strong
 // hash (32 bytes); type (1 byte); 16 sum-table entries and the key
 // (uvarints); total weight and number of features, that is of forward
-// entries (uvarints).
+// entries (uvarints); level (1 byte); the number of level weights and each
+// of them (uvarints).
 func encodeRecord(dst []byte, r *FileRecord) []byte {
 	dst = append(dst, recordVersion)
 	dst = binary.AppendUvarint(dst, uint64(len(r.Path)))
@@ -122,6 +125,11 @@ func encodeRecord(dst []byte, r *FileRecord) []byte {
 	dst = binary.AppendUvarint(dst, uint64(r.Key))
 	dst = binary.AppendUvarint(dst, r.Weight)
 	dst = binary.AppendUvarint(dst, uint64(r.Features))
+	dst = append(dst, r.Level)
+	dst = binary.AppendUvarint(dst, uint64(len(r.LevelWeights)))
+	for _, w := range r.LevelWeights {
+		dst = binary.AppendUvarint(dst, w)
+	}
 	return dst
 }
 
@@ -149,6 +157,17 @@ func decodeRecord(id uint32, v []byte) (FileRecord, error) {
 	r.Key = d.uint32("key")
 	r.Weight = d.uvarint("weight")
 	r.Features = d.uint32("feature count")
+	r.Level = d.byte("level")
+	if n := d.uvarint("level weights"); n > 0 && d.err == nil {
+		if n > 64 {
+			d.fail("level weights")
+		} else {
+			r.LevelWeights = make([]uint64, n)
+			for i := range r.LevelWeights {
+				r.LevelWeights[i] = d.uvarint("level weight")
+			}
+		}
+	}
 	if err := d.done("record"); err != nil {
 		return FileRecord{ID: id}, err
 	}

@@ -272,25 +272,30 @@ func TestEntriesOf(t *testing.T) {
 	chunks, _ := fingerprint.Params{Scheme: fingerprint.Chunks}.Normalize()
 	k := func(h uint64) uint32 { return fingerprintKey(h) }
 	in := []fingerprint.Feature{{Hash: 5, Count: 1, Len: 3}, {Hash: 2, Count: 2}, {Hash: 5, Count: 2, Len: 3}, {Hash: 9, Count: 0}}
-	want := []entry{{k(2), 2}, {k(5), 3}}
+	// Levels: MinBits plus the hash's trailing zeros, at most Bits.
+	want := []entry{{k(2), 2, 3}, {k(5), 3, 2}}
 	if k(5) < k(2) {
 		want[0], want[1] = want[1], want[0]
 	}
-	if got := entriesOf(manber, in); !reflect.DeepEqual(got, want) {
+	if got := entriesOf(manber, in, 0); !reflect.DeepEqual(got, want) {
 		t.Fatalf("manber entries: got %v, want %v", got, want)
 	}
 	if in[0].Hash != 5 {
 		t.Fatal("entriesOf modified its input")
 	}
+	// Features below the file's level are not the file's: dropped.
+	if got := entriesOf(manber, in, 3); !reflect.DeepEqual(got, []entry{{k(2), 2, 3}}) {
+		t.Fatalf("manber entries at level 3: got %v", got)
+	}
 	// Chunks weigh count × length; a zero length weighs nothing.
 	in = []fingerprint.Feature{{Hash: 2, Count: 3, Len: 10}, {Hash: 7, Count: 1, Len: 0}}
-	if got := entriesOf(chunks, in); !reflect.DeepEqual(got, []entry{{k(2), 30}}) {
+	if got := entriesOf(chunks, in, 0); !reflect.DeepEqual(got, []entry{{k(2), 30, 0}}) {
 		t.Fatalf("chunks entries: got %v", got)
 	}
 	// Distinct hashes with one key merge, their weights added.
 	a, b := HashWithKey(0xabcd, 1), HashWithKey(0xabcd, 2)
 	in = []fingerprint.Feature{{Hash: a, Count: 2, Len: 100}, {Hash: HashWithKey(0xabce, 0), Count: 1, Len: 8}, {Hash: b, Count: 1, Len: 30}}
-	if got := entriesOf(chunks, in); !reflect.DeepEqual(got, []entry{{0xabcd, 230}, {0xabce, 8}}) {
+	if got := entriesOf(chunks, in, 0); !reflect.DeepEqual(got, []entry{{0xabcd, 230, 0}, {0xabce, 8, 0}}) {
 		t.Fatalf("colliding entries: got %v", got)
 	}
 	// Weights saturate rather than wrap.
@@ -298,7 +303,7 @@ func TestEntriesOf(t *testing.T) {
 	for range 10 {
 		in = append(in, in...)
 	}
-	if got := entriesOf(chunks, in); len(got) != 1 || got[0].weight != math.MaxUint64 {
+	if got := entriesOf(chunks, in, 0); len(got) != 1 || got[0].weight != math.MaxUint64 {
 		t.Fatalf("saturated entries: got %v", got)
 	}
 }

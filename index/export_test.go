@@ -35,7 +35,7 @@ func exportEntries(es []entry) []Entry {
 func importEntries(es []Entry) []entry {
 	var out []entry
 	for _, e := range es {
-		out = append(out, entry{e.Key, e.Weight})
+		out = append(out, entry{key: e.Key, weight: e.Weight})
 	}
 	return out
 }
@@ -52,16 +52,24 @@ func (ix *Index) ForwardList(path string) ([]Entry, error) {
 
 // EntriesOf returns the canonical entries of features under p.
 func EntriesOf(p fingerprint.Params, fs []fingerprint.Feature) []Entry {
-	return exportEntries(entriesOf(p, fs))
+	return exportEntries(entriesOf(p, fs, 0))
 }
 
 // FingerprintKey is fingerprintKey.
 func FingerprintKey(hash uint64) uint32 { return fingerprintKey(hash) }
 
 // HashWithKey returns a fingerprint hash whose fingerprint key is key: the
-// one whose mix has key in its high half and low in its low half. Distinct
-// lows give distinct hashes with one key.
-func HashWithKey(key, low uint32) uint64 { return unmix(uint64(key)<<32 | uint64(low)) }
+// first, from low·2^16 on, whose mix has key in its high half and that
+// value in its low half, and that has its low 8 bits zero (with manber, a
+// hash of the top level, which files of every size keep). Distinct lows
+// give distinct hashes with one key.
+func HashWithKey(key, low uint32) uint64 {
+	for l := uint64(low) << 16; ; l++ {
+		if h := unmix(uint64(key)<<32 | l&0xffffffff); h&0xff == 0 {
+			return h
+		}
+	}
+}
 
 // unmix inverts the fmix64 finalizer of fingerprintKey.
 func unmix(h uint64) uint64 {

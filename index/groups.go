@@ -91,8 +91,15 @@ func (ix *Index) groups(opts GroupOptions) ([]Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A node's distinctive weight: without its keys held by too many files.
-	distinct := func(i int) uint64 { return nodes[i].rec.Weight - min(common[i], nodes[i].rec.Weight) }
+	// A node's distinctive weight at level l: its weight at that level
+	// without its keys held by too many files. Two files are compared at
+	// the higher of their levels (fingerprint.Compare); the keys they share
+	// are all of that level or more. The level of a key held by too many
+	// files is not stored: its weight is taken out at every level.
+	distinct := func(i, l int) uint64 {
+		w := nodes[i].rec.WeightAt(l)
+		return w - min(common[i], w)
+	}
 
 	// Link the pairs that pass, and merge them with union-find.
 	type link struct {
@@ -110,7 +117,8 @@ func (ix *Index) groups(opts GroupOptions) ([]Group, error) {
 		if opts.SameType && na.rec.Type != nb.rec.Type {
 			continue
 		}
-		p := max(fingerprint.Ratio(sh, distinct(a)), fingerprint.Ratio(sh, distinct(b)))
+		l := int(max(na.rec.Level, nb.rec.Level))
+		p := max(fingerprint.Ratio(sh, distinct(a, l)), fingerprint.Ratio(sh, distinct(b, l)))
 		if p < opts.Threshold {
 			continue
 		}

@@ -116,8 +116,14 @@ func randSketch(rng *rand.Rand, p fingerprint.Params, n, poolSize int) *fingerpr
 	return sk
 }
 
-// poolHash spreads small numbers over the hash space.
-func poolHash(i int) uint64 { return uint64(i+1) * 0x9e3779b97f4a7c15 }
+// poolHash spreads small numbers over the hash space. Its hashes have their
+// low 8 bits zero: with manber they are of the top level, which a file of
+// any size keeps (fingerprint.Params.HashLevel).
+func poolHash(i int) uint64 { return topHash(uint64(i+1) * 0x9e3779b97f4a7c15) }
+
+// topHash turns any number into a manber hash of the top level (with Bits
+// up to 8 more than MinBits), which files of every size keep.
+func topHash(h uint64) uint64 { return h << 8 }
 
 // entriesOf is what the index should store of sk's features: per
 // fingerprint key, the total weight of the features with that key, sorted by

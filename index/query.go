@@ -123,7 +123,8 @@ func (ix *Index) similar(q Query, opts QueryOptions) (*Result, error) {
 	defer it.Close()
 	st := queryStates.Get().(*queryState)
 	defer putQueryState(st)
-	qs := querySearch{ix: ix, it: it, st: st, q: q, opts: opts, entries: entries, res: res}
+	qs := querySearch{ix: ix, it: it, st: st, q: q, opts: opts, entries: entries, res: res,
+		lvl: ix.params.Level(q.Sketch.Size), top: min(ix.params.Bits, maxLevel)}
 	if err := qs.run(); err != nil {
 		return nil, err
 	}
@@ -143,7 +144,39 @@ type querySearch struct {
 	selfID  uint32
 	hasSelf bool
 	ext     string
+
+	// The query's level and the top level; per level l, the weight and
+	// number of the query's entries of level l or more that were not
+	// skipped (filled in by levels).
+	lvl, top int
+	weightAt [maxLevel + 2]uint64
+	countAt  [maxLevel + 2]int
+	fullAt   [maxLevel + 2]uint64 // weightAt with the skipped entries
+	skipped  []bool               // per entry: skipped for its document frequency
 }
+
+// maxLevel bounds fingerprint.Params.Bits (Normalize refuses more).
+const maxLevel = 16
+
+// levels fills in weightAt and countAt from the entries and skipped.
+func (s *querySearch) levels() {
+	for i, e := range s.entries {
+		for l := 0; l <= min(int(e.level), maxLevel); l++ {
+			s.fullAt[l] = satAdd(s.fullAt[l], e.weight)
+		}
+		if i < len(s.skipped) && s.skipped[i] {
+			continue
+		}
+		for l := 0; l <= min(int(e.level), maxLevel); l++ {
+			s.weightAt[l] = satAdd(s.weightAt[l], e.weight)
+			s.countAt[l]++
+		}
+	}
+}
+
+// level returns the level a candidate of level fl is compared at: the
+// higher of its and the query's (fingerprint.Compare).
+func (s *querySearch) level(fl uint8) int { return max(s.lvl, int(fl)) }
 
 func (s *querySearch) run() error {
 	if s.q.Path != "" {
@@ -161,10 +194,6 @@ func (s *querySearch) run() error {
 	if s.opts.SameExt {
 		s.ext = strings.ToLower(filepath.Ext(s.q.Path))
 	}
-	identical, err := s.identical()
-	if err != nil {
-		return err
-	}
 	if len(s.entries) < s.opts.MinFeatures {
 		s.res.TooFew = true
 	} else if err := s.accumulate(); err != nil {
@@ -175,7 +204,20 @@ func (s *querySearch) run() error {
 		clear(s.st.shared)
 	}
 	s.res.Candidates = len(s.st.shared)
-	qw := s.distinctiveWeight()
+	s.levels()
+	identical, err := s.identical()
+	if err != nil {
+		return err
+	}
+
+	// A candidate is compared at its level or the query's, whichever is
+	// higher, and only at a level where the query has MinFeatures
+	// distinctive entries: its weight there is at least qw.
+	hi := s.lvl
+	for hi < s.top && s.countAt[hi+1] >= s.opts.MinFeatures {
+		hi++
+	}
+	qw := s.weightAt[hi]
 
 	// Load the records of the candidates that can pass the threshold, in id
 	// order (so the seeks move forward).
@@ -203,7 +245,15 @@ func (s *querySearch) run() error {
 		if !ok || !s.keep(&rec) {
 			continue
 		}
-		matches = append(matches, s.match(rec, s.st.shared[id]))
+		l := s.level(rec.Level)
+		if s.countAt[l] < s.opts.MinFeatures {
+			continue // too few of the query's fingerprints at its level
+		}
+		m := s.match(rec, s.st.shared[id], false)
+		if m.Containment < s.opts.Threshold {
+			continue
+		}
+		matches = append(matches, m)
 	}
 	slices.SortFunc(matches, compareMatches)
 	if s.opts.Visible != nil {
@@ -256,7 +306,7 @@ func (s *querySearch) identical() ([]Match, error) {
 				return nil, fmt.Errorf("forward list of file id %d: %w", id, err)
 			}
 		}
-		out = append(out, s.match(rec, shared))
+		out = append(out, s.match(rec, shared, true))
 	}
 	return out, nil
 }
@@ -287,7 +337,7 @@ func (s *querySearch) sharedWith(forward []byte) (uint64, error) {
 func (s *querySearch) accumulate() error {
 	maxDF := s.opts.MaxDF
 	st := s.st
-	for _, e := range s.entries {
+	for i, e := range s.entries {
 		st.key = appendPostingPrefix(st.key[:0], e.key)
 		st.postings = st.postings[:0]
 		n := 0
@@ -314,6 +364,10 @@ func (s *querySearch) accumulate() error {
 			return err
 		}
 		if maxDF >= 0 && n > maxDF {
+			if s.skipped == nil {
+				s.skipped = make([]bool, len(s.entries))
+			}
+			s.skipped[i] = true
 			s.res.Skipped++
 			s.res.SkippedWeight = satAdd(s.res.SkippedWeight, e.weight)
 			continue
@@ -356,19 +410,23 @@ func withinRatio(a, b int64, ratio float64) bool {
 	return max(x, y)/min(x, y) <= ratio
 }
 
-// distinctiveWeight is the query's weight without the skipped features.
-func (s *querySearch) distinctiveWeight() uint64 {
-	return s.res.QueryWeight - min(s.res.SkippedWeight, s.res.QueryWeight)
-}
-
-func (s *querySearch) match(rec FileRecord, shared uint64) Match {
-	qw := s.distinctiveWeight()
+// match measures a candidate at the level it is compared at: the query's
+// distinctive weight (its whole weight for an identical file, whose shared
+// weight comes from its forward list) and the candidate's weight are those
+// of their entries of that level or more. The shared weight needs no such
+// care: the keys a file holds are all of its level or more.
+func (s *querySearch) match(rec FileRecord, shared uint64, identical bool) Match {
+	l := s.level(rec.Level)
+	qw, fw := s.weightAt[l], rec.WeightAt(l)
+	if identical {
+		qw = s.fullAt[l]
+	}
 	m := Match{
 		FileRecord:         rec,
 		SharedWeight:       shared,
 		Containment:        fingerprint.Ratio(shared, qw),
-		ReverseContainment: fingerprint.Ratio(shared, rec.Weight),
-		Resemblance:        fingerprint.Ratio(shared, qw+rec.Weight-shared),
+		ReverseContainment: fingerprint.Ratio(shared, fw),
+		Resemblance:        fingerprint.Ratio(shared, qw+fw-shared),
 		SharedBytes:        -1,
 		Identical:          isIdentical(&rec.Summary, &s.q.Sketch.Summary),
 	}

@@ -16,6 +16,10 @@ import (
 type entry struct {
 	key    uint32
 	weight uint64
+	// level is the fingerprint.Params.HashLevel of the entry's hash (the
+	// least of them, if several hashes share the key). Only entries made
+	// from a sketch have it: forward lists do not store it.
+	level uint8
 }
 
 // fingerprintKey returns the 32-bit fingerprint key of a 64-bit fingerprint
@@ -48,7 +52,7 @@ func (ix *Index) sketchEntries(sk *fingerprint.Sketch) ([]entry, error) {
 				ErrParamsMismatch, sk.Params, ix.params)
 		}
 	}
-	return entriesOf(ix.params, sk.Features), nil
+	return entriesOf(ix.params, sk.Features, ix.params.Level(sk.Size)), nil
 }
 
 // entriesOf returns the entries of features fs under p, in canonical form:
@@ -56,16 +60,18 @@ func (ix *Index) sketchEntries(sk *fingerprint.Sketch) ([]entry, error) {
 // count × p.Weight (1 per occurrence for manber, the chunk length for
 // chunks); features whose hashes share a key are merged into one entry
 // whose weight is the sum of theirs. fs need not be sorted and may repeat a
-// hash; features of weight 0 are dropped. The caller owns the result.
-func entriesOf(p fingerprint.Params, fs []fingerprint.Feature) []entry {
+// hash; features of weight 0, and those below level lvl (which a file of
+// that level does not keep: fingerprint.Params.HashLevel), are dropped. The
+// caller owns the result.
+func entriesOf(p fingerprint.Params, fs []fingerprint.Feature, lvl int) []entry {
 	es := make([]entry, 0, len(fs))
 	sorted := true
 	for _, f := range fs {
 		w := satMul(uint64(f.Count), p.Weight(f))
-		if w == 0 {
+		if w == 0 || p.HashLevel(f.Hash) < lvl {
 			continue
 		}
-		e := entry{key: fingerprintKey(f.Hash), weight: w}
+		e := entry{key: fingerprintKey(f.Hash), weight: w, level: uint8(p.HashLevel(f.Hash))}
 		if n := len(es); n > 0 && es[n-1].key >= e.key {
 			sorted = false
 		}
@@ -79,12 +85,29 @@ func entriesOf(p fingerprint.Params, fs []fingerprint.Feature) []entry {
 	for _, e := range es {
 		if n > 0 && es[n-1].key == e.key {
 			es[n-1].weight = satAdd(es[n-1].weight, e.weight)
+			es[n-1].level = min(es[n-1].level, e.level)
 			continue
 		}
 		es[n] = e
 		n++
 	}
 	return es[:n]
+}
+
+// levelWeights returns the weights of es, entries of a file of level lvl
+// (those made by sketchEntries), at each level above lvl up to top: the
+// FileRecord.LevelWeights of the file.
+func levelWeights(es []entry, lvl, top int) []uint64 {
+	if lvl >= top {
+		return nil
+	}
+	ws := make([]uint64, top-lvl)
+	for _, e := range es {
+		for l := lvl + 1; l <= min(int(e.level), top); l++ {
+			ws[l-lvl-1] = satAdd(ws[l-lvl-1], e.weight)
+		}
+	}
+	return ws
 }
 
 // totalWeight returns the weight of es.

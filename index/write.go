@@ -62,6 +62,10 @@ func (ix *Index) put(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) 
 		Weight:   totalWeight(entries),
 		Features: uint32(len(entries)),
 	}
+	if lvl := ix.params.Level(sk.Size); lvl > 0 {
+		rec.Level = uint8(lvl)
+		rec.LevelWeights = levelWeights(entries, lvl, ix.params.Bits)
+	}
 
 	w := ix.newBatch()
 	defer w.close()

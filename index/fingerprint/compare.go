@@ -23,9 +23,13 @@ type Comparison struct {
 }
 
 // Compare compares two sketches made with equal Params. The features of both
-// must be sorted by hash, as a [Sketch]'s are.
+// must be sorted by hash, as a [Sketch]'s are. Sketches of two levels
+// ([Params.Level]) are compared at the higher one, as if both had been
+// sampled at it: only features of that level or above count, in the shared
+// weight and in WeightA and WeightB.
 func Compare(a, b *Sketch) Comparison {
-	c := Comparison{WeightA: a.Weight(), WeightB: b.Weight(), SharedBytes: -1}
+	lvl := max(a.Level(), b.Level())
+	c := Comparison{WeightA: a.WeightAt(lvl), WeightB: b.WeightAt(lvl), SharedBytes: -1}
 	i, j := 0, 0
 	for i < len(a.Features) && j < len(b.Features) {
 		fa, fb := a.Features[i], b.Features[j]
@@ -35,8 +39,10 @@ func Compare(a, b *Sketch) Comparison {
 		case fa.Hash > fb.Hash:
 			j++
 		default:
-			c.SharedWeight += uint64(min(fa.Count, fb.Count)) * a.Params.Weight(fa)
-			c.SharedFeatures++
+			if a.Params.HashLevel(fa.Hash) >= lvl {
+				c.SharedWeight += uint64(min(fa.Count, fb.Count)) * a.Params.Weight(fa)
+				c.SharedFeatures++
+			}
 			i++
 			j++
 		}

@@ -27,15 +27,20 @@ func TestGolden(t *testing.T) {
 	}{
 		{"random-1MiB", randomBytes(1, 1<<20)},
 		{"text-512KiB", textBytes(2, 512<<10)},
+		{"text-300", textBytes(3, 300)},       // sampled below the top level
+		{"random-1500", randomBytes(4, 1500)}, // likewise, one level higher
 	}
 	var out bytes.Buffer
 	fmt.Fprintf(&out, "# Golden outputs of index/fingerprint; regenerate with go test -run TestGolden -update.\n")
-	fmt.Fprintf(&out, "# Inputs: random-1MiB = randomBytes(1, 1<<20); text-512KiB = textBytes(2, 512<<10).\n")
+	fmt.Fprintf(&out, "# Inputs: random-1MiB = randomBytes(1, 1<<20); text-512KiB = textBytes(2, 512<<10);\n")
+	fmt.Fprintf(&out, "# text-300 = textBytes(3, 300); random-1500 = randomBytes(4, 1500).\n")
 	for _, p := range []Params{
 		{Scheme: Manber, Window: 50}, // the paper's window
 		{Scheme: Manber, Window: 50, ModBits: 30},
 		{Scheme: Manber, Window: 50, Bits: 6},
-		{Scheme: Manber}, // sif's default
+		{Scheme: Manber},             // sif's default
+		{Scheme: Manber, MinBits: 8}, // one density whatever the size
+		{Scheme: Manber, Target: 32},
 		{Scheme: Chunks},
 		{Scheme: Chunks, AvgChunk: 1024},
 		{Scheme: Chunks, AvgChunk: 64}, // MinChunk < 64: the hash carries over cuts

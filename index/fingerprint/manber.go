@@ -19,10 +19,24 @@ package fingerprint
 // same value as reducing at every step, so both moduli share one scanner and
 // differ only in the multiplier and in a final mask.
 //
-// A window is a candidate when the low k bits of F are zero. Candidates are
-// kept greedily in stream order, skipping any that overlap the last kept
-// window ("once a fingerprint is identified, the text is shifted to the end of
-// it"). The stored hash is F >> k: the k low bits are known to be zero.
+// A window is a candidate at level L when the low L bits of F are zero. A
+// stream is sampled at its level k (Params.Level: Bits for a large stream,
+// less for a small one). Candidates at the top level, Bits, are kept greedily
+// in stream order, skipping any that overlap the last kept top-level window
+// ("once a fingerprint is identified, the text is shifted to the end of it");
+// candidates below the top level are kept wherever they are. So the windows
+// kept at level k are exactly those kept at level k+1 and the candidates
+// whose low bits are zero up to bit k, not k+1: what a small file keeps at a
+// higher level is what a large one keeps, and the two compare at that level.
+// The stored hash is F >> MinBits: the MinBits low bits are known to be zero,
+// and the trailing zeros of the rest tell the hash's level.
+//
+// The stream's level is known only at its end, but it never decreases as the
+// stream grows: while the bytes seen are too few for the top level, kept
+// windows at or above the level those bytes already imply are held back, and
+// the ones below the final level are dropped at the end. Once the top level
+// is reached the held windows of the top level are emitted and the scanner
+// runs its fast path, which tests the top level only.
 //
 // A caveat of the paper's choice that the tests make visible: since M is a
 // power of two, the low k bits of F depend only on the low k bits of the bytes
@@ -42,9 +56,11 @@ const (
 // manber finds Manber fingerprints in a stream written to it in pieces. It
 // keeps the last W bytes of the stream, so its memory is O(W).
 type manber struct {
+	params  Params
 	w       int    // window length W
-	k       uint   // selection bits
-	sel     uint64 // 2^k - 1: a window is a candidate when F&sel == 0
+	k       uint   // selection bits of the top level
+	kmin    uint   // MinBits: the stored hash is F >> kmin
+	sel     uint64 // 2^k - 1: a window is a top-level candidate when F&sel == 0
 	modMask uint64 // 2^ModBits - 1
 	p       uint64 // the multiplier, p^2, p^3 and p^4 mod 2^64
 	p2      uint64
@@ -53,19 +69,23 @@ type manber struct {
 	out     [256]uint64 // out[t] = t·p^W mod 2^64: the term leaving the window
 	emit    func(Fingerprint)
 
-	h       uint64 // F (mod 2^64) of the window ending at the last byte seen
-	pos     int64  // bytes seen
-	nextEnd int64  // stream index of the last byte of the first window that may be kept
-	hist    []byte // the last w bytes seen; zeros before the stream starts
-	scratch []byte // the history followed by the head of a Write, cap 2w
+	h       uint64        // F (mod 2^64) of the window ending at the last byte seen
+	pos     int64         // bytes seen
+	level   int           // the least level the stream can have: Level(pos)
+	held    []Fingerprint // kept windows held back while level < k
+	nextEnd int64         // stream index of the last byte of the first window that may be kept
+	hist    []byte        // the last w bytes seen; zeros before the stream starts
+	scratch []byte        // the history followed by the head of a Write, cap 2w
 }
 
 // newManber returns a scanner for normalized manber parameters. emit must
 // not be nil.
 func newManber(p Params, emit func(Fingerprint)) *manber {
 	m := &manber{
+		params:  p,
 		w:       p.Window,
 		k:       uint(p.Bits),
+		kmin:    uint(p.MinBits),
 		sel:     1<<uint(p.Bits) - 1,
 		modMask: ^uint64(0),
 		p:       manberPrime64,
@@ -100,8 +120,26 @@ func newManber(p Params, emit func(Fingerprint)) *manber {
 func (m *manber) reset() {
 	m.h = 0
 	m.pos = 0
+	m.level = m.params.Level(0)
+	m.held = m.held[:0]
 	m.nextEnd = int64(m.w) - 1
 	clear(m.hist)
+}
+
+// finish emits the held windows of the stream's final level.
+func (m *manber) finish() {
+	m.release(m.params.Level(m.pos))
+}
+
+// release emits the held windows of level at least lvl, in stream order,
+// and forgets all held windows.
+func (m *manber) release(lvl int) {
+	for _, fp := range m.held {
+		if m.params.HashLevel(fp.Hash) >= lvl {
+			m.emit(fp)
+		}
+	}
+	m.held = m.held[:0]
 }
 
 // write scans b, which continues the stream, emitting kept windows.
@@ -110,13 +148,23 @@ func (m *manber) write(b []byte) {
 		return
 	}
 	w := m.w
+	scan := m.scan
+	if m.level < int(m.k) {
+		// The stream is at least this long, so it has at least this level.
+		m.level = m.params.Level(m.pos + int64(len(b)))
+		if m.level < int(m.k) {
+			scan = m.scanLow
+		} else {
+			m.release(int(m.k)) // they come before the windows of b
+		}
+	}
 	// The first bytes of b push out bytes of the history: scan them in a
 	// copy of history+head so the scanning loops see one contiguous slice.
 	n := min(len(b), w)
 	s := append(append(m.scratch[:0], m.hist...), b[:n]...)
-	m.scan(s, w, m.pos-int64(w))
+	scan(s, w, m.pos-int64(w))
 	if len(b) > w {
-		m.scan(b, w, m.pos)
+		scan(b, w, m.pos)
 		copy(m.hist, b[len(b)-w:])
 	} else {
 		copy(m.hist, s[len(s)-w:])
@@ -145,10 +193,37 @@ func (m *manber) scan(buf []byte, from int, base int64) {
 			break
 		}
 		end := base + int64(hit)
-		m.emit(Fingerprint{Hash: (hh & m.modMask) >> m.k, Offset: end - int64(m.w) + 1, Len: uint32(m.w)})
+		m.emit(Fingerprint{Hash: (hh & m.modMask) >> m.kmin, Offset: end - int64(m.w) + 1, Len: uint32(m.w)})
 		// rollTest may have rolled up to three bytes past the hit; they end
 		// windows that overlap the kept one (W >= 8), which are skipped.
 		m.nextEnd = end + int64(m.w)
+	}
+	m.h = h
+}
+
+// scanLow is scan while the stream's level is below the top: it rolls the
+// hash one byte at a time and holds every window kept at m.level or above
+// (top-level windows without overlap), to be emitted by release.
+func (m *manber) scanLow(buf []byte, from int, base int64) {
+	h, p, out, w := m.h, m.p, &m.out, m.w
+	low := uint64(1)<<uint(m.level) - 1
+	for j := from; j < len(buf); j++ {
+		h = h*p + uint64(buf[j]) - out[buf[j-w]]
+		f := h & m.modMask
+		if f&low != 0 {
+			continue
+		}
+		end := base + int64(j)
+		if end < int64(w)-1 {
+			continue // the window would start before the stream
+		}
+		if f&m.sel == 0 {
+			if end < m.nextEnd {
+				continue // overlaps the last top-level window kept
+			}
+			m.nextEnd = end + int64(w)
+		}
+		m.held = append(m.held, Fingerprint{Hash: f >> m.kmin, Offset: end - int64(w) + 1, Len: uint32(w)})
 	}
 	m.h = h
 }

@@ -3,6 +3,7 @@ package fingerprint
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 )
 
 // Scheme names a fingerprinting scheme.
@@ -10,7 +11,8 @@ type Scheme string
 
 const (
 	// Manber keeps W-byte windows whose Karp-Rabin hash has its low k bits
-	// zero, without overlaps (Manber 1994, §2).
+	// zero (Manber 1994, §2), with k lowered for small files (see
+	// [Params.Level]).
 	Manber Scheme = "manber"
 	// Chunks keeps every content-defined chunk (normalized chunking with a
 	// gear hash, bounded by a minimum and maximum chunk length).
@@ -33,6 +35,15 @@ type Params struct {
 	// ModBits selects the Karp-Rabin modulus 2^ModBits: 30 as in the paper,
 	// or 64 (manber). Default 64.
 	ModBits int `json:"mod_bits,omitempty" toml:"mod_bits"`
+	// MinBits is the least k a small file is sampled with (manber): a file
+	// too small to get Target fingerprints at Bits is sampled more densely,
+	// down to MinBits ([Params.Level]). Default 2 (or Bits, when less); set
+	// it to Bits for one density whatever the size.
+	MinBits int `json:"min_bits,omitempty" toml:"min_bits"`
+	// Target is the number of windows a file is sampled for, at least, when
+	// Bits would give it fewer (manber): its level is the largest k in
+	// MinBits..Bits with Target·2^k at most its number of windows. Default 8.
+	Target int `json:"target,omitempty" toml:"target"`
 
 	// MinChunk, AvgChunk and MaxChunk bound the chunk lengths in bytes
 	// (chunks). AvgChunk must be a power of two. Defaults 64, 256, 2048.
@@ -59,13 +70,13 @@ func (p Params) Normalize() (Params, error) {
 	switch p.Scheme {
 	case "":
 		d := DefaultParams()
-		if p.Window == 0 && p.Bits == 0 && p.ModBits == 0 && p.MinChunk == 0 && p.AvgChunk == 0 && p.MaxChunk == 0 {
+		if p.Window == 0 && p.Bits == 0 && p.ModBits == 0 && p.MinBits == 0 && p.Target == 0 && p.MinChunk == 0 && p.AvgChunk == 0 && p.MaxChunk == 0 {
 			return d, nil
 		}
 		p.Scheme = d.Scheme
 		return p.Normalize()
 	case Manber:
-		q := Params{Scheme: Manber, Window: p.Window, Bits: p.Bits, ModBits: p.ModBits}
+		q := Params{Scheme: Manber, Window: p.Window, Bits: p.Bits, ModBits: p.ModBits, MinBits: p.MinBits, Target: p.Target}
 		if q.Window == 0 {
 			q.Window = 40 // the paper's 50 loses recall on scattered edits; see README.md
 		}
@@ -75,6 +86,12 @@ func (p Params) Normalize() (Params, error) {
 		if q.ModBits == 0 {
 			q.ModBits = 64
 		}
+		if q.MinBits == 0 {
+			q.MinBits = min(2, q.Bits) // see README.md, "Small files"
+		}
+		if q.Target == 0 {
+			q.Target = 8
+		}
 		switch {
 		case q.Window < 8 || q.Window > 4096:
 			return Params{}, fmt.Errorf("%w: window %d: want 8..4096 bytes", ErrParams, q.Window)
@@ -82,6 +99,10 @@ func (p Params) Normalize() (Params, error) {
 			return Params{}, fmt.Errorf("%w: bits %d: want 0..16", ErrParams, q.Bits)
 		case q.ModBits != 30 && q.ModBits != 64:
 			return Params{}, fmt.Errorf("%w: mod_bits %d: want 30 or 64", ErrParams, q.ModBits)
+		case q.MinBits < 0 || q.MinBits > q.Bits:
+			return Params{}, fmt.Errorf("%w: min_bits %d: want 0..bits (%d)", ErrParams, q.MinBits, q.Bits)
+		case q.Target < 1 || q.Target > 1<<20:
+			return Params{}, fmt.Errorf("%w: target %d: want 1..1048576 fingerprints", ErrParams, q.Target)
 		}
 		return q, nil
 	case Chunks:
@@ -132,4 +153,37 @@ func (p Params) Weight(f Feature) uint64 {
 		return uint64(f.Len)
 	}
 	return 1
+}
+
+// Level returns the sampling level of a stream of size bytes under
+// normalized p: the k its windows are kept with (manber), or 0 (chunks).
+// It is the largest k in MinBits..Bits with Target·2^k at most the number
+// of windows, size−Window+1 (MinBits when there are fewer than Target):
+// a large file is sampled at Bits, a small one more densely, so that it
+// gets about Target to 2·Target fingerprints. Since a window kept at level
+// k has its low k bits zero, it is also kept at every lower level: two
+// files are compared at the higher of their two levels ([Compare]).
+func (p Params) Level(size int64) int {
+	if p.Scheme != Manber {
+		return 0
+	}
+	n := size - int64(p.Window) + 1
+	k := p.MinBits
+	for k < p.Bits && int64(p.Target)<<(k+1) <= n {
+		k++
+	}
+	return k
+}
+
+// HashLevel returns the level of a fingerprint hash under normalized p: the
+// highest level at which its window is kept, MinBits plus the number of
+// trailing zero bits of the hash, at most Bits (manber); 0 for chunks.
+func (p Params) HashLevel(hash uint64) int {
+	if p.Scheme != Manber {
+		return 0
+	}
+	if hash == 0 {
+		return p.Bits
+	}
+	return min(p.Bits, p.MinBits+bits.TrailingZeros64(hash))
 }

@@ -4,6 +4,7 @@ package fingerprint
 // and the helpers the tests share.
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -12,26 +13,50 @@ import (
 )
 
 // naiveManber recomputes every window's hash by Horner's rule, reducing mod
-// M = 2^ModBits at every step, and keeps candidates greedily without overlap.
+// M = 2^ModBits at every step, and keeps, at the stream's level k, every
+// window whose hash has its low k bits zero, except that windows whose low
+// Bits bits are zero (the top level) are kept greedily without overlap
+// among themselves.
 func naiveManber(data []byte, p Params) []Fingerprint {
 	pr, mod := uint64(manberPrime64), ^uint64(0)
 	if p.ModBits == 30 {
 		pr, mod = manberPrime30, 1<<30-1
 	}
-	sel := uint64(1)<<p.Bits - 1
+	lvl := naiveLevel(int64(len(data)), p)
+	sel := uint64(1)<<lvl - 1
+	top := uint64(1)<<p.Bits - 1
 	var out []Fingerprint
-	next := 0 // the first window start that does not overlap a kept window
+	next := 0 // the first window start that does not overlap a kept top-level window
 	for i := 0; i+p.Window <= len(data); i++ {
 		var f uint64
 		for _, t := range data[i : i+p.Window] {
 			f = (f*pr + uint64(t)) & mod
 		}
-		if i >= next && f&sel == 0 {
-			out = append(out, Fingerprint{Hash: f >> p.Bits, Offset: int64(i), Len: uint32(p.Window)})
+		if f&sel != 0 {
+			continue
+		}
+		if f&top == 0 {
+			if i < next {
+				continue
+			}
 			next = i + p.Window
 		}
+		out = append(out, Fingerprint{Hash: f >> p.MinBits, Offset: int64(i), Len: uint32(p.Window)})
 	}
 	return out
+}
+
+// naiveLevel is Params.Level from its definition: the largest k in
+// MinBits..Bits with Target·2^k at most the number of windows, else MinBits.
+func naiveLevel(size int64, p Params) int {
+	n := size - int64(p.Window) + 1
+	best := p.MinBits
+	for k := p.MinBits; k <= p.Bits; k++ {
+		if float64(p.Target)*math.Pow(2, float64(k)) <= float64(n) {
+			best = k
+		}
+	}
+	return best
 }
 
 // naiveCandidates returns the start of every window whose hash has its low k
@@ -285,6 +310,13 @@ func testInputs() map[string][]byte {
 		"ones":     slices.Repeat([]byte{0xff}, 50000),
 		"mixed":    mixed,
 		"periodic": periodic,
+		// Small inputs, sampled below the top level, at several levels.
+		"text256":    textBytes(10, 256),
+		"text300":    textBytes(11, 300),
+		"random927":  randomBytes(12, 927),
+		"text2100":   textBytes(13, 2100),
+		"random4100": randomBytes(14, 4100),
+		"zeros600":   make([]byte, 600),
 	}
 }
 
@@ -298,6 +330,9 @@ func testParams() []Params {
 		{Scheme: Manber, Bits: 16, Window: 8},
 		{Scheme: Manber, Bits: 3, Window: 8, ModBits: 30},
 		{Scheme: Manber, Bits: 4, Window: 4096},
+		{Scheme: Manber, MinBits: 8},
+		{Scheme: Manber, MinBits: 0, Target: 64},
+		{Scheme: Manber, Bits: 12, MinBits: 5, Target: 3, ModBits: 30},
 		{Scheme: Chunks},
 		{Scheme: Chunks, AvgChunk: 1024},
 		{Scheme: Chunks, MinChunk: 1, AvgChunk: 16, MaxChunk: 17},

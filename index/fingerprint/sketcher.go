@@ -21,8 +21,6 @@ type scanner interface {
 	reset()         // readies the scanner for a new stream, keeping buffers
 }
 
-func (m *manber) finish() {}
-
 // writeBlock is the piece of a Write that every pass reads in turn, so the
 // bytes stay in cache from one pass to the next.
 const writeBlock = 64 << 10

@@ -104,6 +104,22 @@ func (s *Sketch) Weight() uint64 {
 	return w
 }
 
+// Level returns the level s was sampled at: s.Params.Level(s.Size).
+func (s *Sketch) Level() int { return s.Params.Level(s.Size) }
+
+// WeightAt returns the total weight of s's features of level lvl or above
+// ([Params.HashLevel]): its weight had it been sampled at lvl, when lvl is
+// at least its own level.
+func (s *Sketch) WeightAt(lvl int) uint64 {
+	var w uint64
+	for _, f := range s.Features {
+		if s.Params.HashLevel(f.Hash) >= lvl {
+			w += uint64(f.Count) * s.Params.Weight(f)
+		}
+	}
+	return w
+}
+
 // Occurrences returns the number of fingerprints s was built from.
 func (s *Sketch) Occurrences() uint64 {
 	var n uint64
