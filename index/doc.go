@@ -22,6 +22,12 @@
 //     chunk length for chunks). A file's features are stored as entries, one
 //     per fingerprint key: the weight of an entry is the sum, over the
 //     file's features whose hashes map to that key, of count × weight.
+//     A file keeps only features of its level (fingerprint.Params.Level)
+//     or more; its record holds its weight at each level above its own, so
+//     that a query and a file of two levels are compared at the higher one.
+//     The keys two files share are all of both levels or more, so shared
+//     weight needs no levels; a candidate is listed only when the query has
+//     MinFeatures distinctive entries at the level of the comparison.
 //     A file's weight is the sum of its entries' weights, and its number of
 //     features the number of its entries. Queries take the query's sketch
 //     the same way.
@@ -66,7 +72,7 @@
 // fingerprint keys are 4 bytes, device and inode numbers 8 bytes, all
 // big-endian, so Pebble keys sort numerically:
 //
-//	'm' "version"         format version (decimal text, now 3)
+//	'm' "version"         format version (decimal text, now 4)
 //	'm' "params"          the normalized fingerprint.Params, JSON
 //	'p' path              file id (4 bytes); paths are raw bytes
 //	'r' id                file record: version byte 1, then varints
@@ -94,7 +100,8 @@
 // the database (Pebble's LOCK file): Open fails with ErrLocked otherwise.
 // Check verifies every invariant above; on corruption, and for an index
 // written in another format (version 1 had 64-bit hashes in its keys and
-// stored document frequencies, version 2 no inode keys), the cure is to
+// stored document frequencies, version 2 no inode keys, version 3 one
+// sampling density and no levels in its records), the cure is to
 // move the index aside and rebuild it. Compact rewrites the database into
 // its most compact form after a bulk load. Dump lists the files in a
 // canonical text form, free of file ids and write history, so two indexes

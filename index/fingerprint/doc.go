@@ -7,7 +7,15 @@
 //
 //   - A scheme decides which pieces of a file become fingerprints. [Manber]
 //     keeps a W-byte window when the low k bits of its Karp-Rabin hash are zero
-//     and never lets two kept windows overlap (Manber 1994, §2). [Chunks] cuts
+//     and never lets two kept windows of the top level (k = Bits) overlap
+//     (Manber 1994, §2).
+//   - The level of a file is the k it is sampled with ([Params.Level]): Bits
+//     for a large file, less for a small one, from its size alone, so that it
+//     gets about Target fingerprints or more. The level of a fingerprint hash
+//     is the highest level that keeps its window ([Params.HashLevel]). A
+//     window kept at one level is kept at every lower one, so two files are
+//     compared at the higher of their levels, on their features of that
+//     level or more. [Chunks] cuts
 //     the file into content-defined chunks between a minimum and a maximum
 //     length (normalized chunking, a descendant of TTTD in Forman et al. 2005)
 //     and keeps every chunk: whether a byte ends a chunk depends only on the
