@@ -48,6 +48,7 @@ type queryState struct {
 	postings []posting
 	ids      []uint32
 	key      []byte
+	skipped  []bool
 }
 
 type posting struct {
@@ -365,7 +366,8 @@ func (s *querySearch) accumulate() error {
 		}
 		if maxDF >= 0 && n > maxDF {
 			if s.skipped == nil {
-				s.skipped = make([]bool, len(s.entries))
+				s.skipped = append(st.skipped[:0], make([]bool, len(s.entries))...)
+				st.skipped = s.skipped
 			}
 			s.skipped[i] = true
 			s.res.Skipped++
