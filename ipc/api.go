@@ -196,10 +196,12 @@ type SimilarResponse struct {
 	// TooFew is set when the query has too few fingerprints to carry
 	// evidence of similarity (MinFingerprints); only identical files are
 	// then listed.
-	TooFew          bool  `json:"too_few"`
-	MinFingerprints int   `json:"min_fingerprints"`
-	Candidates      int   `json:"candidates"`
-	ElapsedNs       int64 `json:"elapsed_ns"` // time spent in the daemon
+	TooFew          bool `json:"too_few"`
+	MinFingerprints int  `json:"min_fingerprints"`
+	Candidates      int  `json:"candidates"`
+	// ElapsedNs is the time spent in the daemon, from the request's
+	// receipt (its body read) to the answer, any wait for a slot included.
+	ElapsedNs int64 `json:"elapsed_ns"`
 }
 
 // GroupFile is one file of a group.
@@ -224,7 +226,7 @@ type Group struct {
 type GroupsResponse struct {
 	Threshold float64 `json:"threshold"`
 	Groups    []Group `json:"groups"`
-	ElapsedNs int64   `json:"elapsed_ns"`
+	ElapsedNs int64   `json:"elapsed_ns"` // as in SimilarResponse
 }
 
 // DupeSet is a set of identical files (equal size and SHA-256).

@@ -1,6 +1,7 @@
 package ipc
 
 import (
+	"context"
 	"log/slog"
 	"net"
 	"net/http"
@@ -11,11 +12,12 @@ import (
 // connLimiter is a listener that keeps at most max connections open. When
 // a connection arrives while max are open, the one that has waited longest
 // without a request in progress (idle between requests, or still sending
-// its first request's header) is closed to make room; when every open
-// connection has a request in progress, the new one waits, unserved and
+// its first request's header) is closed to make room, or failing that the
+// one that has been sending its request's body longest; when every open
+// connection has a request being served, the new one waits, unserved and
 // costing one socket, until one of them ends, and further ones wait in the
-// kernel's listen queue. So idle connections, however many, cost at most
-// max goroutines and buffers, and cannot keep a new client out.
+// kernel's listen queue. So idle and slow connections, however many, cost
+// at most max goroutines and buffers, and cannot keep a new client out.
 //
 // Its track method must be the http.Server's ConnState hook.
 type connLimiter struct {
@@ -25,14 +27,18 @@ type connLimiter struct {
 
 	mu    sync.Mutex
 	conns map[net.Conn]*connInfo // open connections accepted here
-	freed chan struct{}          // signalled when a connection closes
-	done  chan struct{}          // closed by Close
-	once  sync.Once
+	// evicting counts the conns closed by Accept to make room, not yet
+	// seen closed by track.
+	evicting int
+	freed    chan struct{} // signalled when a connection closes
+	done     chan struct{} // closed by Close
+	once     sync.Once
 }
 
 type connInfo struct {
 	state    http.ConnState
-	since    time.Time // of the last state change
+	since    time.Time // of the last state change, or of the body's start
+	body     bool      // its request's body is being read (see readingBody)
 	evicting bool      // closed by Accept to make room; not yet seen closed
 }
 
@@ -55,7 +61,9 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 	}
 	for {
 		l.mu.Lock()
-		if len(l.conns) < l.max {
+		// Connections closed to make room hold no socket any more, only
+		// a goroutine about to end: they do not count.
+		if len(l.conns)-l.evicting < l.max {
 			l.conns[c] = &connInfo{state: http.StateNew, since: time.Now()}
 			l.mu.Unlock()
 			return c, nil
@@ -63,11 +71,13 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		victim, info := l.idlestLocked()
 		if victim != nil {
 			info.evicting = true
+			l.evicting++
 		}
 		l.mu.Unlock()
 		if victim != nil {
-			l.log.Debug("closing an idle connection to make room", "open", l.max, "state", info.state.String(), "for", time.Since(info.since).Round(time.Millisecond))
+			l.log.Debug("closing a connection to make room", "open", l.max, "state", info.state.String(), "body", info.body, "for", time.Since(info.since).Round(time.Millisecond))
 			victim.Close()
+			continue
 		}
 		select {
 		case <-l.freed:
@@ -79,19 +89,52 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 }
 
 // idlestLocked returns the connection that has been new or idle longest,
-// or nil if every connection has a request in progress.
+// else the one that has been sending its request's body longest, or nil if
+// every connection has a request being served.
 func (l *connLimiter) idlestLocked() (net.Conn, *connInfo) {
 	var victim net.Conn
 	var vi *connInfo
-	for c, ci := range l.conns {
-		if ci.evicting || (ci.state != http.StateNew && ci.state != http.StateIdle) {
-			continue
+	for _, body := range []bool{false, true} {
+		for c, ci := range l.conns {
+			idle := ci.state == http.StateNew || ci.state == http.StateIdle
+			if ci.evicting || (!body && !idle) || (body && !ci.body) {
+				continue
+			}
+			if vi == nil || ci.since.Before(vi.since) {
+				victim, vi = c, ci
+			}
 		}
-		if vi == nil || ci.since.Before(vi.since) {
-			victim, vi = c, ci
+		if vi != nil {
+			break
 		}
 	}
 	return victim, vi
+}
+
+// readingBody records that the request in progress on c is reading its
+// body (on), or is done with it.
+func (l *connLimiter) readingBody(c net.Conn, on bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ci, ok := l.conns[c]; ok {
+		ci.body = on
+		if on {
+			ci.since = time.Now()
+		}
+	}
+}
+
+type connKey struct{}
+
+// connContext records the connection in its context, for readingBody.
+func connContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// connOf returns the connection r came on, or nil.
+func connOf(r *http.Request) net.Conn {
+	c, _ := r.Context().Value(connKey{}).(net.Conn)
+	return c
 }
 
 // track follows the state of the connections; see http.Server.ConnState.
@@ -104,13 +147,16 @@ func (l *connLimiter) track(c net.Conn, st http.ConnState) {
 	}
 	switch st {
 	case http.StateClosed, http.StateHijacked:
+		if ci.evicting {
+			l.evicting--
+		}
 		delete(l.conns, c)
 		select {
 		case l.freed <- struct{}{}:
 		default:
 		}
 	default:
-		ci.state, ci.since = st, time.Now()
+		ci.state, ci.since, ci.body = st, time.Now(), false
 	}
 }
 

@@ -46,16 +46,25 @@
 //   - A body larger than MaxBody [64 MiB], or a query with more than
 //     MaxFeatures [1,048,576] fingerprints, is answered 413 too_large; a
 //     body not received within BodyTimeout [30 s] 408 timeout.
-//   - A request slot is taken for the whole of a request: MaxConcurrent
-//     [16] of them, and MaxWaits [64] for POST /v1/wait, which mostly
-//     sleeps. With none free the answer is 503 busy with Retry-After, at
-//     once; requests never queue in the daemon. The Client retries a busy
-//     answer a few times, then fails with ErrBusy.
+//   - A body is read whole before its request takes a slot, and counts
+//     against MaxBodyInFlight [128 MiB] as it arrives, so a slow client
+//     holds no slot and only what it sent.
+//   - A slot is then taken for the rest of the request: MaxConcurrent [16]
+//     of them, MaxWhole [1] for the whole-index requests GET /v1/groups and
+//     /v1/dupes, and MaxWaits [64] for POST /v1/wait, which mostly sleeps.
+//     With none free a request waits in a short queue, first come first
+//     served: up to QueueWait [1 s] behind at most MaxQueued [64] others,
+//     or WholeWait [10 s] behind MaxWholeQueued [4] for whole-index ones,
+//     none for waits; beyond that the answer is 503 busy with Retry-After.
+//     Identical whole-index requests of one caller that wait together
+//     share one answer. The Client retries a busy answer a few times, then
+//     fails with ErrBusy.
 //   - An answer is written within WriteTimeout [30 s] of its first byte,
 //     or the connection is closed, so a client that stops reading frees
 //     its slot.
 //   - At most MaxConns [128] connections are open. A new connection
 //     closes the one that has waited longest without a request in
-//     progress (idle, or still sending its header), so idle and slowloris
-//     connections cost bounded memory and cannot keep a client out.
+//     progress (idle, or still sending its header), failing that the one
+//     sending its body longest, so idle and slowloris connections cost
+//     bounded memory and cannot keep a client out.
 package ipc

@@ -1,11 +1,16 @@
 package ipc
 
 import (
+	"bytes"
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -21,6 +26,11 @@ const (
 	// 700,000) and under chunks with 256-byte chunks (about 1,000,000).
 	DefaultMaxFeatures   = 1 << 20
 	DefaultMaxConcurrent = 16
+	DefaultMaxQueued     = 64
+	DefaultQueueWait     = time.Second
+	DefaultMaxWhole      = 1
+	DefaultMaxWholeQueue = 4
+	DefaultWholeWait     = 10 * time.Second
 	DefaultMaxWaits      = 64
 	DefaultMaxConns      = 128
 	DefaultHeaderTimeout = 10 * time.Second
@@ -32,6 +42,14 @@ const (
 
 // retryAfter is what a busy answer tells the client to wait, in seconds.
 const retryAfter = 1
+
+// Sizes of the pieces a request body is read into: a body is charged to
+// MaxBodyInFlight one piece at a time, as it arrives, so a client that
+// announces a large body and sends it slowly holds about what it sent.
+const (
+	firstPiece = 16 << 10
+	maxPiece   = 1 << 20
+)
 
 // withDefaults returns o with every zero or negative limit set to its
 // default.
@@ -54,9 +72,14 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	}
 	def(&o.MaxFeatures, DefaultMaxFeatures)
 	def(&o.MaxConcurrent, DefaultMaxConcurrent)
+	def(&o.MaxQueued, DefaultMaxQueued)
+	def(&o.MaxWhole, DefaultMaxWhole)
+	def(&o.MaxWholeQueued, DefaultMaxWholeQueue)
 	def(&o.MaxWaits, DefaultMaxWaits)
 	def(&o.MaxConns, DefaultMaxConns)
 	def(&o.MaxHeaderBytes, DefaultMaxHeaderSize)
+	defDur(&o.QueueWait, DefaultQueueWait)
+	defDur(&o.WholeWait, DefaultWholeWait)
 	defDur(&o.HeaderTimeout, DefaultHeaderTimeout)
 	defDur(&o.BodyTimeout, DefaultBodyTimeout)
 	defDur(&o.WriteTimeout, DefaultWriteTimeout)
@@ -66,23 +89,98 @@ func (o ServerOptions) withDefaults() ServerOptions {
 
 // limiter holds the server's request slots.
 type limiter struct {
-	queries chan struct{}       // one per request in progress, other than waits
-	waits   chan struct{}       // one per POST /v1/wait in progress
+	queries *gate               // requests other than waits and whole-index ones
+	whole   *gate               // whole-index requests (see isWhole)
+	waits   *gate               // POST /v1/wait; no queue
 	bodies  *semaphore.Weighted // bytes of request bodies that may be held at once
+	flights flights             // whole-index requests waiting for a slot
 }
 
 func newLimiter(o ServerOptions) *limiter {
 	return &limiter{
-		queries: make(chan struct{}, o.MaxConcurrent),
-		waits:   make(chan struct{}, o.MaxWaits),
+		queries: newGate(o.MaxConcurrent, o.MaxQueued, o.QueueWait),
+		whole:   newGate(o.MaxWhole, o.MaxWholeQueued, o.WholeWait),
+		waits:   newGate(o.MaxWaits, 0, 0),
 		bodies:  semaphore.NewWeighted(o.MaxBodyInFlight),
+		flights: flights{pending: map[string]*flight{}},
 	}
 }
 
-// limit serves r with next within the server's limits: it refuses a body
-// larger than MaxBody (413 too_large) and a request beyond MaxConcurrent,
-// MaxWaits or MaxBodyInFlight (503 busy, at once), gives the body
-// BodyTimeout to arrive, and the response WriteTimeout from its first byte.
+// isWhole reports whether r asks about the whole index at once (GET
+// /v1/groups and /v1/dupes): requests that cost orders of magnitude more
+// than a query, served by slots of their own.
+func isWhole(r *http.Request) bool {
+	return r.Method == http.MethodGet && (r.URL.Path == "/v1/groups" || r.URL.Path == "/v1/dupes")
+}
+
+// gate is a set of slots with a bounded queue in front of it.
+type gate struct {
+	slots     chan struct{}
+	maxQueued int64
+	wait      time.Duration
+	queued    atomic.Int64
+}
+
+func newGate(slots, queued int, wait time.Duration) *gate {
+	return &gate{slots: make(chan struct{}, slots), maxQueued: int64(queued), wait: wait}
+}
+
+// enter takes a slot, waiting for one for at most g.wait, first come first
+// served, when there are fewer than maxQueued waiting already. It reports
+// whether it took one; the caller gives it back with leave.
+func (g *gate) enter(ctx context.Context) bool {
+	select {
+	case g.slots <- struct{}{}:
+		return true
+	default:
+	}
+	if g.queued.Add(1) > g.maxQueued {
+		g.queued.Add(-1)
+		return false
+	}
+	defer g.queued.Add(-1)
+	t := time.NewTimer(g.wait)
+	defer t.Stop()
+	select {
+	case g.slots <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+func (g *gate) leave() { <-g.slots }
+
+// busyMsg says why g refused a request of the kind what.
+func (g *gate) busyMsg(what string) string {
+	if g.maxQueued == 0 {
+		return fmt.Sprintf("%d %s in progress, as many as this daemon serves at once", cap(g.slots), what)
+	}
+	return fmt.Sprintf("%d %s in progress, as many as this daemon serves at once, and none ended within %s", cap(g.slots), what, g.wait)
+}
+
+type receivedKey struct{}
+
+// received returns when the request r was received whole (its body read),
+// for the elapsed time of an answer; now for a request that did not come
+// through limit.
+func received(r *http.Request) time.Time {
+	if t, ok := r.Context().Value(receivedKey{}).(time.Time); ok {
+		return t
+	}
+	return time.Now()
+}
+
+// limit serves r with next within the server's limits. It refuses a body
+// larger than MaxBody (413 too_large) and gives it BodyTimeout to arrive
+// (408 timeout); it reads the body whole before the request takes a slot,
+// charging it to MaxBodyInFlight as it arrives, so a slow client holds no
+// slot. It then takes a slot: of MaxWhole for a whole-index request, of
+// MaxWaits for a wait, else of MaxConcurrent, waiting in a queue of
+// bounded length and for a bounded time (none for waits); beyond either,
+// the answer is 503 busy. The response must be taken within WriteTimeout
+// from its first byte.
 func (s *Server) limit(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	rc := http.NewResponseController(w)
 	// Deadlines cannot be set on every ResponseWriter (a test's recorder);
@@ -97,30 +195,210 @@ func (s *Server) limit(w http.ResponseWriter, r *http.Request, next http.Handler
 		writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, tooLargeBody(s.opts.MaxBody))
 		return
 	}
-	slots, what := s.lim.queries, "requests"
-	if r.Method == http.MethodPost && r.URL.Path == "/v1/wait" {
-		slots, what = s.lim.waits, "waits"
-	}
-	select {
-	case slots <- struct{}{}:
-		defer func() { <-slots }()
-	default:
-		busy(w, fmt.Sprintf("%d %s in progress, as many as this daemon serves at once", cap(slots), what))
-		return
-	}
 	if r.ContentLength != 0 {
-		weight := r.ContentLength
-		if weight < 0 { // unknown until read: it may take up to MaxBody
-			weight = s.opts.MaxBody
+		conn := connOf(r)
+		if s.conns != nil && conn != nil {
+			s.conns.readingBody(conn, true)
 		}
-		if !s.lim.bodies.TryAcquire(weight) {
-			busy(w, fmt.Sprintf("request bodies of %d bytes in progress, as much as this daemon holds at once", s.opts.MaxBodyInFlight))
+		body, charged, ok := s.readBody(w, r)
+		if s.conns != nil && conn != nil {
+			s.conns.readingBody(conn, false)
+		}
+		if !ok {
 			return
 		}
-		defer s.lim.bodies.Release(weight)
-		r.Body = &deadlineBody{ReadCloser: http.MaxBytesReader(w, r.Body, s.opts.MaxBody), rc: rc}
+		defer s.lim.bodies.Release(charged)
+		// Lift the read deadline, so that the server's watch for a client
+		// hanging up (which cancels the request's context) does not see it
+		// go by while a long request, such as a wait, is in progress.
+		rc.SetReadDeadline(time.Time{})
+		r.Body = body
 	}
-	next.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: rc, timeout: s.opts.WriteTimeout}, r)
+	r = r.WithContext(context.WithValue(r.Context(), receivedKey{}, time.Now()))
+	w = &deadlineWriter{ResponseWriter: w, rc: rc, timeout: s.opts.WriteTimeout}
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/wait":
+		if !s.lim.waits.enter(r.Context()) {
+			busy(w, s.lim.waits.busyMsg("waits"))
+			return
+		}
+		defer s.lim.waits.leave()
+	case isWhole(r):
+		s.serveWhole(w, r, next)
+		return
+	default:
+		if !s.lim.queries.enter(r.Context()) {
+			busy(w, s.lim.queries.busyMsg("requests"))
+			return
+		}
+		defer s.lim.queries.leave()
+	}
+	next.ServeHTTP(w, r)
+}
+
+// readBody reads r's body whole, at most MaxBody bytes within BodyTimeout,
+// charging it to MaxBodyInFlight a piece at a time as it arrives; a body
+// that finds the budget spent waits up to QueueWait for room, then is
+// answered busy. It returns the body and the bytes charged, which the
+// caller releases once the request is served; on failure it has answered
+// and returns false, charging nothing.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (io.ReadCloser, int64, bool) {
+	src := http.MaxBytesReader(w, r.Body, s.opts.MaxBody)
+	var pieces [][]byte
+	var charged, read int64
+	fail := func() (io.ReadCloser, int64, bool) {
+		s.lim.bodies.Release(charged)
+		return nil, 0, false
+	}
+	next := int64(firstPiece)
+	for {
+		// What the body may still hold: up to its Content-Length when it
+		// has one, else up to MaxBody.
+		left := s.opts.MaxBody - read
+		if r.ContentLength > 0 {
+			left = r.ContentLength - read
+		}
+		if left <= 0 {
+			// Whole, unless more comes: read its end without a charge.
+			var one [1]byte
+			n, err := src.Read(one[:])
+			for n == 0 && err == nil {
+				n, err = src.Read(one[:])
+			}
+			if err == io.EOF && n == 0 {
+				break
+			}
+			if err == nil || err == io.EOF {
+				err = errors.New("more data than its length")
+			}
+			if !bodyError(w, err, &s.opts) {
+				writeError(w, http.StatusBadRequest, CodeBadRequest, "reading request body: "+err.Error())
+			}
+			return fail()
+		}
+		n := min(next, left, s.opts.MaxBodyInFlight)
+		if !s.lim.bodies.TryAcquire(n) {
+			ctx, cancel := context.WithTimeout(r.Context(), s.opts.QueueWait)
+			err := s.lim.bodies.Acquire(ctx, n)
+			cancel()
+			if err != nil {
+				busy(w, fmt.Sprintf("request bodies of %d bytes being read or served, as much as this daemon holds at once", s.opts.MaxBodyInFlight))
+				return fail()
+			}
+		}
+		charged += n
+		p := make([]byte, n)
+		m := 0
+		var err error
+		for m < len(p) && err == nil {
+			var k int
+			k, err = src.Read(p[m:])
+			m += k
+		}
+		read += int64(m)
+		pieces = append(pieces, p[:m])
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if !bodyError(w, err, &s.opts) {
+				writeError(w, http.StatusBadRequest, CodeBadRequest, "reading request body: "+err.Error())
+			}
+			return fail()
+		}
+		next = min(2*next, maxPiece)
+	}
+	readers := make([]io.Reader, len(pieces))
+	for i, p := range pieces {
+		readers[i] = bytes.NewReader(p)
+	}
+	return io.NopCloser(io.MultiReader(readers...)), charged, true
+}
+
+// flights are the whole-index requests waiting for a slot, by what they
+// ask and who asks it. A request identical to one waiting, from a caller
+// with the same credentials, joins it and gets a copy of its answer: the
+// answer is computed once, after both arrived. (A request is never joined
+// to one already being computed, whose answer may predate changes the
+// caller waited for.)
+type flights struct {
+	mu      sync.Mutex
+	pending map[string]*flight
+}
+
+// flight is one whole-index computation and the requests that share it.
+type flight struct {
+	done chan struct{} // closed once rec holds the answer
+	rec  recorder
+}
+
+// serveWhole serves a whole-index request r with next, within MaxWhole,
+// sharing the answer with identical requests of the same caller (see
+// flights).
+func (s *Server) serveWhole(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	c := s.callerOf(r)
+	key := r.URL.Path + "?" + r.URL.Query().Encode() + "|" + c.key()
+	fs := &s.lim.flights
+	fs.mu.Lock()
+	f, joined := fs.pending[key]
+	if !joined {
+		f = &flight{done: make(chan struct{}), rec: recorder{header: http.Header{}}}
+		fs.pending[key] = f
+	}
+	fs.mu.Unlock()
+	if joined {
+		select {
+		case <-f.done:
+			f.rec.replay(w)
+		case <-r.Context().Done(): // the client hung up
+		}
+		return
+	}
+	// The requests joined to this one are served whether or not its own
+	// client is still there.
+	ok := s.lim.whole.enter(context.Background())
+	fs.mu.Lock()
+	delete(fs.pending, key)
+	fs.mu.Unlock()
+	if ok {
+		next.ServeHTTP(&f.rec, r)
+		s.lim.whole.leave()
+	} else {
+		busy(&f.rec, s.lim.whole.busyMsg("whole-index requests (groups, dupes)"))
+	}
+	close(f.done)
+	f.rec.replay(w)
+}
+
+// recorder is a ResponseWriter that keeps a response to be replayed to
+// several clients.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (rec *recorder) Header() http.Header { return rec.header }
+
+func (rec *recorder) WriteHeader(code int) {
+	if rec.status == 0 {
+		rec.status = code
+	}
+}
+
+func (rec *recorder) Write(b []byte) (int, error) {
+	rec.WriteHeader(http.StatusOK)
+	return rec.body.Write(b)
+}
+
+// replay writes the recorded response to w.
+func (rec *recorder) replay(w http.ResponseWriter) {
+	h := w.Header()
+	for k, v := range rec.header {
+		h[k] = v
+	}
+	w.WriteHeader(cmp.Or(rec.status, http.StatusOK))
+	w.Write(rec.body.Bytes())
 }
 
 func busy(w http.ResponseWriter, msg string) {
@@ -130,25 +408,6 @@ func busy(w http.ResponseWriter, msg string) {
 
 func tooLargeBody(max int64) string {
 	return fmt.Sprintf("request body: larger than %d bytes, the most this daemon accepts", max)
-}
-
-// deadlineBody lifts the body's read deadline once the body has been read
-// to its end, so that the server's watch for a client hanging up (which
-// cancels the request's context) does not see a deadline go by while a
-// long request, such as a wait, is in progress.
-type deadlineBody struct {
-	io.ReadCloser
-	rc   *http.ResponseController
-	done bool
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.done {
-		b.done = true
-		b.rc.SetReadDeadline(time.Time{})
-	}
-	return n, err
 }
 
 // deadlineWriter gives the response timeout to be written from its first
@@ -206,4 +465,16 @@ func bodyError(w http.ResponseWriter, err error, o *ServerOptions) bool {
 		return false
 	}
 	return true
+}
+
+// key names what c may see, for sharing an answer between callers: equal
+// keys are callers with the same credentials.
+func (c *caller) key() string {
+	switch {
+	case c.err != nil: // answered with an error of its own
+		return fmt.Sprintf("unknown %p", c)
+	case c.all:
+		return "all"
+	}
+	return fmt.Sprintf("uid %d gid %d groups %v", c.cred.UID, c.cred.GID, c.cred.Groups)
 }

@@ -127,9 +127,10 @@ func within(t *testing.T, what string, d time.Duration, took time.Duration) {
 	}
 }
 
-func TestBusyAnswersAtOnce(t *testing.T) {
+func TestBusyAfterQueueing(t *testing.T) {
 	bb := newBlockingBackend()
-	sock, c := serveWith(t, bb, ServerOptions{MaxConcurrent: 2})
+	const wait = 300 * time.Millisecond
+	sock, c := serveWith(t, bb, ServerOptions{MaxConcurrent: 2, MaxQueued: 1, QueueWait: wait})
 	body := similarBody(t, 5)
 	var held sync.WaitGroup
 	for range 2 {
@@ -141,36 +142,95 @@ func TestBusyAnswersAtOnce(t *testing.T) {
 	}
 	<-bb.entered
 	<-bb.entered
-	// Both slots are taken: the third request is refused at once.
-	r := rawDo(t, sock, post("/v1/similar", body))
+	// Both slots are taken: the third request waits QueueWait for one,
+	// then is refused.
+	third := make(chan rawResponse, 1)
+	go func() { third <- rawDo(t, sock, post("/v1/similar", body)) }()
+	time.Sleep(50 * time.Millisecond)
+	// With the queue full, a fourth is refused at once.
+	r := rawDo(t, sock, "GET /v1/status HTTP/1.1\r\nHost: sifd\r\n\r\n")
+	if r.status != http.StatusServiceUnavailable || r.err == nil || r.err.Code != CodeBusy || r.header.Get("Retry-After") != "1" {
+		t.Errorf("a request with the queue full: %d %+v Retry-After %q, want 503 busy with Retry-After: 1", r.status, r.err, r.header.Get("Retry-After"))
+	}
+	within(t, "a busy answer with the queue full", 200*time.Millisecond, r.took)
+	r = <-third
 	if r.status != http.StatusServiceUnavailable || r.err == nil || r.err.Code != CodeBusy || r.header.Get("Retry-After") != "1" {
 		t.Errorf("third query: %d %+v Retry-After %q, want 503 busy with Retry-After: 1", r.status, r.err, r.header.Get("Retry-After"))
 	}
-	if r.err != nil && !strings.Contains(r.err.Message, "2 requests in progress") {
-		t.Errorf("busy message %q does not say how many requests are in progress", r.err.Message)
+	if r.err != nil && (!strings.Contains(r.err.Message, "2 requests in progress") || !strings.Contains(r.err.Message, "none ended within 300ms")) {
+		t.Errorf("busy message %q does not say how many requests are in progress and how long it waited", r.err.Message)
 	}
-	within(t, "a busy answer", 2*time.Second, r.took)
+	if r.took < wait-50*time.Millisecond {
+		t.Errorf("the third query was refused after %s, before the queue wait of %s", r.took, wait)
+	}
+	within(t, "a busy answer after queueing", 5*time.Second, r.took)
 	// Other routes count too; waits do not.
-	if _, err := c.Status(context.Background()); !errors.Is(err, ErrBusy) {
-		t.Errorf("status while busy: %v, want ErrBusy", err)
-	}
 	var e *Error
-	if _, err := c.Status(context.Background()); !errors.As(err, &e) || e.Code != CodeBusy {
-		t.Errorf("status while busy: %v, want the daemon's *Error with code busy", err)
+	if _, err := c.Status(context.Background()); !errors.As(err, &e) || e.Code != CodeBusy || !errors.Is(err, ErrBusy) {
+		t.Errorf("status while busy: %v, want ErrBusy with the daemon's *Error with code busy", err)
 	}
 	if _, err := c.Wait(context.Background(), time.Second); err != nil {
 		t.Errorf("wait while the queries are busy: %v", err)
 	}
-	// A client that retries gets through once a slot is free.
-	c.busyTries, c.busyMaxDelay = 50, 20*time.Millisecond
+	// A request queued when a slot is freed gets it, without a retry.
 	errc := make(chan error, 1)
+	start := time.Now()
 	go func() { _, err := c.Status(context.Background()); errc <- err }()
 	time.Sleep(100 * time.Millisecond)
 	close(bb.release)
 	if err := <-errc; err != nil {
-		t.Errorf("a retrying client after the slots were freed: %v", err)
+		t.Errorf("a queued request after the slots were freed: %v", err)
 	}
+	within(t, "a queued request", wait, time.Since(start))
 	held.Wait()
+}
+
+// orderBackend records the size of each query as it enters Similar, and
+// holds it there until gate is closed.
+type orderBackend struct {
+	fakeBackend
+	gate chan struct{}
+	mu   sync.Mutex
+	seen []int64
+}
+
+func (b *orderBackend) Similar(q index.Query, _ index.QueryOptions) (*index.Result, error) {
+	b.mu.Lock()
+	b.seen = append(b.seen, q.Sketch.Size)
+	b.mu.Unlock()
+	<-b.gate
+	return &index.Result{}, nil
+}
+
+// TestQueueFirstComeFirstServed: queued requests get the slot in the order
+// they came.
+func TestQueueFirstComeFirstServed(t *testing.T) {
+	ob := &orderBackend{fakeBackend: fakeBackend{params: fingerprint.DefaultParams()}, gate: make(chan struct{})}
+	sock, _ := serveWith(t, ob, ServerOptions{MaxConcurrent: 1, QueueWait: 10 * time.Second})
+	query := func(size int64) string {
+		sk := &fingerprint.Sketch{Summary: fingerprint.Summary{Size: size}, Params: fingerprint.DefaultParams(), Features: []fingerprint.Feature{{Hash: 1, Count: 1}}}
+		b, err := json.Marshal(NewSimilarRequest("", sk))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return post("/v1/similar", string(b))
+	}
+	var all sync.WaitGroup
+	for i := range 6 {
+		all.Go(func() {
+			if r := rawDo(t, sock, query(int64(i))); r.status != http.StatusOK {
+				t.Errorf("query %d: %d %+v", i, r.status, r.err)
+			}
+		})
+		time.Sleep(50 * time.Millisecond) // so that they queue in turn
+	}
+	close(ob.gate)
+	all.Wait()
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	if fmt.Sprint(ob.seen) != "[0 1 2 3 4 5]" {
+		t.Errorf("queries served in the order %v, want the order they came in", ob.seen)
+	}
 }
 
 func TestClientGivesUpWhenBusy(t *testing.T) {
@@ -316,6 +376,84 @@ func TestSlowBodyCutOff(t *testing.T) {
 	}
 	if _, err := c.Status(context.Background()); err != nil {
 		t.Errorf("status after the slow body was cut off: %v", err)
+	}
+}
+
+// slowBodies opens n connections to sock that each announce a body of
+// size bytes and send only its first byte.
+func slowBodies(t *testing.T, sock string, n int, size int64) {
+	t.Helper()
+	for i := range n {
+		conn, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		fmt.Fprintf(conn, "POST /v1/similar HTTP/1.1\r\nHost: sifd\r\nContent-Length: %d\r\n\r\n{", size)
+	}
+}
+
+// TestSlowBodiesHoldNoSlot: requests whose bodies come slowly, more of them
+// than there are slots or connections, each announcing the largest body
+// accepted, neither take the slots nor spend the body budget nor keep new
+// connections out: other clients are answered at once.
+func TestSlowBodiesHoldNoSlot(t *testing.T) {
+	fb := &fakeBackend{params: fingerprint.DefaultParams(), result: &index.Result{}}
+	const maxBody = 1 << 20
+	_, c := serveWith(t, fb, ServerOptions{MaxConcurrent: 2, MaxConns: 8, MaxBody: maxBody, MaxBodyInFlight: 2 * maxBody, QueueWait: 5 * time.Second, BodyTimeout: time.Minute})
+	sock := c.socket
+	slowBodies(t, sock, 20, maxBody)
+	time.Sleep(200 * time.Millisecond) // the daemon reads their headers
+	sk := &fingerprint.Sketch{Params: fb.params, Features: make([]fingerprint.Feature, 5000)}
+	for i := range sk.Features {
+		sk.Features[i] = fingerprint.Feature{Hash: uint64(i + 1), Count: 1}
+	}
+	for i := range 3 {
+		start := time.Now()
+		if _, err := c.Status(context.Background()); err != nil {
+			t.Errorf("status %d with 20 slow bodies: %v", i, err)
+		}
+		// A query of about 200 KB.
+		if _, err := c.Similar(context.Background(), NewSimilarRequest("", sk)); err != nil {
+			t.Errorf("similar %d with 20 slow bodies: %v", i, err)
+		}
+		within(t, "status and similar with 20 slow bodies", time.Second, time.Since(start))
+	}
+}
+
+// TestBodyBudgetBusy: when the bodies being read fill MaxBodyInFlight, a
+// body waits QueueWait for room, then is answered busy; room made by a
+// body cut off lets it through.
+func TestBodyBudgetBusy(t *testing.T) {
+	fb := &fakeBackend{params: fingerprint.DefaultParams(), result: &index.Result{}}
+	const budget = 64 << 10
+	sock, c := serveWith(t, fb, ServerOptions{MaxBody: budget, MaxBodyInFlight: budget, QueueWait: 200 * time.Millisecond, BodyTimeout: 2 * time.Second})
+	// A body of the whole budget arrives but for its last bytes: the
+	// pieces read so far and the one awaited fill the budget.
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/similar HTTP/1.1\r\nHost: sifd\r\nContent-Length: %d\r\n\r\n", budget)
+	conn.Write(make([]byte, budget-100))
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	r := rawDo(t, sock, post("/v1/similar", similarBody(t, 5)))
+	if r.status != http.StatusServiceUnavailable || r.err == nil || r.err.Code != CodeBusy || !strings.Contains(r.err.Message, "request bodies of 65536 bytes") {
+		t.Errorf("a body with the budget spent: %d %+v, want 503 busy naming the budget", r.status, r.err)
+	}
+	if took := time.Since(start); took < 150*time.Millisecond {
+		t.Errorf("refused after %s, before the queue wait", took)
+	}
+	// A request without a body needs no room.
+	if _, err := c.Status(context.Background()); err != nil {
+		t.Errorf("status with the body budget spent: %v", err)
+	}
+	// Once the stalled body is cut off, a query goes through.
+	c.busyTries, c.busyMaxDelay = 100, 100*time.Millisecond
+	if _, err := c.Similar(context.Background(), NewSimilarRequest("", &fingerprint.Sketch{Params: fb.params, Features: []fingerprint.Feature{{Hash: 1, Count: 1}}})); err != nil {
+		t.Errorf("a query once the stalled body was cut off: %v", err)
 	}
 }
 
@@ -526,4 +664,92 @@ func TestFullOfActiveConnections(t *testing.T) {
 		cancel()
 	}
 	held.Wait()
+}
+
+// wholeBackend's Groups tells entered its threshold, then blocks until
+// release sends or is closed.
+type wholeBackend struct {
+	fakeBackend
+	entered chan float64
+	release chan struct{}
+}
+
+func (b *wholeBackend) Groups(o index.GroupOptions) ([]index.Group, error) {
+	b.entered <- o.Threshold
+	<-b.release
+	return nil, nil
+}
+
+// TestWholeIndexRequests: groups and dupes have slots of their own, with a
+// short queue, and take none of the queries'; an identical request that
+// arrives while one is queued shares its computation.
+func TestWholeIndexRequests(t *testing.T) {
+	wb := &wholeBackend{fakeBackend: fakeBackend{params: fingerprint.DefaultParams(), result: &index.Result{}},
+		entered: make(chan float64, 10), release: make(chan struct{})}
+	sock, c := serveWith(t, wb, ServerOptions{MaxConcurrent: 1, MaxWhole: 1, MaxWholeQueued: 1, WholeWait: 5 * time.Second})
+	get := func(q string) string { return "GET /v1/groups?" + q + " HTTP/1.1\r\nHost: sifd\r\n\r\n" }
+	answers := make(chan rawResponse, 10)
+	go func() { answers <- rawDo(t, sock, get("threshold=30")) }()
+	if thr := <-wb.entered; thr != 0.3 {
+		t.Fatalf("first groups computed with threshold %v", thr)
+	}
+	// A query and a status are answered while it computes, though there is
+	// only one slot for them.
+	if _, err := c.Status(context.Background()); err != nil {
+		t.Errorf("status while groups computes: %v", err)
+	}
+	if _, err := c.Similar(context.Background(), NewSimilarRequest("", &fingerprint.Sketch{Params: wb.params, Features: []fingerprint.Feature{{Hash: 1, Count: 1}}})); err != nil {
+		t.Errorf("similar while groups computes: %v", err)
+	}
+	// A second groups queues; a third, identical, joins it.
+	for range 2 {
+		go func() { answers <- rawDo(t, sock, get("threshold=40")) }()
+	}
+	time.Sleep(100 * time.Millisecond)
+	// The queue is full: a dupes is refused at once.
+	r := rawDo(t, sock, "GET /v1/dupes HTTP/1.1\r\nHost: sifd\r\n\r\n")
+	if r.status != http.StatusServiceUnavailable || r.err == nil || r.err.Code != CodeBusy || !strings.Contains(r.err.Message, "1 whole-index requests (groups, dupes) in progress") {
+		t.Errorf("dupes with a groups computing and one queued: %d %+v, want 503 busy naming whole-index requests", r.status, r.err)
+	}
+	within(t, "a busy dupes", time.Second, r.took)
+	wb.release <- struct{}{}
+	if thr := <-wb.entered; thr != 0.4 {
+		t.Errorf("second groups computed with threshold %v, want 0.4", thr)
+	}
+	wb.release <- struct{}{}
+	for range 3 {
+		if r := <-answers; r.status != http.StatusOK {
+			t.Errorf("a groups: %d %+v", r.status, r.err)
+		}
+	}
+	select {
+	case thr := <-wb.entered:
+		t.Errorf("a third computation (threshold %v) for two identical requests", thr)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(wb.release)
+	if _, err := c.Dupes(context.Background(), ""); err != nil {
+		t.Errorf("dupes once the groups are done: %v", err)
+	}
+}
+
+// TestWholeIndexWaitBounded: a whole-index request queued for longer than
+// WholeWait is answered busy.
+func TestWholeIndexWaitBounded(t *testing.T) {
+	wb := &wholeBackend{fakeBackend: fakeBackend{params: fingerprint.DefaultParams()},
+		entered: make(chan float64, 10), release: make(chan struct{})}
+	_, c := serveWith(t, wb, ServerOptions{WholeWait: 300 * time.Millisecond})
+	var held sync.WaitGroup
+	defer held.Wait()
+	defer close(wb.release)
+	held.Go(func() { c.Groups(context.Background(), GroupsOptions{}) })
+	<-wb.entered
+	start := time.Now()
+	var e *Error
+	if _, err := c.Dupes(context.Background(), ""); !errors.As(err, &e) || e.Code != CodeBusy || !strings.Contains(e.Message, "none ended within 300ms") {
+		t.Errorf("dupes while groups computes for longer than WholeWait: %v, want busy", err)
+	}
+	if took := time.Since(start); took < 250*time.Millisecond {
+		t.Errorf("refused after %s, before WholeWait", took)
+	}
 }

@@ -85,17 +85,33 @@ type ServerOptions struct {
 	// Default DefaultMaxFeatures (1,048,576).
 	MaxFeatures int
 	// MaxBodyInFlight caps the bytes of request bodies being read or
-	// served at once, which bounds the memory queries take (a body counts
-	// its Content-Length, or MaxBody when it is sent chunked). It is at
-	// least MaxBody; default twice MaxBody.
+	// served at once, which bounds the memory queries take. A body is read
+	// whole before its request takes a slot, and counts as it arrives, in
+	// pieces of at most 1 MiB; a body that finds no room waits up to
+	// QueueWait, then is answered 503 busy. It is at least MaxBody; default
+	// twice MaxBody.
 	MaxBodyInFlight int64
-	// MaxConcurrent caps the requests in progress, other than waits, and
-	// MaxWaits the POST /v1/wait requests in progress. A request beyond
-	// either is answered at once with 503 busy and a Retry-After header,
-	// never queued. Defaults DefaultMaxConcurrent (16) and DefaultMaxWaits
-	// (64).
+	// MaxConcurrent caps the requests in progress other than waits and
+	// whole-index ones. A request that finds them all taken waits for one,
+	// first come first served, for up to QueueWait, behind at most
+	// MaxQueued others; beyond either it is answered 503 busy with a
+	// Retry-After header. Defaults DefaultMaxConcurrent (16),
+	// DefaultMaxQueued (64) and DefaultQueueWait (1 s).
 	MaxConcurrent int
-	MaxWaits      int
+	MaxQueued     int
+	QueueWait     time.Duration
+	// MaxWhole caps the whole-index requests in progress (GET /v1/groups
+	// and /v1/dupes, which read the whole index), with a queue of
+	// MaxWholeQueued waiting up to WholeWait; they take no slot of
+	// MaxConcurrent. An identical request of a caller with the same
+	// credentials that arrives while one is queued shares its answer.
+	// Defaults 1, 4 and 10 s.
+	MaxWhole       int
+	MaxWholeQueued int
+	WholeWait      time.Duration
+	// MaxWaits caps the POST /v1/wait requests in progress; one more is
+	// answered 503 busy at once. Default DefaultMaxWaits (64).
+	MaxWaits int
 	// MaxConns caps the open connections: to make room for a new one, the
 	// connection idle longest is closed. Default DefaultMaxConns (128).
 	MaxConns int
@@ -121,6 +137,7 @@ type Server struct {
 	log    *slog.Logger
 	mux    *http.ServeMux
 	lim    *limiter
+	conns  *connLimiter // set by Serve
 }
 
 // NewServer returns a server for b.
@@ -196,8 +213,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ConnState:   cl.track,
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		BaseContext: func(net.Listener) context.Context { return ctx },
-		ConnContext: s.connContext,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return connContext(s.connContext(ctx, c), c)
+		},
 	}
+	s.conns = cl
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -238,7 +258,7 @@ func statsOf(st index.Stats) IndexStats {
 }
 
 func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
+	start := received(r)
 	c := s.identify(w, r)
 	if c == nil {
 		return
@@ -394,7 +414,7 @@ func matchOf(m index.Match) Match {
 func pct(x float64) float64 { return math.Round(x*10000) / 100 }
 
 func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
+	start := received(r)
 	c := s.identify(w, r)
 	if c == nil {
 		return

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -23,6 +26,7 @@ type loadFlags struct {
 	clients int
 	dir     string        // tree kept or reused here
 	think   time.Duration // mean pause of a client between two requests
+	profile string        // directory for the loaded daemon's profiles, "" for none
 }
 
 // loadRun is one run of sifd to ready on the load tree.
@@ -43,6 +47,11 @@ type loadKind struct {
 	// its return, through the Go client.
 	Daemon latencyStats `json:"in_daemon"`
 	E2E    latencyStats `json:"end_to_end"`
+	// Alone are the same, measured on the daemon of T0 once ready, with
+	// one client asking one request at a time: what the kind costs without
+	// the scan and the other clients.
+	AloneDaemon latencyStats `json:"alone_in_daemon"`
+	AloneE2E    latencyStats `json:"alone_end_to_end"`
 }
 
 // loadResult is the load benchmark's outcome.
@@ -141,12 +150,6 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 	if st, err := client.Status(ctx); err == nil {
 		res.Unloaded.Files = st.Index.Files
 	}
-	kb, err := d.stop()
-	if err != nil {
-		return nil, err
-	}
-	res.Unloaded.PeakRSSMB = float64(kb) / 1024
-	os.RemoveAll(w0)
 
 	// The queries: the fingerprints of up to 1000 files of the tree of at
 	// most 8 MB, spread over it, made before the loaded run.
@@ -154,14 +157,25 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 	for _, p := range pick(regularFiles(res.Tree, 1, 8<<20), 1000) {
 		sk, err := ipc.SketchFile(p, info.Params)
 		if err != nil {
+			d.stop()
 			return nil, err
 		}
 		reqs = append(reqs, ipc.NewSimilarRequest(p, sk))
 	}
 	res.Queries = len(reqs)
 	if len(reqs) == 0 {
+		d.stop()
 		return nil, fmt.Errorf("no file of the tree to query with")
 	}
+	// Each kind alone, on the ready daemon: every query once, and a few of
+	// the others.
+	alone := loadAlone(ctx, client, reqs)
+	kb, err := d.stop()
+	if err != nil {
+		return nil, err
+	}
+	res.Unloaded.PeakRSSMB = float64(kb) / 1024
+	os.RemoveAll(w0)
 
 	// T1: the same with the clients.
 	if err := warm(res.Tree); err != nil {
@@ -170,7 +184,15 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 	fmt.Fprintf(os.Stderr, "sifbench: loaded run, %d clients\n", lo.clients)
 	w1 := filepath.Join(work, "loaded")
 	os.MkdirAll(w1, 0o755)
-	d, err = launchDaemon(sifd, res.Tree, w1)
+	var extra []string
+	pprofAddr := ""
+	if lo.profile != "" {
+		if pprofAddr, err = freeLoopbackAddr(); err != nil {
+			return nil, err
+		}
+		extra = append(extra, "--pprof", pprofAddr)
+	}
+	d, err = launchDaemon(sifd, res.Tree, w1, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -202,8 +224,19 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 			samples[i] = loadClient(ctx, ipc.NewClient(d.socket), reqs, lo.think, uint64(i), &stop)
 		}()
 	}
+	var profiles sync.WaitGroup
+	if lo.profile != "" {
+		// CPU over most of the scan as T0 took it, then the rest.
+		secs := max(1, int(res.Unloaded.ReadySecs*0.8))
+		profiles.Go(func() {
+			if err := takeProfiles(ctx, pprofAddr, lo.profile, secs); err != nil {
+				fmt.Fprintf(os.Stderr, "sifbench: profiles: %v\n", err)
+			}
+		})
+	}
 	readyErr := d.waitReady(ctx)
 	stop.Store(true)
+	profiles.Wait()
 	wg.Wait()
 	loadSecs := time.Since(t0).Seconds()
 	cpuBench1, _ := cpuSeconds(os.Getpid())
@@ -249,6 +282,12 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 	for k, xs := range e2e {
 		res.Kinds[k] = &loadKind{Done: len(xs), E2E: summarize(xs), Daemon: summarize(daemon[k])}
 	}
+	for k, a := range alone {
+		if res.Kinds[k] == nil {
+			res.Kinds[k] = &loadKind{}
+		}
+		res.Kinds[k].AloneDaemon, res.Kinds[k].AloneE2E = a.Daemon, a.E2E
+	}
 	res.ReqPerSec = float64(res.Requests) / loadSecs
 	if res.Unloaded.Files != res.Loaded.Files {
 		res.Unexpected = append(res.Unexpected, fmt.Sprintf("the loaded run indexed %d files, the unloaded one %d", res.Loaded.Files, res.Unloaded.Files))
@@ -265,6 +304,8 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 		{"no errors", strconv.Itoa(errs), errs == 0},
 		{"in-daemon p99 of similar < 50 ms", f1(sim.Daemon.P99Ms) + " ms", sim.Done > 0 && sim.Daemon.P99Ms < 50},
 		{"T1/T0 <= 1.5", f2(res.Ratio), res.Ratio <= 1.5},
+		{"memory bounded: peak RSS T1 - T0 <= 128 MiB (the daemon's request-body budget)",
+			f0(res.Loaded.PeakRSSMB-res.Unloaded.PeakRSSMB) + " MB", res.Loaded.PeakRSSMB-res.Unloaded.PeakRSSMB <= 128},
 	}
 
 	if !c.json {
@@ -279,7 +320,11 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 		}))
 		fmt.Printf("T1/T0 = %.2f; clients started %.2f s after sifd (when it answered), sent %d requests in %.1f s (%.0f/s), using %.1f s of CPU in sifbench\n",
 			res.Ratio, res.Loaded.ListenSecs, res.Requests, loadSecs, res.ReqPerSec, res.BenchCPU)
-		rows := [][]string{{"request", "done", "in daemon p50 / p90 / p99 / max ms", "end to end p50 / p90 / p99 / max ms"}}
+		if lo.profile != "" {
+			fmt.Printf("profiles of the loaded daemon in %s (block and mutex profiling on: its figures are not for the record)\n", lo.profile)
+		}
+		fmt.Println("latencies in ms, p50 / p90 / p99 / max; alone: one request at a time on T0's daemon once ready")
+		rows := [][]string{{"request", "done", "alone in daemon", "alone end to end", "under load in daemon", "under load end to end"}}
 		lat := func(l latencyStats) string {
 			if l.N == 0 {
 				return "-"
@@ -288,7 +333,7 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 		}
 		for _, k := range []string{"similar", "status", "dupes", "groups"} {
 			if x := res.Kinds[k]; x != nil {
-				rows = append(rows, []string{k, strconv.Itoa(x.Done), lat(x.Daemon), lat(x.E2E)})
+				rows = append(rows, []string{k, strconv.Itoa(x.Done), lat(x.AloneDaemon), lat(x.AloneE2E), lat(x.Daemon), lat(x.E2E)})
 			}
 		}
 		fmt.Print(table(rows))
@@ -315,6 +360,106 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 		}
 	}
 	return res, nil
+}
+
+// loadAlone asks the ready daemon of c each query of reqs once, then
+// status, dupes and groups a few times, one request at a time, and returns
+// what each kind took.
+func loadAlone(ctx context.Context, c *ipc.Client, reqs []*ipc.SimilarRequest) map[string]*loadKind {
+	daemon, e2e := map[string][]float64{}, map[string][]float64{}
+	add := func(kind string, t time.Time, daemonNs int64, err error) {
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sifbench: %s alone: %v\n", kind, err)
+			return
+		}
+		e2e[kind] = append(e2e[kind], ms(time.Since(t)))
+		if daemonNs >= 0 {
+			daemon[kind] = append(daemon[kind], float64(daemonNs)/1e6)
+		}
+	}
+	for _, q := range reqs {
+		t := time.Now()
+		r, err := c.Similar(ctx, q)
+		ns := int64(-1)
+		if err == nil {
+			ns = r.ElapsedNs
+		}
+		add("similar", t, ns, err)
+	}
+	for range 20 {
+		t := time.Now()
+		_, err := c.Status(ctx)
+		add("status", t, -1, err)
+	}
+	for range 3 {
+		t := time.Now()
+		_, err := c.Dupes(ctx, "")
+		add("dupes", t, -1, err)
+		t = time.Now()
+		g, err := c.Groups(ctx, ipc.GroupsOptions{})
+		ns := int64(-1)
+		if err == nil {
+			ns = g.ElapsedNs
+		}
+		add("groups", t, ns, err)
+	}
+	out := map[string]*loadKind{}
+	for k, xs := range e2e {
+		out[k] = &loadKind{Done: len(xs), E2E: summarize(xs), Daemon: summarize(daemon[k])}
+	}
+	return out
+}
+
+// freeLoopbackAddr returns a TCP address on the loopback that was free a
+// moment ago.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// takeProfiles fetches from sifd's --pprof listener at addr a CPU profile
+// of secs seconds, then its block, mutex, heap and goroutine profiles, into
+// dir.
+func takeProfiles(ctx context.Context, addr, dir string, secs int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	fetch := func(name, query string) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/"+name+query, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: %s", name, resp.Status)
+		}
+		f, err := os.Create(filepath.Join(dir, name+".pprof"))
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(f, resp.Body); err != nil {
+			f.Close()
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return f.Close()
+	}
+	if err := fetch("profile", fmt.Sprintf("?seconds=%d", secs)); err != nil {
+		return err
+	}
+	for _, name := range []string{"block", "mutex", "heap", "goroutine"} {
+		if err := fetch(name, ""); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // loadSample is one request of a load client.

@@ -84,6 +84,7 @@ func run(ctx context.Context, args []string) error {
 	var lo loadFlags
 	fs.IntVar(&lo.clients, "clients", 100, "load: concurrent clients, each with its own connection")
 	fs.StringVar(&lo.dir, "dir", "", "load: directory to keep the tree in, or to reuse it from (default: a temporary one)")
+	fs.StringVar(&lo.profile, "profile", "", "load: take CPU, block, mutex, heap and goroutine profiles of the loaded sifd (run with --pprof) into this directory")
 	fs.DurationVar(&lo.think, "think", 100*time.Millisecond, "load: mean pause of each client between two requests (uniform from 0 to twice it)")
 	fs.StringVar(&schemes, "schemes", "", "edits: comma-separated scheme specs such as manber:bits=8,chunks:avg=256 (default: a built-in list)")
 	if err := fs.Parse(args[1:]); err != nil {

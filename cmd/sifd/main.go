@@ -115,6 +115,7 @@ type runFlags struct {
 
 func newRunCmd(stderr io.Writer) *cobra.Command {
 	var f runFlags
+	var pprofAddr string
 	cmd := &cobra.Command{
 		Use:   "run [--config FILE] [--root DIR...]",
 		Short: "Watch the roots and keep the index equal to them; serve queries until SIGINT or SIGTERM",
@@ -172,6 +173,11 @@ to the file's directory. Flags given on the command line override the file;
 			if fc.Path != "" {
 				log.Info("configuration file", "path", fc.Path)
 			}
+			if pprofAddr != "" {
+				if err := servePprof(cmd.Context(), pprofAddr, log); err != nil {
+					return &statusError{exitError, err}
+				}
+			}
 			cfg.Version = version
 			cfg.Logger = log
 			cfg.Notifier = daemon.SystemdNotifier()
@@ -192,6 +198,7 @@ to the file's directory. Flags given on the command line override the file;
 		},
 	}
 	addRunFlags(cmd.Flags(), &f)
+	cmd.Flags().StringVar(&pprofAddr, "pprof", "", `debugging: serve Go's runtime profiles (CPU, heap, goroutines, block, mutex) at http://ADDR/debug/pprof/; ADDR must be on the loopback, e.g. 127.0.0.1:6060 (default: off)`)
 	return cmd
 }
 
