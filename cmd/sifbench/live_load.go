@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,11 @@ type loadKind struct {
 	// the scan and the other clients.
 	AloneDaemon latencyStats `json:"alone_in_daemon"`
 	AloneE2E    latencyStats `json:"alone_end_to_end"`
+	// AloneMeanMs is the mean cost of one request alone: in the daemon
+	// when the answer says, else end to end.
+	AloneMeanMs float64 `json:"alone_mean_ms"`
+	// AloneSlow counts the requests alone that took 50 ms or more.
+	AloneSlow int `json:"alone_50ms_or_more"`
 }
 
 // loadResult is the load benchmark's outcome.
@@ -81,6 +87,15 @@ type loadResult struct {
 	Retried    int      `json:"retried_after_busy"`
 	ReqPerSec  float64  `json:"requests_per_second"`
 	BenchCPU   float64  `json:"sifbench_cpu_seconds"` // the clients' CPU (sifbench's own) during the loaded run
+	// DemandCPU is what the requests answered during the loaded run cost
+	// at their cost alone (AloneMeanMs), in seconds; Floor the least T1
+	// on Cores cores if the scan needs its CPU of T0, the requests
+	// DemandCPU and the clients BenchCPU.
+	DemandCPU float64 `json:"request_cpu_seconds_at_cost_alone"`
+	Floor     float64 `json:"t1_floor_seconds"`
+	// LoadAvg is the machine's load average (/proc/loadavg) before T0,
+	// after T0, before T1 and after T1: other work on the machine.
+	LoadAvg []string `json:"load_average,omitempty"`
 	Goals      []goal   `json:"goals"`
 	Unexpected []string `json:"unexpected,omitempty"`
 }
@@ -132,6 +147,7 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 	if err := warm(res.Tree); err != nil {
 		return nil, err
 	}
+	res.LoadAvg = append(res.LoadAvg, loadAvg())
 	fmt.Fprintf(os.Stderr, "sifbench: unloaded run\n")
 	w0 := filepath.Join(work, "unloaded")
 	os.MkdirAll(w0, 0o755)
@@ -176,11 +192,13 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 	}
 	res.Unloaded.PeakRSSMB = float64(kb) / 1024
 	os.RemoveAll(w0)
+	res.LoadAvg = append(res.LoadAvg, loadAvg())
 
 	// T1: the same with the clients.
 	if err := warm(res.Tree); err != nil {
 		return nil, err
 	}
+	res.LoadAvg = append(res.LoadAvg, loadAvg())
 	fmt.Fprintf(os.Stderr, "sifbench: loaded run, %d clients\n", lo.clients)
 	w1 := filepath.Join(work, "loaded")
 	os.MkdirAll(w1, 0o755)
@@ -239,6 +257,7 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 	profiles.Wait()
 	wg.Wait()
 	loadSecs := time.Since(t0).Seconds()
+	res.LoadAvg = append(res.LoadAvg, loadAvg())
 	cpuBench1, _ := cpuSeconds(os.Getpid())
 	res.BenchCPU = cpuBench1 - cpuBench0
 	if readyErr != nil {
@@ -287,7 +306,12 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 			res.Kinds[k] = &loadKind{}
 		}
 		res.Kinds[k].AloneDaemon, res.Kinds[k].AloneE2E = a.Daemon, a.E2E
+		res.Kinds[k].AloneMeanMs, res.Kinds[k].AloneSlow = a.AloneMeanMs, a.AloneSlow
 	}
+	for _, k := range res.Kinds {
+		res.DemandCPU += float64(k.Done) * k.AloneMeanMs / 1000
+	}
+	res.Floor = (res.Unloaded.CPUSecs + res.DemandCPU + res.BenchCPU) / float64(res.Cores)
 	res.ReqPerSec = float64(res.Requests) / loadSecs
 	if res.Unloaded.Files != res.Loaded.Files {
 		res.Unexpected = append(res.Unexpected, fmt.Sprintf("the loaded run indexed %d files, the unloaded one %d", res.Loaded.Files, res.Unloaded.Files))
@@ -318,8 +342,13 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 			{"T0 alone", f2(res.Unloaded.ReadySecs), f1(res.Unloaded.CPUSecs), f0(res.Unloaded.PeakRSSMB), strconv.FormatUint(res.Unloaded.Files, 10)},
 			{fmt.Sprintf("T1 with %d clients", res.Clients), f2(res.Loaded.ReadySecs), f1(res.Loaded.CPUSecs), f0(res.Loaded.PeakRSSMB), strconv.FormatUint(res.Loaded.Files, 10)},
 		}))
-		fmt.Printf("T1/T0 = %.2f; clients started %.2f s after sifd (when it answered), sent %d requests in %.1f s (%.0f/s), using %.1f s of CPU in sifbench\n",
-			res.Ratio, res.Loaded.ListenSecs, res.Requests, loadSecs, res.ReqPerSec, res.BenchCPU)
+		fmt.Printf("T1/T0 = %.2f; clients started %.2f s after sifd (when it answered), sent %d requests in %.1f s (%.0f/s), using %.1f s of CPU in sifbench (%.2f cores)\n",
+			res.Ratio, res.Loaded.ListenSecs, res.Requests, loadSecs, res.ReqPerSec, res.BenchCPU, res.BenchCPU/loadSecs)
+		fmt.Printf("the requests answered, each at its cost alone (shared groups answers cost less), take %.1f s of sifd CPU (%.2f cores over T1); with the scan's %.1f s of T0 and sifbench's %.1f s, T1 is at least %.1f s on %d cores (T1/T0 >= %.2f)\n",
+			res.DemandCPU, res.DemandCPU/res.Loaded.ReadySecs, res.Unloaded.CPUSecs, res.BenchCPU, res.Floor, res.Cores, res.Floor/res.Unloaded.ReadySecs)
+		if len(res.LoadAvg) == 4 {
+			fmt.Printf("machine load average (1, 5, 15 min): before T0 %s; after T0 %s; before T1 %s; after T1 %s\n", res.LoadAvg[0], res.LoadAvg[1], res.LoadAvg[2], res.LoadAvg[3])
+		}
 		if lo.profile != "" {
 			fmt.Printf("profiles of the loaded daemon in %s (block and mutex profiling on: its figures are not for the record)\n", lo.profile)
 		}
@@ -337,6 +366,10 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 			}
 		}
 		fmt.Print(table(rows))
+		if x := res.Kinds["similar"]; x != nil && x.AloneDaemon.N > 0 {
+			fmt.Printf("alone, %d of %d queries (%.1f%%) took 50 ms or more in the daemon; mean %.2f ms\n",
+				x.AloneSlow, x.AloneDaemon.N, 100*float64(x.AloneSlow)/float64(x.AloneDaemon.N), x.AloneMeanMs)
+		}
 		var kinds []string
 		for k := range res.Errors {
 			kinds = append(kinds, k)
@@ -405,9 +438,35 @@ func loadAlone(ctx context.Context, c *ipc.Client, reqs []*ipc.SimilarRequest) m
 	}
 	out := map[string]*loadKind{}
 	for k, xs := range e2e {
-		out[k] = &loadKind{Done: len(xs), E2E: summarize(xs), Daemon: summarize(daemon[k])}
+		o := &loadKind{Done: len(xs), E2E: summarize(xs), Daemon: summarize(daemon[k])}
+		if len(daemon[k]) > 0 {
+			xs = daemon[k]
+		}
+		var sum float64
+		for _, x := range xs {
+			sum += x
+			if x >= 50 {
+				o.AloneSlow++
+			}
+		}
+		o.AloneMeanMs = sum / float64(len(xs))
+		out[k] = o
 	}
 	return out
+}
+
+// loadAvg returns the machine's load averages over 1, 5 and 15 minutes,
+// or "?" where /proc/loadavg cannot be read.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // freeLoopbackAddr returns a TCP address on the loopback that was free a
