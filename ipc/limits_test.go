@@ -129,7 +129,7 @@ func within(t *testing.T, what string, d time.Duration, took time.Duration) {
 
 func TestBusyAfterQueueing(t *testing.T) {
 	bb := newBlockingBackend()
-	const wait = 300 * time.Millisecond
+	const wait = 2 * time.Second
 	sock, c := serveWith(t, bb, ServerOptions{MaxConcurrent: 2, MaxQueued: 1, QueueWait: wait})
 	body := similarBody(t, 5)
 	var held sync.WaitGroup
@@ -152,15 +152,15 @@ func TestBusyAfterQueueing(t *testing.T) {
 	if r.status != http.StatusServiceUnavailable || r.err == nil || r.err.Code != CodeBusy || r.header.Get("Retry-After") != "1" {
 		t.Errorf("a request with the queue full: %d %+v Retry-After %q, want 503 busy with Retry-After: 1", r.status, r.err, r.header.Get("Retry-After"))
 	}
-	within(t, "a busy answer with the queue full", 200*time.Millisecond, r.took)
+	within(t, "a busy answer with the queue full", wait/2, r.took)
 	r = <-third
 	if r.status != http.StatusServiceUnavailable || r.err == nil || r.err.Code != CodeBusy || r.header.Get("Retry-After") != "1" {
 		t.Errorf("third query: %d %+v Retry-After %q, want 503 busy with Retry-After: 1", r.status, r.err, r.header.Get("Retry-After"))
 	}
-	if r.err != nil && (!strings.Contains(r.err.Message, "2 requests in progress") || !strings.Contains(r.err.Message, "none ended within 300ms")) {
+	if r.err != nil && (!strings.Contains(r.err.Message, "2 requests in progress") || !strings.Contains(r.err.Message, "none ended within 2s")) {
 		t.Errorf("busy message %q does not say how many requests are in progress and how long it waited", r.err.Message)
 	}
-	if r.took < wait-50*time.Millisecond {
+	if r.took < wait-100*time.Millisecond {
 		t.Errorf("the third query was refused after %s, before the queue wait of %s", r.took, wait)
 	}
 	within(t, "a busy answer after queueing", 5*time.Second, r.took)
@@ -172,16 +172,15 @@ func TestBusyAfterQueueing(t *testing.T) {
 	if _, err := c.Wait(context.Background(), time.Second); err != nil {
 		t.Errorf("wait while the queries are busy: %v", err)
 	}
-	// A request queued when a slot is freed gets it, without a retry.
+	// A request queued when a slot is freed gets it (this client does not
+	// retry).
 	errc := make(chan error, 1)
-	start := time.Now()
 	go func() { _, err := c.Status(context.Background()); errc <- err }()
 	time.Sleep(100 * time.Millisecond)
 	close(bb.release)
 	if err := <-errc; err != nil {
 		t.Errorf("a queued request after the slots were freed: %v", err)
 	}
-	within(t, "a queued request", wait, time.Since(start))
 	held.Wait()
 }
 
@@ -222,7 +221,7 @@ func TestQueueFirstComeFirstServed(t *testing.T) {
 				t.Errorf("query %d: %d %+v", i, r.status, r.err)
 			}
 		})
-		time.Sleep(50 * time.Millisecond) // so that they queue in turn
+		time.Sleep(100 * time.Millisecond) // so that they queue in turn
 	}
 	close(ob.gate)
 	all.Wait()

@@ -53,9 +53,11 @@ type loadKind struct {
 	// the scan and the other clients.
 	AloneDaemon latencyStats `json:"alone_in_daemon"`
 	AloneE2E    latencyStats `json:"alone_end_to_end"`
-	// AloneMeanMs is the mean cost of one request alone: in the daemon
-	// when the answer says, else end to end.
+	// AloneMeanMs is the mean time of one request alone: in the daemon
+	// when the answer says, else end to end; AloneCPUMs the daemon's CPU
+	// time per request over the requests of the kind alone.
 	AloneMeanMs float64 `json:"alone_mean_ms"`
+	AloneCPUMs  float64 `json:"alone_cpu_ms"`
 	// AloneSlow counts the requests alone that took 50 ms or more.
 	AloneSlow int `json:"alone_50ms_or_more"`
 }
@@ -84,18 +86,18 @@ type loadResult struct {
 	// Retried counts answered requests that took a second or more longer
 	// end to end than inside the daemon: the Retry-After of a busy answer
 	// the client absorbed by trying again.
-	Retried    int      `json:"retried_after_busy"`
-	ReqPerSec  float64  `json:"requests_per_second"`
-	BenchCPU   float64  `json:"sifbench_cpu_seconds"` // the clients' CPU (sifbench's own) during the loaded run
+	Retried   int     `json:"retried_after_busy"`
+	ReqPerSec float64 `json:"requests_per_second"`
+	BenchCPU  float64 `json:"sifbench_cpu_seconds"` // the clients' CPU (sifbench's own) during the loaded run
 	// DemandCPU is what the requests answered during the loaded run cost
-	// at their cost alone (AloneMeanMs), in seconds; Floor the least T1
+	// at their CPU cost alone (AloneCPUMs), in seconds; Floor the least T1
 	// on Cores cores if the scan needs its CPU of T0, the requests
 	// DemandCPU and the clients BenchCPU.
 	DemandCPU float64 `json:"request_cpu_seconds_at_cost_alone"`
 	Floor     float64 `json:"t1_floor_seconds"`
 	// LoadAvg is the machine's load average (/proc/loadavg) before T0,
 	// after T0, before T1 and after T1: other work on the machine.
-	LoadAvg []string `json:"load_average,omitempty"`
+	LoadAvg    []string `json:"load_average,omitempty"`
 	Goals      []goal   `json:"goals"`
 	Unexpected []string `json:"unexpected,omitempty"`
 }
@@ -185,7 +187,7 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 	}
 	// Each kind alone, on the ready daemon: every query once, and a few of
 	// the others.
-	alone := loadAlone(ctx, client, reqs)
+	alone := loadAlone(ctx, client, reqs, d.cmd.Process.Pid)
 	kb, err := d.stop()
 	if err != nil {
 		return nil, err
@@ -306,10 +308,10 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 			res.Kinds[k] = &loadKind{}
 		}
 		res.Kinds[k].AloneDaemon, res.Kinds[k].AloneE2E = a.Daemon, a.E2E
-		res.Kinds[k].AloneMeanMs, res.Kinds[k].AloneSlow = a.AloneMeanMs, a.AloneSlow
+		res.Kinds[k].AloneMeanMs, res.Kinds[k].AloneSlow, res.Kinds[k].AloneCPUMs = a.AloneMeanMs, a.AloneSlow, a.AloneCPUMs
 	}
 	for _, k := range res.Kinds {
-		res.DemandCPU += float64(k.Done) * k.AloneMeanMs / 1000
+		res.DemandCPU += float64(k.Done) * k.AloneCPUMs / 1000
 	}
 	res.Floor = (res.Unloaded.CPUSecs + res.DemandCPU + res.BenchCPU) / float64(res.Cores)
 	res.ReqPerSec = float64(res.Requests) / loadSecs
@@ -344,7 +346,7 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 		}))
 		fmt.Printf("T1/T0 = %.2f; clients started %.2f s after sifd (when it answered), sent %d requests in %.1f s (%.0f/s), using %.1f s of CPU in sifbench (%.2f cores)\n",
 			res.Ratio, res.Loaded.ListenSecs, res.Requests, loadSecs, res.ReqPerSec, res.BenchCPU, res.BenchCPU/loadSecs)
-		fmt.Printf("the requests answered, each at its cost alone (shared groups answers cost less), take %.1f s of sifd CPU (%.2f cores over T1); with the scan's %.1f s of T0 and sifbench's %.1f s, T1 is at least %.1f s on %d cores (T1/T0 >= %.2f)\n",
+		fmt.Printf("the requests answered, each at its CPU cost alone (shared groups answers cost less), take %.1f s of sifd CPU (%.2f cores over T1); with the scan's %.1f s of T0 and sifbench's %.1f s, T1 is at least %.1f s on %d cores (T1/T0 >= %.2f)\n",
 			res.DemandCPU, res.DemandCPU/res.Loaded.ReadySecs, res.Unloaded.CPUSecs, res.BenchCPU, res.Floor, res.Cores, res.Floor/res.Unloaded.ReadySecs)
 		if len(res.LoadAvg) == 4 {
 			fmt.Printf("machine load average (1, 5, 15 min): before T0 %s; after T0 %s; before T1 %s; after T1 %s\n", res.LoadAvg[0], res.LoadAvg[1], res.LoadAvg[2], res.LoadAvg[3])
@@ -367,8 +369,8 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 		}
 		fmt.Print(table(rows))
 		if x := res.Kinds["similar"]; x != nil && x.AloneDaemon.N > 0 {
-			fmt.Printf("alone, %d of %d queries (%.1f%%) took 50 ms or more in the daemon; mean %.2f ms\n",
-				x.AloneSlow, x.AloneDaemon.N, 100*float64(x.AloneSlow)/float64(x.AloneDaemon.N), x.AloneMeanMs)
+			fmt.Printf("alone, %d of %d queries (%.1f%%) took 50 ms or more in the daemon; mean %.2f ms, %.2f ms of sifd CPU\n",
+				x.AloneSlow, x.AloneDaemon.N, 100*float64(x.AloneSlow)/float64(x.AloneDaemon.N), x.AloneMeanMs, x.AloneCPUMs)
 		}
 		var kinds []string
 		for k := range res.Errors {
@@ -395,11 +397,18 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 	return res, nil
 }
 
-// loadAlone asks the ready daemon of c each query of reqs once, then
-// status, dupes and groups a few times, one request at a time, and returns
-// what each kind took.
-func loadAlone(ctx context.Context, c *ipc.Client, reqs []*ipc.SimilarRequest) map[string]*loadKind {
+// loadAlone asks the ready daemon of c (process pid) each query of reqs
+// once, then status, dupes and groups a few times, one request at a time,
+// and returns what each kind took, and the daemon's CPU for them.
+func loadAlone(ctx context.Context, c *ipc.Client, reqs []*ipc.SimilarRequest, pid int) map[string]*loadKind {
 	daemon, e2e := map[string][]float64{}, map[string][]float64{}
+	cpu := map[string]float64{}
+	cpu0, _ := cpuSeconds(pid)
+	charge := func(kind string) {
+		cpu1, _ := cpuSeconds(pid)
+		cpu[kind] += cpu1 - cpu0
+		cpu0 = cpu1
+	}
 	add := func(kind string, t time.Time, daemonNs int64, err error) {
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "sifbench: %s alone: %v\n", kind, err)
@@ -419,15 +428,18 @@ func loadAlone(ctx context.Context, c *ipc.Client, reqs []*ipc.SimilarRequest) m
 		}
 		add("similar", t, ns, err)
 	}
+	charge("similar")
 	for range 20 {
 		t := time.Now()
 		_, err := c.Status(ctx)
 		add("status", t, -1, err)
 	}
+	charge("status")
 	for range 3 {
 		t := time.Now()
 		_, err := c.Dupes(ctx, "")
 		add("dupes", t, -1, err)
+		charge("dupes")
 		t = time.Now()
 		g, err := c.Groups(ctx, ipc.GroupsOptions{})
 		ns := int64(-1)
@@ -435,6 +447,7 @@ func loadAlone(ctx context.Context, c *ipc.Client, reqs []*ipc.SimilarRequest) m
 			ns = g.ElapsedNs
 		}
 		add("groups", t, ns, err)
+		charge("groups")
 	}
 	out := map[string]*loadKind{}
 	for k, xs := range e2e {
@@ -450,6 +463,7 @@ func loadAlone(ctx context.Context, c *ipc.Client, reqs []*ipc.SimilarRequest) m
 			}
 		}
 		o.AloneMeanMs = sum / float64(len(xs))
+		o.AloneCPUMs = 1000 * cpu[k] / float64(len(xs))
 		out[k] = o
 	}
 	return out
