@@ -187,6 +187,9 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 	}
 	// Each kind alone, on the ready daemon: every query once, and a few of
 	// the others.
+	// Once the daemon's work after ready (compactions) is done, so that
+	// its CPU counts the requests.
+	waitIdle(d.cmd.Process.Pid, 30*time.Second)
 	alone := loadAlone(ctx, client, reqs, d.cmd.Process.Pid)
 	kb, err := d.stop()
 	if err != nil {
@@ -467,6 +470,21 @@ func loadAlone(ctx context.Context, c *ipc.Client, reqs []*ipc.SimilarRequest, p
 		out[k] = o
 	}
 	return out
+}
+
+// waitIdle returns once process pid uses less than a tenth of a core over
+// half a second, or after max.
+func waitIdle(pid int, max time.Duration) {
+	end := time.Now().Add(max)
+	c0, err := cpuSeconds(pid)
+	for err == nil && time.Now().Before(end) {
+		time.Sleep(500 * time.Millisecond)
+		var c1 float64
+		if c1, err = cpuSeconds(pid); err != nil || c1-c0 < 0.05 {
+			return
+		}
+		c0 = c1
+	}
 }
 
 // loadAvg returns the machine's load averages over 1, 5 and 15 minutes,
