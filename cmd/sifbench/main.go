@@ -12,7 +12,7 @@
 //	go run ./cmd/sifbench freshness [--n 100] [--size 1MB] [--settle 500ms]
 //	go run ./cmd/sifbench restart   [--files 100000]
 //	go run ./cmd/sifbench churn     [--files 20000] [--seconds 20] [--settle 500ms]
-//	go run ./cmd/sifbench load      [--size 1GiB] [--clients 100] [--think 100ms] [--dir DIR]
+//	go run ./cmd/sifbench load      [--size 1GiB] [--clients 100] [--think 100ms] [--dir DIR] [--profile DIR]
 //
 // freshness rewrites a file n times and times from the end of the write to
 // the new version being found by a similar query, polled through the Go
@@ -23,7 +23,9 @@
 // --size (Go's sources and generated text, binary data and near-copies;
 // kept in --dir and reused when given) and times sifd's first scan of it
 // alone and while --clients clients query it, with their latencies and
-// errors. Figures are printed as a
+// errors, each kind of request's cost alone on the ready daemon, and the
+// CPU the requests take (--profile DIR also takes the loaded daemon's
+// profiles through sifd's --pprof). Figures are printed as a
 // table and, with --json, as one JSON object.
 package main
 
