@@ -169,6 +169,14 @@ type SimilarRequest struct {
 	// MaxDF skips fingerprints found in more files than this; 0 means the
 	// daemon's default, -1 no cap.
 	MaxDF int `json:"max_df,omitempty"`
+
+	// Content (the query's bytes, at most MaxContent) or Windows (a
+	// signature of its 32-byte windows) let the daemon check the best
+	// candidates against their current bytes (see CheckTop); without
+	// either, or with Fast, the matches keep the index's estimates.
+	Content []byte   `json:"content,omitempty"` // base64 on the wire
+	Windows *Windows `json:"windows,omitempty"`
+	Fast    bool     `json:"fast,omitempty"`
 }
 
 // Match is one file similar to a query.
@@ -183,6 +191,13 @@ type Match struct {
 	Identical          bool    `json:"identical"`
 	Type               string  `json:"type"`
 	MtimeNs            int64   `json:"mtime_ns"`
+	// Measure says where the numbers come from: MeasureExact,
+	// MeasureSampled or MeasureEstimated.
+	Measure string `json:"measure"`
+	// Changed is set when the file changed since it was indexed: it was
+	// measured on its current bytes, and Size and MtimeNs are its current
+	// ones.
+	Changed bool `json:"changed,omitempty"`
 }
 
 // SimilarResponse answers a SimilarRequest.
@@ -199,6 +214,10 @@ type SimilarResponse struct {
 	TooFew          bool `json:"too_few"`
 	MinFingerprints int  `json:"min_fingerprints"`
 	Candidates      int  `json:"candidates"`
+	// Checked is how many candidates were measured against their current
+	// bytes; Dropped how many of those had vanished (they are not listed).
+	Checked int `json:"checked"`
+	Dropped int `json:"dropped,omitempty"`
 	// ElapsedNs is the time spent in the daemon, from the request's
 	// receipt (its body read) to the answer, any wait for a slot included.
 	ElapsedNs int64 `json:"elapsed_ns"`

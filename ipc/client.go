@@ -232,6 +232,22 @@ func NewSimilarRequest(path string, sk *fingerprint.Sketch) *SimilarRequest {
 // naming the path and what it is: it opens the file without blocking and
 // checks what it is before reading.
 func SketchFile(path string, p fingerprint.Params) (*fingerprint.Sketch, error) {
+	f, err := openChecked(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sk, err := fingerprint.SketchReader(f, p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return sk, nil
+}
+
+// openChecked opens the regular file at path for a query, without
+// blocking, refusing directories and special files with an error naming
+// the path and what it is.
+func openChecked(path string) (*os.File, error) {
 	f, err := openQuery(path)
 	if err != nil {
 		// A socket cannot be opened at all: say what it is.
@@ -244,22 +260,20 @@ func SketchFile(path string, p fingerprint.Params) (*fingerprint.Sketch, error) 
 		}
 		return nil, err
 	}
-	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
+		f.Close()
 		return nil, err
 	}
 	switch m := st.Mode(); {
 	case m.IsDir():
+		f.Close()
 		return nil, fmt.Errorf("%s: is a directory", path)
 	case !m.IsRegular():
+		f.Close()
 		return nil, fmt.Errorf("%s: is %s, not a regular file", path, fileKind(m))
 	}
-	sk, err := fingerprint.SketchReader(f, p)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return sk, nil
+	return f, nil
 }
 
 // fileKind names the type of a file that is not regular nor a directory.

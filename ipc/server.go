@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sif-dev/sif/index"
+	"github.com/sif-dev/sif/index/exact"
 	"github.com/sif-dev/sif/index/fingerprint"
 )
 
@@ -155,6 +156,7 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 	}
 	s.mux.HandleFunc("GET /v1/info", s.info)
 	s.mux.HandleFunc("POST /v1/similar", s.similar)
+	s.mux.HandleFunc("POST /v1/basis", s.basis)
 	s.mux.HandleFunc("GET /v1/groups", s.groups)
 	s.mux.HandleFunc("GET /v1/dupes", s.dupes)
 	s.mux.HandleFunc("GET /v1/status", s.status)
@@ -268,22 +270,37 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q, opts, err := s.parseSimilar(&req)
+	var eq *exact.Query
+	if err == nil && !req.Fast {
+		eq, err = checkQuery(req.Size, req.Content, req.Windows, s.opts.MaxFeatures)
+	}
 	if err != nil {
-		var pe *paramsError
-		if errors.As(err, &pe) {
-			writeError(w, http.StatusConflict, CodeParamsMismatch, err.Error())
-			return
-		}
-		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+		s.badQuery(w, err)
 		return
 	}
 	if v := c.view(); v != nil {
 		opts.Visible = v.CanRead
 	}
+	limit := opts.Limit
+	if eq != nil {
+		opts.Limit = 0 // the check may reorder; the limit applies after it
+	}
 	res, err := s.b.Similar(q, opts)
 	if err != nil {
 		s.fail(w, err)
 		return
+	}
+	var measured, dropped int
+	var checkedMs []checked
+	if eq != nil {
+		checkedMs, measured, dropped = s.check(eq, q.Path, res.Matches, opts.Threshold)
+		if limit > 0 && len(checkedMs) > limit {
+			checkedMs = checkedMs[:limit]
+		}
+	} else {
+		for _, m := range res.Matches {
+			checkedMs = append(checkedMs, checked{Match: m, measure: MeasureEstimated})
+		}
 	}
 	maxDF := opts.MaxDF
 	if maxDF == 0 {
@@ -301,12 +318,31 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
 		TooFew:          res.TooFew,
 		MinFingerprints: minF,
 		Candidates:      res.Candidates,
+		Checked:         measured,
+		Dropped:         dropped,
 	}
-	for _, m := range res.Matches {
-		out.Matches = append(out.Matches, matchOf(m))
+	for _, m := range checkedMs {
+		mo := matchOf(m.Match)
+		mo.Measure, mo.Changed = m.measure, m.changed
+		out.Matches = append(out.Matches, mo)
 	}
 	out.ElapsedNs = time.Since(start).Nanoseconds()
 	writeJSON(w, out)
+}
+
+// badQuery answers a query the daemon cannot take: 409 for fingerprints
+// made with other parameters, 413 for one over a limit, else 400.
+func (s *Server) badQuery(w http.ResponseWriter, err error) {
+	var pe *paramsError
+	var tl *tooLargeError
+	switch {
+	case errors.As(err, &pe):
+		writeError(w, http.StatusConflict, CodeParamsMismatch, err.Error())
+	case errors.As(err, &tl):
+		writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, err.Error())
+	default:
+		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+	}
 }
 
 type paramsError struct{ got, want fingerprint.Params }

@@ -99,7 +99,7 @@ Exit status, as grep's: 0 when something was found, 1 when nothing was,
 	root.PersistentFlags().StringVar(&g.socket, "socket", ipc.ClientSocket(), "sifd's Unix socket (default: $SIF_SOCKET, else your own sifd's, else the system one)")
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON (one object per line) instead of text")
 	root.AddCommand(newSimilarCmd(g), newGroupsCmd(g), newDupesCmd(g), newStatusCmd(g), newCompareCmd(g),
-		newRootsCmd(g), newRescanCmd(g), newWaitCmd(g))
+		newRootsCmd(g), newRescanCmd(g), newWaitCmd(g), newBasisCmd(g))
 	root.AddCommand(gendocs.Command())
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

@@ -20,6 +20,7 @@ type similarFlags struct {
 	sameType  bool
 	prefix    string
 	maxDF     int
+	fast      bool
 }
 
 // similarLine is one line of `sifctl similar --json`.
@@ -74,6 +75,7 @@ With --json, one object per FILE and line:
 	fl.BoolVar(&f.sameType, "same-type", false, "only matches of FILE's type (text or binary)")
 	fl.StringVar(&f.prefix, "prefix", "", "only matches in this directory tree (whole path components; relative to the current directory)")
 	fl.IntVar(&f.maxDF, "max-df", 0, "ignore fingerprints found in more than this many files (0: the daemon's default, -1: none)")
+	fl.BoolVar(&f.fast, "fast", false, "keep the index's estimates: do not check the best matches against their bytes")
 	return cmd
 }
 
@@ -96,7 +98,7 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 	}
 	found, errs := false, 0
 	for _, file := range files {
-		abs, sk, err := sketchQuery(ctx, g, file, info.Params)
+		abs, sk, data, err := readQuery(ctx, g, file, info.Params, ipc.ReadOptions{}, !f.fast)
 		if err != nil {
 			if ctx.Err() != nil {
 				return failed(fmt.Errorf("%s: interrupted", file))
@@ -108,6 +110,8 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 		// A query read from standard input has no path: no file is
 		// excluded as itself.
 		req := ipc.NewSimilarRequest(abs, sk)
+		req.Attach(data)
+		req.Fast = f.fast
 		req.Threshold = &f.threshold
 		req.Limit, req.SizeRatio, req.SameExt, req.SameType = f.limit, f.sizeRatio, f.sameExt, f.sameType
 		req.PathPrefix, req.MaxDF = prefix, f.maxDF
@@ -155,17 +159,22 @@ func countStdin(files []string) int {
 	return n
 }
 
-// sketchQuery fingerprints the query named file: the file at that path,
+// readQuery fingerprints the query named file: the file at that path,
 // made absolute, or standard input for "-", read as it streams in, with
-// no path. Reading standard input stops when ctx is done.
-func sketchQuery(ctx context.Context, g *globals, file string, p fingerprint.Params) (abs string, sk *fingerprint.Sketch, err error) {
+// no path. With check, it also keeps what the daemon needs to check the
+// matches (ipc.QueryData). Reading standard input stops when ctx is done.
+func readQuery(ctx context.Context, g *globals, file string, p fingerprint.Params, o ipc.ReadOptions, check bool) (abs string, sk *fingerprint.Sketch, d *ipc.QueryData, err error) {
 	if file != "-" {
 		abs, err := filepath.Abs(file)
 		if err != nil {
-			return "", nil, fmt.Errorf("%s: %w", file, err)
+			return "", nil, nil, fmt.Errorf("%s: %w", file, err)
 		}
-		sk, err := ipc.SketchFile(abs, p)
-		return abs, sk, err
+		if !check {
+			sk, err := ipc.SketchFile(abs, p)
+			return abs, sk, nil, err
+		}
+		sk, d, err := ipc.QueryFile(abs, p, o)
+		return abs, sk, d, err
 	}
 	// A read of standard input cannot be interrupted; read it on another
 	// goroutine, so that SIGINT or SIGTERM (which cancel ctx) end the
@@ -177,11 +186,15 @@ func sketchQuery(ctx context.Context, g *globals, file string, p fingerprint.Par
 	}()
 	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
 	defer stop()
-	sk, err = fingerprint.SketchReader(pr, p)
-	if err != nil {
-		return "", nil, fmt.Errorf("standard input: %w", err)
+	if check {
+		sk, d, err = ipc.ReadQuery(pr, p, o)
+	} else {
+		sk, err = fingerprint.SketchReader(pr, p)
 	}
-	return "", sk, nil
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("standard input: %w", err)
+	}
+	return "", sk, d, nil
 }
 
 func printSimilar(g *globals, file string, size int64, threshold float64, r *ipc.SimilarResponse) {
@@ -213,8 +226,11 @@ func printSimilar(g *globals, file string, size int64, threshold float64, r *ipc
 			p = m.Path
 		}
 		note := ""
-		if m.Identical {
+		switch {
+		case m.Identical:
 			note = "  identical"
+		case m.Changed:
+			note = "  changed since indexed"
 		}
 		fmt.Fprintf(w, "  %3.0f%%  %s  %d%s\n", m.Containment, p, m.Size, note)
 	}

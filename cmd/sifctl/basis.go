@@ -1,0 +1,162 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sif-dev/sif/ipc"
+)
+
+type basisFlags struct {
+	limit  int
+	prefix string
+	maxDF  int
+}
+
+// basisLine is one line of `sifctl basis --json`.
+type basisLine struct {
+	Query           string               `json:"query"`
+	QueryRaw        string               `json:"query_raw,omitempty"`
+	Size            int64                `json:"size"`
+	Basis           *ipc.BasisCandidate  `json:"basis"`
+	CompressedBytes int64                `json:"compressed_bytes"`
+	Candidates      []ipc.BasisCandidate `json:"candidates"`
+}
+
+func newBasisCmd(g *globals) *cobra.Command {
+	var f basisFlags
+	cmd := &cobra.Command{
+		Use:   "basis [flags] FILE...|-",
+		Short: "Name the indexed file a sync tool should send each FILE as a delta from",
+		Long: `basis answers a sync tool's question before it copies FILE: which indexed
+file would an rsync-style delta of FILE be smallest from, and how many bytes
+would it send? The daemon estimates, for the indexed files that share the
+most with FILE, the size of the delta librsync's rdiff would make (blocks of
+about the square root of the basis's size, rolling and strong hashes,
+literal bytes plus commands), simulated on the bytes of both files, and
+compares the best with sending FILE compressed (gzip -6):
+
+  draft.c (10763 bytes): basis /srv/src/foo.c, about 412 bytes to send (compressed: 3907)
+        412  /srv/src/foo.c  10901
+       5120  /srv/src/bar.c  10979
+
+or "no basis: send it compressed (about 3907 bytes)" when no delta beats
+compression, or "identical to PATH: nothing to send". FILE is sent to the
+daemon as its bytes up to 1 MiB, as a signature of its 32-byte windows
+beyond (the estimate is then made from the windows it shares).
+
+With --json, one object per FILE and line:
+  {"query": PATH, "size": N, "basis": CANDIDATE or null, "compressed_bytes": N,
+   "candidates": [CANDIDATE, ...]}
+with CANDIDATE {"path": ABSOLUTE_PATH, "size": N, "mtime_ns": N,
+"estimated_bytes": N, "identical": BOOL, "method": "identical"|"delta"|
+"windows"|"fingerprints", "copied": PCT, "changed": BOOL}, cheapest first.
+
+Exit status: 0 when every FILE has a basis, 1 when one has none, 2 on error.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBasis(cmd, g, &f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.limit, "limit", 0, "list at most this many candidates per FILE (0: the daemon's default, 8)")
+	fl.StringVar(&f.prefix, "prefix", "", "only bases in this directory tree (whole path components; relative to the current directory)")
+	fl.IntVar(&f.maxDF, "max-df", 0, "ignore fingerprints found in more than this many files (0: the daemon's default, -1: none)")
+	return cmd
+}
+
+func runBasis(cmd *cobra.Command, g *globals, f *basisFlags, files []string) error {
+	if f.limit < 0 {
+		return failedf("--limit %d: must not be negative", f.limit)
+	}
+	prefix, err := absPrefix(f.prefix)
+	if err != nil {
+		return failed(err)
+	}
+	ctx := cmd.Context()
+	c := g.client()
+	info, err := c.Info(ctx)
+	if err != nil {
+		return failed(err)
+	}
+	if n := countStdin(files); n > 1 {
+		return failedf("-: standard input named %d times; it can be read only once", n)
+	}
+	none, errs := false, 0
+	for _, file := range files {
+		abs, sk, data, err := readQuery(ctx, g, file, info.Params, ipc.ReadOptions{Compressed: true}, true)
+		if err != nil {
+			if ctx.Err() != nil {
+				return failed(fmt.Errorf("%s: interrupted", file))
+			}
+			fmt.Fprintf(g.stderr, "sifctl: %v\n", err)
+			errs++
+			continue
+		}
+		req := ipc.NewBasisRequest(abs, sk, data)
+		req.Limit, req.PathPrefix, req.MaxDF = f.limit, prefix, f.maxDF
+		resp, err := c.Basis(ctx, req)
+		if err != nil {
+			return failed(fmt.Errorf("%s: %w", file, describe(err, g.socket)))
+		}
+		if resp.Basis == nil {
+			none = true
+		}
+		if g.json {
+			q, raw := ipc.PathFields(abs)
+			if file == "-" {
+				q = "-"
+			}
+			line := basisLine{Query: q, QueryRaw: raw, Size: resp.Size, Basis: resp.Basis,
+				CompressedBytes: resp.CompressedBytes, Candidates: resp.Candidates}
+			if err := g.printJSON(line); err != nil {
+				return err
+			}
+			continue
+		}
+		name := file
+		if file == "-" {
+			name = "(standard input)"
+		}
+		printBasis(g, name, resp)
+	}
+	switch {
+	case errs > 0:
+		return &statusError{code: exitError}
+	case none:
+		return nothing()
+	}
+	return nil
+}
+
+func printBasis(g *globals, file string, r *ipc.BasisResponse) {
+	w := g.stdout
+	fmt.Fprintf(w, "%s (%d bytes): ", file, r.Size)
+	switch b := r.Basis; {
+	case b == nil:
+		fmt.Fprintf(w, "no basis: send it compressed (about %d bytes)\n", r.CompressedBytes)
+	case b.Identical:
+		fmt.Fprintf(w, "identical to %s: nothing to send\n", exactPath(b.Path, b.PathRaw))
+	default:
+		fmt.Fprintf(w, "basis %s, about %d bytes to send (compressed: %d)\n", exactPath(b.Path, b.PathRaw), b.EstimatedBytes, r.CompressedBytes)
+	}
+	for _, c := range r.Candidates {
+		note := ""
+		switch {
+		case c.Identical:
+			note = "  identical"
+		case c.Changed:
+			note = "  changed since indexed"
+		}
+		fmt.Fprintf(w, "  %9d  %s  %d%s\n", c.EstimatedBytes, exactPath(c.Path, c.PathRaw), c.Size, note)
+	}
+}
+
+// exactPath returns a wire path's exact bytes.
+func exactPath(p, raw string) string {
+	if e, err := ipc.JoinPath(p, raw); err == nil {
+		return e
+	}
+	return p
+}

@@ -1,0 +1,234 @@
+package ipc
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/sif-dev/sif/index"
+	"github.com/sif-dev/sif/index/exact"
+)
+
+// The check of a query's best candidates against their current bytes.
+const (
+	// CheckTop is how many candidates, best by the index's estimate, are
+	// checked, plus those tied with the last of them (up to CheckMax in
+	// all).
+	CheckTop = 8
+	CheckMax = 32
+	// MaxContent is the largest query sent as its bytes (Content); a
+	// larger one is sent as a signature (Windows).
+	MaxContent = exact.ExactLimit
+	// MaxCheckSize is the largest candidate read for a check: a larger one
+	// keeps the index's estimate.
+	MaxCheckSize = 16 << 20
+)
+
+// Measures of a Match.
+const (
+	MeasureExact     = "exact"     // counted over every 32-byte window of both files
+	MeasureSampled   = "sampled"   // over a sample of the windows (a file over 1 MiB, or a signature)
+	MeasureEstimated = "estimated" // the index's estimate from fingerprints, not checked
+)
+
+// Windows is a signature of a query: the distinct hashes of its 32-byte
+// windows kept at Level (package index/exact), sorted ascending, each 8
+// bytes big-endian, base64 on the wire.
+type Windows struct {
+	Level  int    `json:"level"`
+	Hashes []byte `json:"hashes"`
+}
+
+// NewWindows returns the wire form of a signature.
+func NewWindows(level int, sig []uint64) *Windows {
+	b := make([]byte, 8*len(sig))
+	for i, h := range sig {
+		binary.BigEndian.PutUint64(b[8*i:], h)
+	}
+	return &Windows{Level: level, Hashes: b}
+}
+
+// ContentOpener is implemented by a Backend that can read the current
+// bytes of the files it indexed; without it, matches are not checked.
+type ContentOpener interface {
+	// OpenIndexed opens the indexed file at path for reading and returns
+	// its current metadata. The server calls it only with paths the index
+	// answered, after the caller's visibility filter, never with a path a
+	// client named. An error wrapping ErrGone says the file vanished or is
+	// no longer a regular file. The caller closes the reader.
+	OpenIndexed(path string) (io.ReadCloser, index.FileMeta, error)
+}
+
+// ErrGone: an indexed file that is no longer there (see ContentOpener).
+var ErrGone = errors.New("ipc: indexed file is gone")
+
+// tooLargeError is a request over a limit other than the body's size.
+type tooLargeError struct{ msg string }
+
+func (e *tooLargeError) Error() string { return e.msg }
+
+// checkQuery builds the query side of a check from a request's Content or
+// Windows, or returns nil when it has neither.
+func checkQuery(size int64, content []byte, w *Windows, maxHashes int) (*exact.Query, error) {
+	switch {
+	case content != nil && w != nil:
+		return nil, errors.New("content and windows: send one of them, not both")
+	case content != nil:
+		if int64(len(content)) != size {
+			return nil, fmt.Errorf("content: %d bytes, but size is %d", len(content), size)
+		}
+		if len(content) > MaxContent {
+			return nil, &tooLargeError{fmt.Sprintf("content: %d bytes, more than the %d this daemon takes; send windows instead", len(content), MaxContent)}
+		}
+		return exact.NewQuery(content), nil
+	case w != nil:
+		if len(w.Hashes)%8 != 0 {
+			return nil, fmt.Errorf("windows.hashes: %d bytes, not a whole number of 8-byte hashes", len(w.Hashes))
+		}
+		n := len(w.Hashes) / 8
+		if n > maxHashes {
+			return nil, &tooLargeError{fmt.Sprintf("windows.hashes: %d hashes, more than the %d this daemon accepts in one query", n, maxHashes)}
+		}
+		sig := make([]uint64, n)
+		for i := range sig {
+			sig[i] = binary.BigEndian.Uint64(w.Hashes[8*i:])
+		}
+		q, err := exact.NewSignatureQuery(size, w.Level, sig)
+		if err != nil {
+			return nil, fmt.Errorf("windows: %w", err)
+		}
+		return q, nil
+	}
+	return nil, nil
+}
+
+// checked is a match after its check.
+type checked struct {
+	index.Match
+	measure string
+	changed bool
+	near    int // leading path components shared with the query's path
+}
+
+// toCheck returns how many of ms, best first, are checked: CheckTop, and
+// those tied with the last of them by estimated containment, up to
+// CheckMax.
+func toCheck(ms []index.Match) int {
+	n := min(len(ms), CheckTop)
+	if n == 0 {
+		return 0
+	}
+	last := pct(ms[n-1].Containment)
+	for n < len(ms) && n < CheckMax && pct(ms[n].Containment) == last {
+		n++
+	}
+	return n
+}
+
+// check measures the best of ms against their current bytes and orders
+// them (see orderChecked); the rest follow in the index's order. Matches
+// whose file vanished are dropped and counted; those the daemon cannot
+// read, or larger than MaxCheckSize, keep their estimates. A checked match
+// whose containment falls below threshold is dropped.
+func (s *Server) check(q *exact.Query, queryPath string, ms []index.Match, threshold float64) (out []checked, measured, dropped int) {
+	opener, ok := s.b.(ContentOpener)
+	n := toCheck(ms)
+	if !ok {
+		n = 0
+	}
+	var top []checked
+	for _, m := range ms[:n] {
+		c := checked{Match: m, measure: MeasureEstimated, near: nearness(queryPath, m.Path)}
+		r, cur, err := opener.OpenIndexed(m.Path)
+		switch {
+		case errors.Is(err, ErrGone):
+			dropped++
+			continue
+		case err != nil:
+			s.log.Debug("check: cannot read a candidate", "path", m.Path, "err", err)
+			top = append(top, c)
+			continue
+		case cur.Size > MaxCheckSize:
+			r.Close()
+			top = append(top, c)
+			continue
+		}
+		em, err := q.Measure(r, cur.Size)
+		r.Close()
+		if err != nil {
+			if !errors.Is(err, exact.ErrNoEvidence) {
+				s.log.Debug("check: reading a candidate", "path", m.Path, "err", err)
+			}
+			top = append(top, c)
+			continue
+		}
+		measured++
+		c.changed = cur.Size != m.FileMeta.Size || cur.MtimeNs != m.MtimeNs
+		c.FileMeta.Size, c.MtimeNs = cur.Size, cur.MtimeNs
+		c.Identical = c.Identical && !c.changed
+		c.Containment, c.ReverseContainment, c.Resemblance = em.Containment, em.ReverseContainment, em.Resemblance
+		c.SharedBytes = em.SharedBytes
+		c.measure = MeasureExact
+		if em.Level > 0 {
+			c.measure = MeasureSampled
+		}
+		if c.Containment < threshold && !c.Identical {
+			continue
+		}
+		top = append(top, c)
+	}
+	slices.SortStableFunc(top, orderChecked)
+	for _, m := range ms[n:] {
+		top = append(top, checked{Match: m, measure: MeasureEstimated})
+	}
+	return top, measured, dropped
+}
+
+// orderChecked orders checked matches: identical files first, then by
+// containment, resemblance (each to 0.01 %), nearness of path and path.
+// Unchecked matches keep their place after the checked ones.
+func orderChecked(a, b checked) int {
+	ac, bc := a.measure != MeasureEstimated, b.measure != MeasureEstimated
+	switch {
+	case ac != bc:
+		if ac {
+			return -1
+		}
+		return 1
+	case !ac:
+		return 0
+	case a.Identical != b.Identical:
+		if a.Identical {
+			return -1
+		}
+		return 1
+	}
+	if c := cmp.Compare(pct(b.Containment), pct(a.Containment)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(pct(b.Resemblance), pct(a.Resemblance)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.near, a.near); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Path, b.Path)
+}
+
+// nearness counts the leading path components a and b share ("" shares
+// none).
+func nearness(a, b string) int {
+	if a == "" || b == "" {
+		return 0
+	}
+	as, bs := strings.Split(a, "/"), strings.Split(b, "/")
+	n := 0
+	for n < len(as) && n < len(bs) && as[n] == bs[n] {
+		n++
+	}
+	return n
+}

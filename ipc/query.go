@@ -1,0 +1,151 @@
+package ipc
+
+import (
+	"compress/flate"
+	"fmt"
+	"io"
+
+	"github.com/sif-dev/sif/index/exact"
+	"github.com/sif-dev/sif/index/fingerprint"
+)
+
+// QueryData is what a client sends besides a query's fingerprints so the
+// daemon can check its candidates against the query's bytes: the bytes
+// themselves (Content) for a query of at most MaxContent bytes, else a
+// signature of its windows (Windows), and optionally its compressed size
+// (for /v1/basis).
+//
+// On the wire, Content costs 1,366 bytes per KiB of query (base64) and a
+// signature at level L about 10,923 / 2^L bytes per KiB (8-byte hashes of
+// one window in 2^L, base64): 683 at the least level, 4, and at most about
+// 700 KB whatever the size (exact.SignatureLevel).
+type QueryData struct {
+	Content    []byte
+	Windows    *Windows
+	Compressed int64 // 0 when not computed
+}
+
+// ReadOptions shape ReadQuery.
+type ReadOptions struct {
+	// Signature makes a signature even for a query small enough to send
+	// as bytes (a client that does not want to send the bytes).
+	Signature bool
+	// Compressed computes the compressed size (exact.CompressedSize).
+	Compressed bool
+}
+
+// ReadQuery reads r to its end and returns the query's sketch under p and
+// what the daemon needs to check it (QueryData), in one pass.
+func ReadQuery(r io.Reader, p fingerprint.Params, o ReadOptions) (*fingerprint.Sketch, *QueryData, error) {
+	var col fingerprint.Collector
+	sk, err := fingerprint.NewSketcher(p, col.Add)
+	if err != nil {
+		return nil, nil, err
+	}
+	qc := &queryCollector{keep: !o.Signature, level: exact.MinSignatureLevel}
+	var cw countWriter
+	var fw *flate.Writer
+	if o.Compressed {
+		fw, _ = flate.NewWriter(&cw, flate.DefaultCompression)
+	}
+	buf := make([]byte, 256<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			sk.Write(buf[:n])
+			qc.write(buf[:n])
+			if fw != nil {
+				fw.Write(buf[:n])
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	sum := sk.Finish()
+	d := &QueryData{}
+	if fw != nil {
+		fw.Close()
+		d.Compressed = cw.n + 18
+	}
+	if qc.keep {
+		d.Content = qc.content
+		if d.Content == nil {
+			d.Content = []byte{}
+		}
+	} else {
+		level := max(qc.level, exact.SignatureLevel(sum.Size))
+		d.Windows = NewWindows(level, exact.SignatureOf(qc.hashes, level))
+	}
+	return &fingerprint.Sketch{Summary: sum, Params: sk.Params(), Features: col.Features()}, d, nil
+}
+
+// QueryFile reads the regular file at path as SketchFile does (refusing
+// directories and special files at once) and returns its sketch and
+// QueryData.
+func QueryFile(path string, p fingerprint.Params, o ReadOptions) (*fingerprint.Sketch, *QueryData, error) {
+	f, err := openChecked(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	sk, d, err := ReadQuery(f, p, o)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return sk, d, nil
+}
+
+// Attach adds d to a similar request.
+func (r *SimilarRequest) Attach(d *QueryData) {
+	if d != nil {
+		r.Content, r.Windows = d.Content, d.Windows
+	}
+}
+
+// queryCollector keeps a query's bytes while they fit in MaxContent, and
+// hashes its windows at a level that rises (hierarchically: a level L+1
+// sample is part of the level L one) so it keeps at most about
+// 4 × exact.MaxSamples hashes however long the stream.
+type queryCollector struct {
+	keep    bool // still keeping the bytes
+	content []byte
+	h       exact.Hasher
+	hashes  []uint64
+	level   int
+	scratch []uint64
+}
+
+func (c *queryCollector) write(p []byte) {
+	if c.keep && len(c.content)+len(p) <= MaxContent {
+		c.content = append(c.content, p...)
+		return
+	}
+	if c.keep { // past MaxContent: from bytes to a signature
+		c.keep = false
+		old := c.content
+		c.content = nil
+		c.add(old)
+	}
+	c.add(p)
+}
+
+func (c *queryCollector) add(p []byte) {
+	c.scratch = c.h.Append(c.scratch[:0], p)
+	for _, h := range c.scratch {
+		if exact.Keep(h, c.level) {
+			c.hashes = append(c.hashes, h)
+		}
+	}
+	for len(c.hashes) > 4*exact.MaxSamples {
+		c.level++
+		c.hashes = exact.SignatureOf(c.hashes, c.level)
+	}
+}
+
+type countWriter struct{ n int64 }
+
+func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
