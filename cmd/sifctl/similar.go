@@ -31,6 +31,7 @@ type similarLine struct {
 	Fingerprints int         `json:"fingerprints"`
 	Skipped      int         `json:"skipped"`
 	TooFew       bool        `json:"too_few"`
+	Checked      int         `json:"checked"`
 	Matches      []ipc.Match `json:"matches"`
 }
 
@@ -128,7 +129,7 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 				q = "-"
 			}
 			line := similarLine{Query: q, QueryRaw: raw, Size: sk.Size, Fingerprints: resp.Fingerprints,
-				Skipped: resp.Skipped, TooFew: resp.TooFew, Matches: resp.Matches}
+				Skipped: resp.Skipped, TooFew: resp.TooFew, Checked: resp.Checked, Matches: resp.Matches}
 			if err := g.printJSON(line); err != nil {
 				return err
 			}
