@@ -134,7 +134,7 @@ func (s *Server) basis(w http.ResponseWriter, r *http.Request) {
 	sreq := SimilarRequest{Params: req.Params, Path: req.Path, PathRaw: req.PathRaw, Size: req.Size, Strong: req.Strong,
 		Type: req.Type, Features: req.Features, Threshold: &thr, PathPrefix: req.PathPrefix, MaxDF: req.MaxDF}
 	q, opts, err := s.parseSimilar(&sreq)
-	var eq *exact.Query
+	var eq *checkSide
 	if err == nil {
 		eq, err = checkQuery(req.Size, req.Content, req.Windows, s.opts.MaxFeatures)
 	}
@@ -212,7 +212,7 @@ func (s *Server) basis(w http.ResponseWriter, r *http.Request) {
 
 // basisOf estimates the delta of the query against m, counting the files
 // read in out.Checked. It returns false for a file that is gone.
-func (s *Server) basisOf(m index.Match, content []byte, eq *exact.Query, out *BasisResponse) (BasisCandidate, bool) {
+func (s *Server) basisOf(m index.Match, content []byte, eq *checkSide, out *BasisResponse) (BasisCandidate, bool) {
 	p, raw := PathFields(m.Path)
 	size := out.Size
 	bc := BasisCandidate{Path: p, PathRaw: raw, Size: m.FileMeta.Size, MtimeNs: m.MtimeNs, Method: BasisFingerprints}
@@ -259,7 +259,7 @@ func (s *Server) basisOf(m index.Match, content []byte, eq *exact.Query, out *Ba
 		}
 		return bc, true
 	}
-	em, err := eq.Measure(r, cur.Size)
+	em, err := eq.query().Measure(r, cur.Size)
 	if err != nil {
 		return fromEstimate()
 	}

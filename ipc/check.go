@@ -71,9 +71,30 @@ type tooLargeError struct{ msg string }
 
 func (e *tooLargeError) Error() string { return e.msg }
 
-// checkQuery builds the query side of a check from a request's Content or
-// Windows, or returns nil when it has neither.
-func checkQuery(size int64, content []byte, w *Windows, maxHashes int) (*exact.Query, error) {
+// checkSide is the query side of a check, prepared when first needed.
+type checkSide struct {
+	size    int64
+	content []byte
+	level   int
+	sig     []uint64
+	q       *exact.Query
+}
+
+// query returns the prepared query side.
+func (c *checkSide) query() *exact.Query {
+	if c.q == nil {
+		if c.sig != nil || c.content == nil {
+			c.q, _ = exact.NewSignatureQuery(c.size, c.level, c.sig) // checked by checkQuery
+		} else {
+			c.q = exact.NewQuery(c.content)
+		}
+	}
+	return c.q
+}
+
+// checkQuery checks a request's Content or Windows and returns the query
+// side of a check, or nil when the request has neither.
+func checkQuery(size int64, content []byte, w *Windows, maxHashes int) (*checkSide, error) {
 	switch {
 	case content != nil && w != nil:
 		return nil, errors.New("content and windows: send one of them, not both")
@@ -84,7 +105,7 @@ func checkQuery(size int64, content []byte, w *Windows, maxHashes int) (*exact.Q
 		if len(content) > MaxContent {
 			return nil, &tooLargeError{fmt.Sprintf("content: %d bytes, more than the %d this daemon takes; send windows instead", len(content), MaxContent)}
 		}
-		return exact.NewQuery(content), nil
+		return &checkSide{size: size, content: content}, nil
 	case w != nil:
 		if len(w.Hashes)%8 != 0 {
 			return nil, fmt.Errorf("windows.hashes: %d bytes, not a whole number of 8-byte hashes", len(w.Hashes))
@@ -97,11 +118,10 @@ func checkQuery(size int64, content []byte, w *Windows, maxHashes int) (*exact.Q
 		for i := range sig {
 			sig[i] = binary.BigEndian.Uint64(w.Hashes[8*i:])
 		}
-		q, err := exact.NewSignatureQuery(size, w.Level, sig)
-		if err != nil {
+		if err := exact.CheckSignature(sig, w.Level); err != nil {
 			return nil, fmt.Errorf("windows: %w", err)
 		}
-		return q, nil
+		return &checkSide{size: size, level: w.Level, sig: sig}, nil
 	}
 	return nil, nil
 }
@@ -134,7 +154,7 @@ func toCheck(ms []index.Match) int {
 // whose file vanished are dropped and counted; those the daemon cannot
 // read, or larger than MaxCheckSize, keep their estimates. A checked match
 // whose containment falls below threshold is dropped.
-func (s *Server) check(q *exact.Query, queryPath string, ms []index.Match, threshold float64) (out []checked, measured, dropped int) {
+func (s *Server) check(cs *checkSide, queryPath string, ms []index.Match, threshold float64) (out []checked, measured, dropped int) {
 	opener, ok := s.b.(ContentOpener)
 	n := toCheck(ms)
 	if !ok {
@@ -157,7 +177,7 @@ func (s *Server) check(q *exact.Query, queryPath string, ms []index.Match, thres
 			top = append(top, c)
 			continue
 		}
-		em, err := q.Measure(r, cur.Size)
+		em, err := cs.query().Measure(r, cur.Size)
 		r.Close()
 		if err != nil {
 			if !errors.Is(err, exact.ErrNoEvidence) {

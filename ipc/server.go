@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/sif-dev/sif/index"
-	"github.com/sif-dev/sif/index/exact"
 	"github.com/sif-dev/sif/index/fingerprint"
 )
 
@@ -270,7 +269,7 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q, opts, err := s.parseSimilar(&req)
-	var eq *exact.Query
+	var eq *checkSide
 	if err == nil && !req.Fast {
 		eq, err = checkQuery(req.Size, req.Content, req.Windows, s.opts.MaxFeatures)
 	}

@@ -1,0 +1,206 @@
+package ipc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/sif-dev/sif/index"
+	"github.com/sif-dev/sif/index/exact"
+	"github.com/sif-dev/sif/index/fingerprint"
+)
+
+// fileBackend is a fakeBackend whose candidates' bytes are in files.
+type fileBackend struct {
+	*fakeBackend
+	files  map[string][]byte
+	opened []string
+}
+
+func (f *fileBackend) OpenIndexed(path string) (io.ReadCloser, index.FileMeta, error) {
+	f.opened = append(f.opened, path)
+	b, ok := f.files[path]
+	if !ok {
+		return nil, index.FileMeta{}, ErrGone
+	}
+	return io.NopCloser(bytes.NewReader(b)), index.FileMeta{Path: path, Size: int64(len(b))}, nil
+}
+
+func match(path string, size int64, containment float64) index.Match {
+	return index.Match{FileRecord: index.FileRecord{FileMeta: index.FileMeta{Path: path, Size: size}},
+		Containment: containment, SharedBytes: -1}
+}
+
+func text(seed byte, n int) []byte {
+	b := make([]byte, n)
+	x := uint32(seed) * 2654435761
+	for i := range b {
+		x = x*1664525 + 1013904223
+		b[i] = 'a' + byte(x>>24)%26
+	}
+	return b
+}
+
+// TestCheckOrdersByExactMeasures: the check reorders the index's matches
+// by exact containment, then resemblance, then nearness of path; drops
+// vanished files and those below the threshold after the check; keeps the
+// order of the matches past CheckTop; and answers the limit after it.
+func TestCheckOrdersByExactMeasures(t *testing.T) {
+	q := text(1, 4000)
+	files := map[string][]byte{
+		"/r/far/low.txt":   append(bytes.Clone(q[:2000]), text(2, 2000)...), // 50 %
+		"/r/far/full.txt":  append(bytes.Clone(q), text(3, 3000)...),        // 100 %, resemblance 4/7
+		"/r/q/full.txt":    append(bytes.Clone(q), text(3, 3000)...),        // the same, nearer the query
+		"/r/far/tight.txt": append(bytes.Clone(q), text(4, 100)...),         // 100 %, resemblance higher
+		"/r/far/none.txt":  text(5, 4000),                                   // 0 %: below the threshold
+	}
+	ms := []index.Match{
+		match("/r/far/low.txt", 4000, 0.9), match("/r/far/none.txt", 4000, 0.8),
+		match("/r/gone.txt", 4000, 0.7), match("/r/far/full.txt", 7000, 0.5),
+		match("/r/q/full.txt", 7000, 0.5), match("/r/far/tight.txt", 4100, 0.3),
+	}
+	for i := range 6 { // past CheckTop: not checked, in the index's order
+		ms = append(ms, match("/r/rest/"+string(rune('a'+i)), 100, 0.29-float64(i)/100))
+	}
+	p := fingerprint.DefaultParams()
+	fb := &fileBackend{fakeBackend: &fakeBackend{params: p, result: &index.Result{Matches: ms}}, files: files}
+	c := serve(t, fb)
+	sk := &fingerprint.Sketch{Params: p, Summary: fingerprint.Summary{Size: int64(len(q))}}
+	req := NewSimilarRequest("/r/q/query.txt", sk)
+	req.Content = q
+	resp, err := c.Similar(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range resp.Matches {
+		got = append(got, m.Path+":"+m.Measure)
+	}
+	want := []string{"/r/far/tight.txt:exact", "/r/q/full.txt:exact", "/r/far/full.txt:exact", "/r/far/low.txt:exact",
+		"/r/rest/c:estimated", "/r/rest/d:estimated", "/r/rest/e:estimated", "/r/rest/f:estimated"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("order\n%v\nwant\n%v", got, want)
+	}
+	// gone.txt and the first two of the rest (in the top 8) have no file.
+	if resp.Checked != 5 || resp.Dropped != 3 {
+		t.Errorf("checked %d, dropped %d; want 5, 3", resp.Checked, resp.Dropped)
+	}
+	// 1969 of the query's 3969 windows lie in its first 2000 bytes.
+	if m := resp.Matches[3]; m.Containment != pct(1969.0/3969) || m.SharedBytes == nil || *m.SharedBytes != 2000 {
+		t.Errorf("low.txt: %+v", m)
+	}
+	if len(fb.opened) != 8 {
+		t.Errorf("opened %d files, want CheckTop (8): %v", len(fb.opened), fb.opened)
+	}
+
+	// The limit applies after the check; --fast keeps the estimates.
+	req.Limit = 1
+	resp, err = c.Similar(context.Background(), req)
+	if err != nil || len(resp.Matches) != 1 || resp.Matches[0].Path != "/r/far/tight.txt" {
+		t.Fatalf("limit 1: %v %+v", err, resp)
+	}
+	req.Fast, fb.opened = true, nil
+	resp, err = c.Similar(context.Background(), req)
+	if err != nil || resp.Matches[0].Path != "/r/far/low.txt" || resp.Matches[0].Measure != MeasureEstimated || len(fb.opened) != 0 {
+		t.Fatalf("fast: %v %+v, opened %v", err, resp, fb.opened)
+	}
+}
+
+func TestToCheckTakesTies(t *testing.T) {
+	var ms []index.Match
+	for i := range 12 {
+		c := 0.5
+		if i < 5 {
+			c = 0.9
+		}
+		ms = append(ms, match("/x", 1, c))
+	}
+	if n := toCheck(ms); n != 12 {
+		t.Errorf("toCheck with ties past the 8th: %d, want 12", n)
+	}
+	if n := toCheck(ms[:3]); n != 3 {
+		t.Errorf("toCheck of 3: %d", n)
+	}
+}
+
+func TestNearness(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		n    int
+	}{{"/a/b/c", "/a/b/d", 3}, {"/a/b", "/x/b", 1}, {"", "/a", 0}, {"/a/bc", "/a/b", 2}} {
+		if got := nearness(tc.a, tc.b); got != tc.n {
+			t.Errorf("nearness(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.n)
+		}
+	}
+}
+
+func TestCheckWireErrors(t *testing.T) {
+	p := fingerprint.DefaultParams()
+	fb := &fileBackend{fakeBackend: &fakeBackend{params: p, result: &index.Result{}}}
+	c := serve(t, fb)
+	good := func() *SimilarRequest {
+		r := NewSimilarRequest("", &fingerprint.Sketch{Params: p, Summary: fingerprint.Summary{Size: 3}})
+		r.Content = []byte("abc")
+		return r
+	}
+	cases := []struct {
+		name string
+		mod  func(*SimilarRequest)
+		code Code
+		msg  string
+	}{
+		{"content size", func(r *SimilarRequest) { r.Size = 4 }, CodeBadRequest, "content: 3 bytes, but size is 4"},
+		{"both", func(r *SimilarRequest) { r.Windows = NewWindows(4, nil) }, CodeBadRequest, "not both"},
+		{"ragged", func(r *SimilarRequest) { r.Content = nil; r.Windows = &Windows{Level: 4, Hashes: []byte{1, 2}} }, CodeBadRequest, "windows.hashes"},
+		{"unsorted", func(r *SimilarRequest) { r.Content = nil; r.Windows = NewWindows(4, []uint64{0x20, 0x10}) }, CodeBadRequest, "sorted"},
+		{"not kept", func(r *SimilarRequest) { r.Content = nil; r.Windows = NewWindows(4, []uint64{0x11}) }, CodeBadRequest, "level 4"},
+		{"level", func(r *SimilarRequest) { r.Content = nil; r.Windows = NewWindows(40, nil) }, CodeBadRequest, "level 40"},
+		{"big content", func(r *SimilarRequest) { r.Content = make([]byte, MaxContent+1); r.Size = MaxContent + 1 }, CodeTooLarge, "send windows"},
+	}
+	for _, tc := range cases {
+		r := good()
+		tc.mod(r)
+		_, err := c.Similar(context.Background(), r)
+		var e *Error
+		if !errors.As(err, &e) || e.Code != tc.code || !strings.Contains(e.Message, tc.msg) {
+			t.Errorf("%s: %v, want code %s mentioning %q", tc.name, err, tc.code, tc.msg)
+		}
+		br := &BasisRequest{Params: r.Params, Size: r.Size, Strong: r.Strong, Features: r.Features, Content: r.Content, Windows: r.Windows}
+		_, err = c.Basis(context.Background(), br)
+		if !errors.As(err, &e) || e.Code != tc.code || !strings.Contains(e.Message, tc.msg) {
+			t.Errorf("basis, %s: %v, want code %s mentioning %q", tc.name, err, tc.code, tc.msg)
+		}
+	}
+}
+
+// TestReadQuery: a query up to MaxContent travels as its bytes, a larger
+// one as a signature whose level keeps it near exact.MaxSamples hashes.
+func TestReadQuery(t *testing.T) {
+	p := fingerprint.DefaultParams()
+	small := text(6, 5000)
+	_, d, err := ReadQuery(bytes.NewReader(small), p, ReadOptions{Compressed: true})
+	if err != nil || !bytes.Equal(d.Content, small) || d.Windows != nil || d.Compressed != exact.CompressedSize(small) {
+		t.Fatalf("small: %v, content %d bytes, windows %v, compressed %d", err, len(d.Content), d.Windows, d.Compressed)
+	}
+	big := text(7, 3<<20)
+	sk, d, err := ReadQuery(iotest{bytes.NewReader(big)}, p, ReadOptions{})
+	if err != nil || d.Content != nil || d.Windows == nil || sk.Size != int64(len(big)) {
+		t.Fatalf("big: %v %+v", err, d)
+	}
+	level := exact.SignatureLevel(int64(len(big)))
+	want := exact.Signature(big, level)
+	if d.Windows.Level != level || len(d.Windows.Hashes) != 8*len(want) {
+		t.Fatalf("big: level %d, %d hashes; want %d, %d", d.Windows.Level, len(d.Windows.Hashes)/8, level, len(want))
+	}
+	if !bytes.Equal(d.Windows.Hashes, NewWindows(level, want).Hashes) {
+		t.Fatal("big: the signature differs from exact.Signature's")
+	}
+}
+
+// iotest hands out reads of odd sizes.
+type iotest struct{ r io.Reader }
+
+func (o iotest) Read(p []byte) (int, error) { return o.r.Read(p[:min(len(p), 77777)]) }
