@@ -124,6 +124,8 @@ func run(ctx context.Context, args []string) error {
 		out, err = benchChurn(ctx, &c, &lf)
 	case "load":
 		out, err = benchLoad(ctx, &c, &lf, &lo)
+	case "basis":
+		out, err = benchBasis(ctx, &c)
 	default:
 		return fmt.Errorf("unknown benchmark %q: want corpus, latency, edits, freshness, restart, churn or load", args[0])
 	}
