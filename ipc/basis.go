@@ -181,6 +181,7 @@ func (s *Server) basis(w http.ResponseWriter, r *http.Request) {
 			cands = append(cands, cand{bc, nearness(q.Path, m.Path)})
 		}
 	}
+	eq.release()
 	slices.SortStableFunc(cands, func(a, b cand) int {
 		if c := cmp.Compare(a.EstimatedBytes, b.EstimatedBytes); c != 0 {
 			return c

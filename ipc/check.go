@@ -19,7 +19,7 @@ const (
 	// checked, plus those tied with the last of them (up to CheckMax in
 	// all).
 	CheckTop = 8
-	CheckMax = 32
+	CheckMax = 16
 	// MaxContent is the largest query sent as its bytes (Content); a
 	// larger one is sent as a signature (Windows).
 	MaxContent = exact.ExactLimit
@@ -90,6 +90,14 @@ func (c *checkSide) query() *exact.Query {
 		}
 	}
 	return c.q
+}
+
+// release gives the prepared query's scratch space back.
+func (c *checkSide) release() {
+	if c != nil && c.q != nil {
+		c.q.Release()
+		c.q = nil
+	}
 }
 
 // checkQuery checks a request's Content or Windows and returns the query

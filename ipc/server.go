@@ -293,6 +293,7 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
 	var checkedMs []checked
 	if eq != nil {
 		checkedMs, measured, dropped = s.check(eq, q.Path, res.Matches, opts.Threshold)
+		eq.release()
 		if limit > 0 && len(checkedMs) > limit {
 			checkedMs = checkedMs[:limit]
 		}

@@ -149,6 +149,15 @@ func (q *Query) Level() int { return q.level }
 // Bytes returns the query's bytes, or nil for a signature.
 func (q *Query) Bytes() []byte { return q.data }
 
+// Release gives the Query's scratch space back for other queries to reuse.
+// The Query must not be used afterwards.
+func (q *Query) Release() {
+	for k, t := range q.bases {
+		t.release()
+		delete(q.bases, k)
+	}
+}
+
 // ErrNoEvidence: a sampled measure kept no window of the query, so it
 // cannot tell anything.
 var ErrNoEvidence = errors.New("exact: no query window at this sampling level")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"sync"
 )
 
 // Window is the length of a window, in bytes.
@@ -197,9 +198,35 @@ type table struct {
 }
 
 func newTable(capacity int) *table {
+	size := tableSize(capacity)
+	if p := tablePool(size); p != nil {
+		if t, ok := p.Get().(*table); ok {
+			t.reset(capacity)
+			return t
+		}
+	}
 	t := &table{}
 	t.reset(capacity)
 	return t
+}
+
+// tablePools keep released tables by size (a power of two), so a query
+// does not allocate, and the collector free, megabytes each time.
+var tablePools [32]sync.Pool
+
+func tablePool(size int) *sync.Pool {
+	i := bits.Len(uint(size)) - 1
+	if i < 0 || i >= len(tablePools) || 1<<i != size {
+		return nil
+	}
+	return &tablePools[i]
+}
+
+// release gives t back for reuse; t must not be used afterwards.
+func (t *table) release() {
+	if p := tablePool(len(t.keys)); p != nil && len(t.keys) <= 1<<22 {
+		p.Put(t)
+	}
 }
 
 // reset empties t and sizes it for capacity entries at most half full.
