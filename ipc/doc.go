@@ -25,11 +25,19 @@
 //     path components: /a/b holds /a/b/x, not /a/bin.
 //   - Identical files (dupes) that are hard links to one inode are listed,
 //     marked with hard_link_of, and counted once in the redundant copies.
+//   - A query may carry its bytes (content, up to MaxContent) or a
+//     signature of its 32-byte windows (windows): the daemon then checks
+//     the best candidates (CheckTop, plus ties) against their current
+//     bytes, which it reads itself, only for files the index answered and
+//     the caller may read (ContentOpener), and reports exact measures
+//     (package index/exact), marked with the match's measure. The same
+//     reading of both files' bytes lets /v1/basis simulate rdiff's delta.
 //
 // Routes:
 //
 //	GET  /v1/info     scheme, parameters and counts
 //	POST /v1/similar  one against all: SimilarRequest → SimilarResponse
+//	POST /v1/basis    the best basis for a delta of a file: BasisRequest → BasisResponse
 //	GET  /v1/groups   all against all: ?threshold=PCT&max_df=N&min_shared=N&all_types=1&prefix=P
 //	GET  /v1/dupes    identical files: ?prefix=P
 //	GET  /v1/status   what the daemon is doing: roots, queue, counters

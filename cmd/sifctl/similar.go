@@ -58,11 +58,21 @@ it. FILE must be a regular file: directories, fifos, sockets and devices
 are refused at once. "-" reads the query from standard input (once); it has
 no path, so an indexed file identical to it is listed too.
 
+The best matches are then checked: sifctl sends FILE's bytes (a signature
+of its 32-byte windows past 1 MiB), and the daemon measures the 8 best by
+the estimate (plus ties) on their current bytes, over 32-byte windows:
+exact containment, resemblance and shared bytes ("measure": "exact", or
+"sampled" past 1 MiB). They are listed first, by containment, then
+resemblance, then how much of FILE's path they share; a match changed
+since it was indexed is measured as it is now and marked, one deleted is
+left out. --fast keeps the index's estimates ("measure": "estimated").
+
 With --json, one object per FILE and line:
   {"query": PATH, "size": N, "fingerprints": N, "skipped": N, "too_few": BOOL,
    "matches": [{"path": ABSOLUTE_PATH, "size": N, "containment": PCT,
    "reverse_containment": PCT, "resemblance": PCT, "shared_bytes": N or null,
-   "identical": BOOL, "type": "text"|"binary", "mtime_ns": N}, ...]}`,
+   "identical": BOOL, "type": "text"|"binary", "mtime_ns": N,
+   "measure": "exact"|"sampled"|"estimated", "changed": BOOL}, ...], "checked": N}`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSimilar(cmd, g, &f, args)
