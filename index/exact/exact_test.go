@@ -315,3 +315,27 @@ func TestDeltaCostAgainstRdiff(t *testing.T) {
 		}
 	}
 }
+
+// FuzzMeasure: the measure of any two inputs equals the naive count, and
+// the delta simulation copies and sends exactly the target's bytes.
+func FuzzMeasure(f *testing.F) {
+	f.Add([]byte("the quick brown fox jumps over the lazy dog, twice over"), []byte("a quick brown fox jumps over the lazy dog"))
+	f.Add([]byte{}, []byte("x"))
+	f.Fuzz(func(t *testing.T, q, c []byte) {
+		m, err := NewQuery(q).MeasureBytes(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cont, rev, res, shared := naive(q, c)
+		if m.Containment != cont || m.ReverseContainment != rev || m.Resemblance != res || m.SharedBytes != shared {
+			t.Fatalf("got %+v; naive %v %v %v %d", m, cont, rev, res, shared)
+		}
+		d, err := DeltaCost(bytes.NewReader(c), int64(len(c)), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Literal+d.Copied != int64(len(q)) || d.Bytes < 5+d.Literal {
+			t.Fatalf("delta %+v of %d bytes", d, len(q))
+		}
+	})
+}
