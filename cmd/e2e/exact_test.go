@@ -36,6 +36,16 @@ func (e *env) checkedSimilar(args ...string) checkedJSON {
 	return out
 }
 
+// topFast is topMatch with --fast: the index's own answer, unchecked.
+func (e *env) topFast(query string) string {
+	e.t.Helper()
+	_, out := e.similar("--fast", query)
+	if len(out) != 1 || len(out[0].Matches) == 0 {
+		return ""
+	}
+	return out[0].Matches[0].Path
+}
+
 func paths(ms []ipc.Match) []string {
 	var out []string
 	for _, m := range ms {
