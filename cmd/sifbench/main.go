@@ -67,7 +67,7 @@ type common struct {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: sifbench corpus|latency|edits|freshness|restart|churn|load [flags]; see the package doc")
+		return errors.New("usage: sifbench corpus|latency|edits|freshness|restart|churn|load|accuracy|manber [flags]; see the package doc")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	var c common
@@ -85,12 +85,34 @@ func run(ctx context.Context, args []string) error {
 	lf.register(fs)
 	var lo loadFlags
 	fs.IntVar(&lo.clients, "clients", 100, "load: concurrent clients, each with its own connection")
-	fs.StringVar(&lo.dir, "dir", "", "load: directory to keep the tree in, or to reuse it from (default: a temporary one)")
+	fs.StringVar(&lo.dir, "dir", "", "load: directory to keep the tree in, or to reuse it from (default: a temporary one); accuracy, manber: directory of the module corpus (default: sifbench-accuracy in the user cache directory)")
 	fs.StringVar(&lo.profile, "profile", "", "load: take CPU, block, mutex, heap and goroutine profiles of the loaded sifd (run with --pprof) into this directory")
 	fs.DurationVar(&lo.think, "think", 100*time.Millisecond, "load: mean pause of each client between two requests (uniform from 0 to twice it)")
 	fs.StringVar(&schemes, "schemes", "", "edits: comma-separated scheme specs such as manber:bits=8,chunks:avg=256 (default: a built-in list)")
+	var af accFlags
+	fs.StringVar(&af.set, "set", "heldout", "accuracy, manber: the set of modules, tuning or heldout")
+	fs.IntVar(&af.perBucket, "per-bucket", 0, "accuracy, manber: queries per size bucket (default 300 for accuracy, 100 for manber)")
+	fs.Uint64Var(&af.seed, "seed", 1994, "accuracy, manber: seed of the query sampling and edits")
+	fs.Float64Var(&af.threshold, "threshold", 10, "accuracy, manber: sif's threshold in percent")
+	fs.BoolVar(&af.peers, "peers", true, "accuracy: also run ssdeep and TLSH")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if args[0] == "accuracy" || args[0] == "manber" {
+		af.dir = lo.dir
+		if af.dir == "" {
+			cache, err := os.UserCacheDir()
+			if err != nil {
+				return fmt.Errorf("no --dir and no user cache directory: %w", err)
+			}
+			af.dir = filepath.Join(cache, "sifbench-accuracy")
+		}
+		if af.perBucket == 0 {
+			af.perBucket = map[string]int{"accuracy": 300, "manber": 100}[args[0]]
+		}
+		if af.perBucket < 0 {
+			return fmt.Errorf("--per-bucket %d: must be positive", af.perBucket)
+		}
 	}
 	if args[0] == "load" {
 		lf.size = "1GiB"
@@ -126,8 +148,12 @@ func run(ctx context.Context, args []string) error {
 		out, err = benchLoad(ctx, &c, &lf, &lo)
 	case "basis":
 		out, err = benchBasis(ctx, &c)
+	case "accuracy":
+		out, err = benchAccuracy(ctx, &c, &af)
+	case "manber":
+		out, err = benchManber(ctx, &c, &af)
 	default:
-		return fmt.Errorf("unknown benchmark %q: want corpus, latency, edits, freshness, restart, churn or load", args[0])
+		return fmt.Errorf("unknown benchmark %q: want corpus, latency, edits, freshness, restart, churn, load, basis, accuracy or manber", args[0])
 	}
 	if err != nil {
 		return err

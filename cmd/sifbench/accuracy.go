@@ -1,0 +1,386 @@
+package main
+
+// sifbench accuracy: how right sif's answers are, per query size, beside
+// ssdeep and TLSH on the same queries, against the truth computed by brute
+// force (see accuracy_truth.go) on a corpus of module versions (see
+// accuracy_corpus.go).
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/sif-dev/sif/ipc"
+)
+
+// accFlags are the flags of the accuracy and manber benchmarks.
+type accFlags struct {
+	set       string
+	dir       string
+	perBucket int
+	seed      uint64
+	threshold float64
+	peers     bool
+}
+
+// relations are the true relations the tools are judged on: containment
+// of the query in the file of at least 50 % and 80 %, and resemblance of
+// at least 50 %.
+var relations = []struct {
+	Name string
+	Res  bool
+	Cut  float64
+}{
+	{"containment >= 50%", false, 0.5},
+	{"containment >= 80%", false, 0.8},
+	{"resemblance >= 50%", true, 0.5},
+}
+
+// f1Result is a tool's best F1 over its score thresholds for a relation,
+// and the least score that reaches it.
+type f1Result struct {
+	F1        float64 `json:"f1"`
+	Threshold float64 `json:"threshold"`
+	Precision float64 `json:"precision"`
+	Recall    float64 `json:"recall"`
+}
+
+// toolMetrics are one tool's figures on one bucket.
+type toolMetrics struct {
+	Tool string     `json:"tool"`
+	F1   []f1Result `json:"best_f1"` // one per relation
+	// FirstRight is the share of the queries with a file of true
+	// containment ≥ 50 % whose first answer has the largest true
+	// containment of any indexed file.
+	FirstRight float64 `json:"first_right"`
+	Nothing    int     `json:"answered_nothing"`
+	Unhashed   int     `json:"unhashed"`
+}
+
+// bucketMetrics are every tool's figures on one size bucket (or all).
+type bucketMetrics struct {
+	Bucket    string        `json:"bucket"`
+	Queries   int           `json:"queries"`
+	WithMatch int           `json:"with_match"` // queries with a file of true containment ≥ 50 %
+	Positives []int         `json:"positives"`  // true pairs per relation
+	Tools     []toolMetrics `json:"tools"`
+}
+
+// accuracyResult is the output of sifbench accuracy.
+type accuracyResult struct {
+	Set          string             `json:"set"`
+	Modules      []string           `json:"modules"`
+	IndexedFiles int                `json:"indexed_files"`
+	IndexedBytes int64              `json:"indexed_bytes"`
+	Queries      int                `json:"queries"`
+	QueryKinds   map[string]int     `json:"query_kinds"`
+	Threshold    float64            `json:"sif_threshold_percent"`
+	Buckets      []bucketMetrics    `json:"buckets"`
+	Seconds      map[string]float64 `json:"seconds"`
+}
+
+// benchAccuracy runs the accuracy benchmark on one set.
+func benchAccuracy(ctx context.Context, c *common, af *accFlags) (*accuracyResult, error) {
+	t0 := time.Now()
+	secs := map[string]float64{}
+	lap := func(name string) { secs[name] = since(t0); t0 = time.Now() }
+	if af.peers {
+		if err := checkPeers(); err != nil {
+			return nil, err
+		}
+	}
+	corpus, err := assembleSet(ctx, af.dir, af.set)
+	if err != nil {
+		return nil, err
+	}
+	indexed, err := hashFiles(corpus.IndexRoot, 0)
+	if err != nil {
+		return nil, err
+	}
+	newer, err := hashFiles(corpus.NewerRoot, 0)
+	if err != nil {
+		return nil, err
+	}
+	lap("corpus")
+	queryRoot := filepath.Join(c.workDir, "queries")
+	qs, err := sampleQueries(queryRoot, indexed, newer, af.perBucket, af.seed)
+	if err != nil {
+		return nil, err
+	}
+	res := &accuracyResult{Set: af.set, Queries: len(qs), QueryKinds: map[string]int{}, Threshold: af.threshold, Seconds: secs}
+	for _, m := range corpus.Modules {
+		res.Modules = append(res.Modules, m.Path)
+	}
+	var files []string
+	fileID := map[string]int32{}
+	for _, f := range indexed {
+		fileID[f.Path] = int32(len(files))
+		files = append(files, f.Path)
+		res.IndexedFiles++
+		res.IndexedBytes += f.Size
+	}
+	queries := make([]string, len(qs))
+	for i, q := range qs {
+		queries[i] = q.Path
+		res.QueryKinds[q.Kind]++
+	}
+	if !c.json {
+		fmt.Fprintf(os.Stderr, "sifbench: %s set: %d indexed files (%.1f MB), %d queries; computing the truth\n",
+			af.set, len(files), mb(res.IndexedBytes), len(qs))
+	}
+	tr, err := bruteTruth(queries, files)
+	if err != nil {
+		return nil, err
+	}
+	lap("truth")
+
+	var runs []*toolRun
+	sif, err := runSif(ctx, c, corpus.IndexRoot, fileID, queries, af.threshold, secs)
+	if err != nil {
+		return nil, err
+	}
+	runs = append(runs, sif)
+	lap("sif")
+	if af.peers {
+		ss, err := runSsdeep(ctx, c.workDir, corpus.IndexRoot, fileID, queries)
+		if err != nil {
+			return nil, err
+		}
+		lap("ssdeep")
+		tl, err := runTLSH(ctx, c.workDir, corpus.IndexRoot, queryRoot, fileID, queries)
+		if err != nil {
+			return nil, err
+		}
+		lap("tlsh")
+		runs = append(runs, ss, tl)
+	}
+
+	for bi := range len(sizeBuckets) + 1 {
+		var sel []int
+		name := "all"
+		if bi < len(sizeBuckets) {
+			name = sizeBuckets[bi].Name
+		}
+		for qi, q := range qs {
+			if bi == len(sizeBuckets) || q.Bucket == bi {
+				sel = append(sel, qi)
+			}
+		}
+		res.Buckets = append(res.Buckets, measure(name, sel, tr, runs))
+	}
+	if !c.json {
+		printAccuracy(res, len(runs))
+	}
+	return res, nil
+}
+
+// runSif runs sifd with its default parameters on the indexed tree, waits
+// for its first scan, and asks it about every query through the Go client.
+func runSif(ctx context.Context, c *common, indexRoot string, fileID map[string]int32, queries []string, threshold float64, secs map[string]float64) (*toolRun, error) {
+	sifd, _, err := buildBinaries(c.workDir)
+	if err != nil {
+		return nil, err
+	}
+	work := filepath.Join(c.workDir, "sifd-run")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	d, err := startDaemon(ctx, sifd, indexRoot, work, "--no-watch")
+	if err != nil {
+		return nil, err
+	}
+	defer d.stop()
+	secs["sifd_ready"] = d.ready.Seconds()
+	cl := ipc.NewClient(d.socket)
+	info, err := cl.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	run := &toolRun{Name: "sif", Answers: make([][]answer, len(queries))}
+	for qi, q := range queries {
+		sk, err := ipc.SketchFile(q, info.Params)
+		if err != nil {
+			return nil, err
+		}
+		req := ipc.NewSimilarRequest(q, sk)
+		req.Threshold = &threshold
+		resp, err := cl.Similar(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("similar %s: %w", q, err)
+		}
+		for _, m := range resp.Matches {
+			id, ok := fileID[m.Path]
+			if !ok {
+				return nil, fmt.Errorf("similar %s: answer %s is not a file of the indexed tree", q, m.Path)
+			}
+			run.Answers[qi] = append(run.Answers[qi], answer{File: id, Cont: m.Containment, Res: m.Resemblance})
+		}
+	}
+	return run, nil
+}
+
+// measure computes every tool's figures over the queries sel.
+func measure(name string, sel []int, tr *truth, runs []*toolRun) bucketMetrics {
+	bm := bucketMetrics{Bucket: name, Queries: len(sel), Positives: make([]int, len(relations))}
+	for _, q := range sel {
+		if tr.MaxContainment(q) >= 0.5 {
+			bm.WithMatch++
+		}
+		for f := range tr.Inter[q] {
+			for ri, r := range relations {
+				if holds(tr, q, f, r.Res, r.Cut) {
+					bm.Positives[ri]++
+				}
+			}
+		}
+	}
+	for _, run := range runs {
+		tm := toolMetrics{Tool: run.Name}
+		for ri, r := range relations {
+			type scoredPair struct {
+				score float64
+				pos   bool
+			}
+			var pairs []scoredPair
+			for _, q := range sel {
+				for _, a := range run.Answers[q] {
+					s := a.Cont
+					if r.Res {
+						s = a.Res
+					}
+					pairs = append(pairs, scoredPair{s, holds(tr, q, a.File, r.Res, r.Cut)})
+				}
+			}
+			slices.SortFunc(pairs, func(a, b scoredPair) int {
+				switch {
+				case a.score > b.score:
+					return -1
+				case a.score < b.score:
+					return 1
+				}
+				return 0
+			})
+			var best f1Result
+			tp, fp := 0, 0
+			for i, p := range pairs {
+				if p.pos {
+					tp++
+				} else {
+					fp++
+				}
+				if i+1 < len(pairs) && pairs[i+1].score == p.score {
+					continue // a threshold takes all pairs of one score
+				}
+				if f1 := 2 * float64(tp) / float64(2*tp+fp+bm.Positives[ri]-tp); f1 > best.F1 {
+					best = f1Result{F1: f1, Threshold: p.score,
+						Precision: float64(tp) / float64(tp+fp), Recall: float64(tp) / float64(bm.Positives[ri])}
+				}
+			}
+			tm.F1 = append(tm.F1, best)
+		}
+		right := 0
+		for _, q := range sel {
+			as := run.Answers[q]
+			if len(as) == 0 {
+				tm.Nothing++
+			}
+			if run.Unhashed[q] {
+				tm.Unhashed++
+			}
+			if tr.MaxContainment(q) >= 0.5 && len(as) > 0 && tr.Inter[q][as[0].File] == tr.MaxInter[q] {
+				right++
+			}
+		}
+		if bm.WithMatch > 0 {
+			tm.FirstRight = float64(right) / float64(bm.WithMatch)
+		}
+		bm.Tools = append(bm.Tools, tm)
+	}
+	return bm
+}
+
+// holds reports whether the true relation holds between query q and file f.
+func holds(tr *truth, q int, f int32, res bool, cut float64) bool {
+	if res {
+		return tr.Resemblance(q, f) >= cut
+	}
+	return tr.Containment(q, f) >= cut
+}
+
+// printAccuracy prints the result as a table: one column per bucket, one
+// row per figure and tool. A best F1 is followed by the score threshold
+// that reaches it (sif: percent; ssdeep: score; tlsh: distance).
+func printAccuracy(res *accuracyResult, tools int) {
+	fmt.Printf("accuracy, %s set: %d modules, %d indexed files (%.1f MB), %d queries %v\n",
+		res.Set, len(res.Modules), res.IndexedFiles, mb(res.IndexedBytes), res.Queries, res.QueryKinds)
+	fmt.Printf("truth: distinct %d-byte windows, brute force; sif asked with threshold %g %%, no limit\n", truthWindow, res.Threshold)
+	head := []string{"", ""}
+	for _, b := range res.Buckets {
+		head = append(head, b.Bucket)
+	}
+	rows := [][]string{head}
+	row := []string{"queries (with a file of containment >= 50%)", ""}
+	for _, b := range res.Buckets {
+		row = append(row, fmt.Sprintf("%d (%d)", b.Queries, b.WithMatch))
+	}
+	rows = append(rows, row)
+	for ri, r := range relations {
+		for ti := range tools {
+			label := ""
+			if ti == 0 {
+				label = "best F1, " + r.Name
+			}
+			row := []string{label, res.Buckets[0].Tools[ti].Tool}
+			for _, b := range res.Buckets {
+				f := b.Tools[ti].F1[ri]
+				thr := f.Threshold
+				if b.Tools[ti].Tool == "tlsh" {
+					thr = -thr
+				}
+				row = append(row, fmt.Sprintf("%.3f @%s", f.F1, strconv.FormatFloat(thr, 'f', -1, 64)))
+			}
+			rows = append(rows, row)
+		}
+	}
+	for ti := range tools {
+		label := ""
+		if ti == 0 {
+			label = "first answer has max true containment"
+		}
+		row := []string{label, res.Buckets[0].Tools[ti].Tool}
+		for _, b := range res.Buckets {
+			row = append(row, fmt.Sprintf("%.3f", b.Tools[ti].FirstRight))
+		}
+		rows = append(rows, row)
+	}
+	for ti := range tools {
+		label := ""
+		if ti == 0 {
+			label = "queries answered with nothing"
+		}
+		row := []string{label, res.Buckets[0].Tools[ti].Tool}
+		for _, b := range res.Buckets {
+			s := strconv.Itoa(b.Tools[ti].Nothing)
+			if ti == 0 || b.Tools[ti].Unhashed > 0 {
+				s = fmt.Sprintf("%d of %d", b.Tools[ti].Nothing, b.Queries)
+				if u := b.Tools[ti].Unhashed; u > 0 {
+					s += fmt.Sprintf(" (%d too small to hash)", u)
+				}
+			}
+			row = append(row, s)
+		}
+		rows = append(rows, row)
+	}
+	fmt.Print(table(rows))
+	var parts []string
+	for _, k := range []string{"corpus", "truth", "sifd_ready", "sif", "ssdeep", "tlsh"} {
+		if v, ok := res.Seconds[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.0f s", k, v))
+		}
+	}
+	fmt.Printf("time: %v\n", parts)
+}
