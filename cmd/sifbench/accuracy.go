@@ -111,6 +111,7 @@ func benchAccuracy(ctx context.Context, c *common, af *accFlags) (*accuracyResul
 	if err != nil {
 		return nil, err
 	}
+	lap("queries")
 	res := &accuracyResult{Set: af.set, Queries: len(qs), QueryKinds: map[string]int{}, Threshold: af.threshold, Seconds: secs}
 	for _, m := range corpus.Modules {
 		res.Modules = append(res.Modules, m.Path)
@@ -377,7 +378,7 @@ func printAccuracy(res *accuracyResult, tools int) {
 	}
 	fmt.Print(table(rows))
 	var parts []string
-	for _, k := range []string{"corpus", "truth", "sifd_ready", "sif", "ssdeep", "tlsh"} {
+	for _, k := range []string{"corpus", "queries", "truth", "sifd_ready", "sif", "ssdeep", "tlsh"} {
 		if v, ok := res.Seconds[k]; ok {
 			parts = append(parts, fmt.Sprintf("%s %.0f s", k, v))
 		}
