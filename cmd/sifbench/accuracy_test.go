@@ -44,7 +44,7 @@ func TestBruteTruth(t *testing.T) {
 	dir := t.TempDir()
 	p := writeFiles(t, dir, map[string][]byte{
 		"ix/a": a, "ix/b": b, "ix/tiny": a[:31],
-		"ix/ab": append(append([]byte(nil), a[:1000]...), b[:1000]...),
+		"ix/ab":  append(append([]byte(nil), a[:1000]...), b[:1000]...),
 		"q/half": a[:2000], "q/new": randomBytes(r, 500), "q/short": a[:20],
 	})
 	files := []string{p["ix/a"], p["ix/b"], p["ix/tiny"], p["ix/ab"]}

@@ -25,7 +25,23 @@
 // alone and while --clients clients query it, with their latencies and
 // errors, each kind of request's cost alone on the ready daemon, and the
 // CPU the requests take (--profile DIR also takes the loaded daemon's
-// profiles through sifd's --pprof). Figures are printed as a
+// profiles through sifd's --pprof).
+//
+// Two more judge how right sif's answers are, on versions of real Go
+// modules fetched from the Go module proxy (kept in --dir and reused):
+//
+//	go run ./cmd/sifbench accuracy [--set heldout|tuning] [--dir DIR] [--per-bucket 300] [--seed N] [--threshold 10] [--peers=false]
+//	go run ./cmd/sifbench manber   [--set heldout|tuning] [--dir DIR] [--per-bucket 100] [--seed N] [--threshold 0]
+//
+// accuracy indexes the set's older versions with the real sifd, queries it
+// with files of 256 B to 1 MB from the newer versions and with indexed
+// files it modifies, and scores sif, ssdeep and TLSH against the truth
+// computed by brute force over 32-byte windows: best F1 per relation and
+// size, and how often the first answer is a file of maximal containment.
+// manber edits indexed files by random 50-byte substitutions (20, 50 and
+// 80 % of their bytes) and counts how often the original comes first and
+// is answered at all. The tuning set is for choosing parameters, the
+// held-out set (other projects) for reporting. Figures are printed as a
 // table and, with --json, as one JSON object.
 package main
 
@@ -93,7 +109,7 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&af.set, "set", "heldout", "accuracy, manber: the set of modules, tuning or heldout")
 	fs.IntVar(&af.perBucket, "per-bucket", 0, "accuracy, manber: queries per size bucket (default 300 for accuracy, 100 for manber)")
 	fs.Uint64Var(&af.seed, "seed", 1994, "accuracy, manber: seed of the query sampling and edits")
-	fs.Float64Var(&af.threshold, "threshold", 10, "accuracy, manber: sif's threshold in percent")
+	fs.Float64Var(&af.threshold, "threshold", 10, "accuracy, manber: sif's threshold in percent (manber: default 0, every candidate)")
 	fs.BoolVar(&af.peers, "peers", true, "accuracy: also run ssdeep and TLSH")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -106,6 +122,16 @@ func run(ctx context.Context, args []string) error {
 				return fmt.Errorf("no --dir and no user cache directory: %w", err)
 			}
 			af.dir = filepath.Join(cache, "sifbench-accuracy")
+		}
+		if args[0] == "manber" {
+			set := false
+			fs.Visit(func(f *flag.Flag) { set = set || f.Name == "threshold" })
+			if !set {
+				af.threshold = 0
+			}
+		}
+		if af.threshold < 0 || af.threshold > 100 {
+			return fmt.Errorf("--threshold %g: want a percentage from 0 to 100", af.threshold)
 		}
 		if af.perBucket == 0 {
 			af.perBucket = map[string]int{"accuracy": 300, "manber": 100}[args[0]]
