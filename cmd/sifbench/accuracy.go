@@ -59,6 +59,7 @@ type toolMetrics struct {
 	FirstRight float64 `json:"first_right"`
 	Nothing    int     `json:"answered_nothing"`
 	Unhashed   int     `json:"unhashed"`
+	TooFew     int     `json:"too_few,omitempty"` // sif: queries with too few fingerprints to judge
 }
 
 // bucketMetrics are every tool's figures on one size bucket (or all).
@@ -201,7 +202,7 @@ func runSif(ctx context.Context, c *common, indexRoot string, fileID map[string]
 	if err != nil {
 		return nil, err
 	}
-	run := &toolRun{Name: "sif", Answers: make([][]answer, len(queries))}
+	run := &toolRun{Name: "sif", Answers: make([][]answer, len(queries)), TooFew: map[int]bool{}}
 	for qi, q := range queries {
 		sk, err := ipc.SketchFile(q, info.Params)
 		if err != nil {
@@ -212,6 +213,9 @@ func runSif(ctx context.Context, c *common, indexRoot string, fileID map[string]
 		resp, err := cl.Similar(ctx, req)
 		if err != nil {
 			return nil, fmt.Errorf("similar %s: %w", q, err)
+		}
+		if resp.TooFew {
+			run.TooFew[qi] = true
 		}
 		for _, m := range resp.Matches {
 			id, ok := fileID[m.Path]
@@ -292,6 +296,9 @@ func measure(name string, sel []int, tr *truth, runs []*toolRun) bucketMetrics {
 			if run.Unhashed[q] {
 				tm.Unhashed++
 			}
+			if run.TooFew[q] {
+				tm.TooFew++
+			}
 			if tr.MaxContainment(q) >= 0.5 && len(as) > 0 && tr.Inter[q][as[0].File] == tr.MaxInter[q] {
 				right++
 			}
@@ -365,12 +372,13 @@ func printAccuracy(res *accuracyResult, tools int) {
 		}
 		row := []string{label, res.Buckets[0].Tools[ti].Tool}
 		for _, b := range res.Buckets {
-			s := strconv.Itoa(b.Tools[ti].Nothing)
-			if ti == 0 || b.Tools[ti].Unhashed > 0 {
-				s = fmt.Sprintf("%d of %d", b.Tools[ti].Nothing, b.Queries)
-				if u := b.Tools[ti].Unhashed; u > 0 {
-					s += fmt.Sprintf(" (%d too small to hash)", u)
-				}
+			t := b.Tools[ti]
+			s := fmt.Sprintf("%d of %d", t.Nothing, b.Queries)
+			switch {
+			case t.Unhashed > 0:
+				s += fmt.Sprintf(" (%d not hashed)", t.Unhashed)
+			case t.TooFew > 0:
+				s += fmt.Sprintf(" (%d too few to judge)", t.TooFew)
 			}
 			row = append(row, s)
 		}

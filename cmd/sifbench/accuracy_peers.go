@@ -49,6 +49,7 @@ type toolRun struct {
 	Name     string
 	Answers  [][]answer
 	Unhashed map[int]bool // queries the tool could not hash at all
+	TooFew   map[int]bool // sif: queries it found too small to judge
 	Seconds  float64
 }
 
