@@ -374,16 +374,18 @@ func printAccuracy(res *accuracyResult, tools int) {
 		for _, b := range res.Buckets {
 			t := b.Tools[ti]
 			s := fmt.Sprintf("%d of %d", t.Nothing, b.Queries)
-			switch {
-			case t.Unhashed > 0:
+			if t.Unhashed > 0 {
 				s += fmt.Sprintf(" (%d not hashed)", t.Unhashed)
-			case t.TooFew > 0:
-				s += fmt.Sprintf(" (%d too few to judge)", t.TooFew)
 			}
 			row = append(row, s)
 		}
 		rows = append(rows, row)
 	}
+	row = []string{"queries sif finds too small to judge", "sif"}
+	for _, b := range res.Buckets {
+		row = append(row, fmt.Sprintf("%d of %d", b.Tools[0].TooFew, b.Queries))
+	}
+	rows = append(rows, row)
 	fmt.Print(table(rows))
 	var parts []string
 	for _, k := range []string{"corpus", "queries", "truth", "sifd_ready", "sif", "ssdeep", "tlsh"} {
