@@ -25,8 +25,11 @@ type manberResult struct {
 	Queries int     `json:"queries"`
 	// First counts the edited files whose first answer is the original or
 	// a byte-identical copy of it; Among those where it is an answer.
-	First   int `json:"first"`
-	Among   int `json:"among"`
+	First int `json:"first"`
+	Among int `json:"among"`
+	// Tied counts the edited files whose original is an answer but not
+	// the first, while the first has the same reported containment.
+	Tied    int `json:"tied"`
 	Nothing int `json:"answered_nothing"`
 	TooFew  int `json:"too_few"`
 }
@@ -127,8 +130,11 @@ func benchManber(ctx context.Context, c *common, af *accFlags) ([]manberResult, 
 				}
 				for mi, m := range resp.Matches {
 					if isOrig[m.Path] {
-						if mi == 0 {
+						switch {
+						case mi == 0:
 							r.First++
+						case m.Containment == resp.Matches[0].Containment:
+							r.Tied++
 						}
 						r.Among++
 						break
@@ -149,13 +155,13 @@ func benchManber(ctx context.Context, c *common, af *accFlags) ([]manberResult, 
 		}
 	}
 	if !c.json {
-		fmt.Printf("Manber's edit test, %s set: originals drawn from %d indexed files (%.1f MB), edited by random 50-byte substitutions; sif threshold %g %%\n",
+		fmt.Printf("Manber's edit test, %s set: originals drawn from %d indexed files (%.1f MB), edited by random 50-byte substitutions; the original is it or a byte-identical copy; sif threshold %g %%\n",
 			af.set, len(indexed), mb(total), af.threshold)
-		rows := [][]string{{"bucket", "edited (changed)", "queries", "original first", "original among answers", "nothing", "too few"}}
+		rows := [][]string{{"bucket", "edited (changed)", "queries", "original first", "original among answers", "not first, tied", "nothing", "too few"}}
 		for _, r := range out {
 			pct := func(n int) string { return fmt.Sprintf("%d (%.0f%%)", n, 100*float64(n)/float64(max(1, r.Queries))) }
 			rows = append(rows, []string{r.Bucket, fmt.Sprintf("%.0f%% (%.0f%%)", r.Level, r.Changed), fmt.Sprint(r.Queries),
-				pct(r.First), pct(r.Among), fmt.Sprint(r.Nothing), fmt.Sprint(r.TooFew)})
+				pct(r.First), pct(r.Among), fmt.Sprint(r.Tied), fmt.Sprint(r.Nothing), fmt.Sprint(r.TooFew)})
 		}
 		fmt.Print(table(rows))
 	}
