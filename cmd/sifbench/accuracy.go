@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -180,10 +181,66 @@ func benchAccuracy(ctx context.Context, c *common, af *accFlags) (*accuracyResul
 		}
 		res.Buckets = append(res.Buckets, measure(name, sel, tr, runs))
 	}
+	if c.keep {
+		p := filepath.Join(c.workDir, "queries.json")
+		if err := writeQueryDetails(p, qs, files, tr, runs); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(os.Stderr, "sifbench: each query's truth and first answers in %s\n", p)
+	}
 	if !c.json {
 		printAccuracy(res, len(runs))
 	}
 	return res, nil
+}
+
+// queryDetail is one query's truth and each tool's first answer, written
+// with --keep for looking into what a tool got wrong.
+type queryDetail struct {
+	accQuery
+	MaxContainment float64         `json:"max_containment"`
+	Best           []string        `json:"best"` // the files of maximal containment
+	First          map[string]*hit `json:"first"`
+}
+
+// hit is a tool's first answer with its true measures.
+type hit struct {
+	Path        string  `json:"path"`
+	Score       float64 `json:"score"`
+	Containment float64 `json:"containment"`
+	Resemblance float64 `json:"resemblance"`
+	Answers     int     `json:"answers"`
+}
+
+// writeQueryDetails writes one JSON line per query to path.
+func writeQueryDetails(path string, qs []accQuery, files []string, tr *truth, runs []*toolRun) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	for qi, q := range qs {
+		d := queryDetail{accQuery: q, MaxContainment: tr.MaxContainment(qi), First: map[string]*hit{}}
+		for fi, n := range tr.Inter[qi] {
+			if n == tr.MaxInter[qi] && len(d.Best) < 10 {
+				d.Best = append(d.Best, files[fi])
+			}
+		}
+		slices.Sort(d.Best)
+		for _, r := range runs {
+			if as := r.Answers[qi]; len(as) > 0 {
+				d.First[r.Name] = &hit{Path: files[as[0].File], Score: as[0].Cont, Answers: len(as),
+					Containment: tr.Containment(qi, as[0].File), Resemblance: tr.Resemblance(qi, as[0].File)}
+			} else {
+				d.First[r.Name] = nil
+			}
+		}
+		if err := enc.Encode(d); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
 }
 
 // runSif runs sifd with its default parameters on the indexed tree, waits

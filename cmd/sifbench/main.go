@@ -94,7 +94,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	fs.IntVar(&c.n, "n", n, "number of query files; freshness: edits per client")
 	fs.BoolVar(&c.json, "json", false, "print JSON")
-	fs.BoolVar(&c.keep, "keep", false, "keep the work directory")
+	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (accuracy: with queries.json, each query's truth and first answers)")
 	fs.StringVar(&c.foreign, "foreign", filepath.Join(runtime.GOROOT(), "test"), "edits: a tree that is not indexed, whose files are queried to count stray matches (\"\" to skip)")
 	var schemes string
 	var lf liveFlags
