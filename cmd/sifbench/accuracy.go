@@ -148,11 +148,11 @@ func benchAccuracy(ctx context.Context, c *common, af *accFlags) (*accuracyResul
 	lap("truth")
 
 	var runs []*toolRun
-	sif, err := runSif(ctx, c, corpus.IndexRoot, fileID, queries, af.threshold, secs)
+	sif, fast, err := runSif(ctx, c, corpus.IndexRoot, fileID, queries, af.threshold, secs)
 	if err != nil {
 		return nil, err
 	}
-	runs = append(runs, sif)
+	runs = append(runs, sif, fast)
 	lap("sif")
 	if af.peers {
 		ss, err := runSsdeep(ctx, c.workDir, corpus.IndexRoot, fileID, queries)
@@ -244,51 +244,62 @@ func writeQueryDetails(path string, qs []accQuery, files []string, tr *truth, ru
 }
 
 // runSif runs sifd with its default parameters on the indexed tree, waits
-// for its first scan, and asks it about every query through the Go client.
-func runSif(ctx context.Context, c *common, indexRoot string, fileID map[string]int32, queries []string, threshold float64, secs map[string]float64) (*toolRun, error) {
+// for its first scan, and asks it about every query through the Go client
+// twice: as sifctl similar does, sending the query's bytes so the daemon
+// checks the best candidates against theirs ("sif"), and with the check
+// skipped, the index's estimates alone ("sif --fast").
+func runSif(ctx context.Context, c *common, indexRoot string, fileID map[string]int32, queries []string, threshold float64, secs map[string]float64) (checked, fast *toolRun, err error) {
 	sifd, _, err := buildBinaries(c.workDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	work := filepath.Join(c.workDir, "sifd-run")
 	if err := os.MkdirAll(work, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	d, err := startDaemon(ctx, sifd, indexRoot, work, "--no-watch")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer d.stop()
 	secs["sifd_ready"] = d.ready.Seconds()
 	cl := ipc.NewClient(d.socket)
 	info, err := cl.Info(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	run := &toolRun{Name: "sif", Answers: make([][]answer, len(queries)), TooFew: map[int]bool{}}
+	checked = &toolRun{Name: "sif", Answers: make([][]answer, len(queries)), TooFew: map[int]bool{}}
+	fast = &toolRun{Name: "sif --fast", Answers: make([][]answer, len(queries)), TooFew: map[int]bool{}}
 	for qi, q := range queries {
-		sk, err := ipc.SketchFile(q, info.Params)
+		sk, data, err := ipc.QueryFile(q, info.Params, ipc.ReadOptions{})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		req := ipc.NewSimilarRequest(q, sk)
-		req.Threshold = &threshold
-		resp, err := cl.Similar(ctx, req)
-		if err != nil {
-			return nil, fmt.Errorf("similar %s: %w", q, err)
-		}
-		if resp.TooFew {
-			run.TooFew[qi] = true
-		}
-		for _, m := range resp.Matches {
-			id, ok := fileID[m.Path]
-			if !ok {
-				return nil, fmt.Errorf("similar %s: answer %s is not a file of the indexed tree", q, m.Path)
+		for _, run := range []*toolRun{checked, fast} {
+			req := ipc.NewSimilarRequest(q, sk)
+			req.Threshold = &threshold
+			if run == fast {
+				req.Fast = true
+			} else {
+				req.Attach(data)
 			}
-			run.Answers[qi] = append(run.Answers[qi], answer{File: id, Cont: m.Containment, Res: m.Resemblance})
+			resp, err := cl.Similar(ctx, req)
+			if err != nil {
+				return nil, nil, fmt.Errorf("similar %s: %w", q, err)
+			}
+			if resp.TooFew {
+				run.TooFew[qi] = true
+			}
+			for _, m := range resp.Matches {
+				id, ok := fileID[m.Path]
+				if !ok {
+					return nil, nil, fmt.Errorf("similar %s: answer %s is not a file of the indexed tree", q, m.Path)
+				}
+				run.Answers[qi] = append(run.Answers[qi], answer{File: id, Cont: m.Containment, Res: m.Resemblance})
+			}
 		}
 	}
-	return run, nil
+	return checked, fast, nil
 }
 
 // boilerplateFiles is the number of files past which a query counts as

@@ -113,11 +113,12 @@ func benchManber(ctx context.Context, c *common, af *accFlags) ([]manberResult, 
 				if err := os.WriteFile(q, e, 0o644); err != nil {
 					return nil, err
 				}
-				sk, err := ipc.SketchFile(q, info.Params)
+				sk, data, err := ipc.QueryFile(q, info.Params, ipc.ReadOptions{})
 				if err != nil {
 					return nil, err
 				}
 				req := ipc.NewSimilarRequest(q, sk)
+				req.Attach(data) // checked, as sifctl similar asks
 				thr := af.threshold
 				req.Threshold = &thr
 				resp, err := cl.Similar(ctx, req)
