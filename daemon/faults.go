@@ -547,7 +547,9 @@ func (d *Daemon) missingPrefixes() []string {
 
 // settledAfter notes a path handed on by the settler after waiting for
 // waited since its first change: one that waited the max settle delay was
-// still changing.
+// still changing. A path that settled sooner stays listed until
+// expireChanging forgets it, so a file that pauses now and then is still
+// shown.
 func (d *Daemon) settledAfter(path string, waited time.Duration) {
 	maxDelay := d.cfg.MaxSettleDelay
 	if maxDelay <= 0 {
@@ -557,7 +559,6 @@ func (d *Daemon) settledAfter(path string, waited time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if waited < maxDelay {
-		delete(f.changing, path)
 		return
 	}
 	if _, ok := f.changing[path]; !ok && len(f.changing) >= maxChanging {
