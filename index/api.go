@@ -152,6 +152,16 @@ type QueryOptions struct {
 	// MinFeatures is the fewest query features that carry evidence; 0 means
 	// DefaultMinFeatures.
 	MinFeatures int
+	// WeakShared, when 1 or more, also lists candidates with less evidence
+	// than MinFeatures asks, flagged Weak: those compared at a level where
+	// the query has fewer than MinFeatures distinctive features (a small
+	// query against a larger file, sampled more sparsely), and all of them
+	// when the query has fewer in all, provided they share at least
+	// WeakShared of the query's weight. It is for a caller that checks the
+	// matches against their bytes and drops the weak ones it does not
+	// check: their estimates rest on one or a few fingerprints. 0 (the
+	// default) lists no weak candidate.
+	WeakShared int
 	// Visible, when set, keeps only candidates whose path it accepts, as
 	// if the others were not indexed: they are neither listed nor counted
 	// in Result.Candidates. It is called on the caller's goroutine, after
@@ -175,6 +185,9 @@ type Match struct {
 	Resemblance        float64 // 0..1
 	SharedBytes        int64   // lower bound when the scheme knows lengths, else -1
 	Identical          bool
+	// Weak is set when the estimate rests on fewer than MinFeatures of the
+	// query's features (QueryOptions.WeakShared).
+	Weak bool
 }
 
 // Result answers a one-against-all query.
@@ -191,7 +204,8 @@ type Result struct {
 	SkippedWeight uint64
 	// TooFew is set when the query has fewer than MinFeatures features that
 	// were not skipped: no similarity evidence is possible, and only
-	// identical files are listed.
+	// identical files are listed (and weak matches, with
+	// QueryOptions.WeakShared).
 	TooFew bool
 	// Candidates is how many files shared at least one feature; with
 	// QueryOptions.Visible, how many visible files passed the filters and

@@ -36,6 +36,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected outputs of testd
 //	lookup-inode dev=N ino=N
 //	similar [path=P] [size=N] [type=T] [strong=LABEL] [threshold=F] [limit=N]
 //	        [sizeratio=F] [sameext] [sametype] [prefix=P] [maxdf=N] [minfeatures=N]
+//	        [weakshared=N]
 //	                                    input: the query's features
 //	groups [threshold=F] [maxdf=N] [sametype] [prefix=P]
 //	dupes [PREFIX]
@@ -367,6 +368,7 @@ func runSimilar(t *testing.T, where string, ix *index.Index, p fingerprint.Param
 		PathPrefix:  a.kv["prefix"],
 		MaxDF:       a.int(t, where, "maxdf", 0),
 		MinFeatures: a.int(t, where, "minfeatures", 0),
+		WeakShared:  a.int(t, where, "weakshared", 0),
 	}
 	res, err := ix.Similar(q, opts)
 	if err != nil {
@@ -389,6 +391,9 @@ func runSimilar(t *testing.T, where string, ix *index.Index, p fingerprint.Param
 		}
 		if m.Identical {
 			b.WriteString(" identical")
+		}
+		if m.Weak {
+			b.WriteString(" weak")
 		}
 		// Cross-check with fingerprint.Compare.
 		f, ok := stored[m.Path]

@@ -28,6 +28,8 @@ func (o QueryOptions) withDefaults() (QueryOptions, error) {
 		return o, fmt.Errorf("%w: size ratio %v: want 0 (any size) or at least 1", ErrBadQuery, o.SizeRatio)
 	case o.MinFeatures < 0:
 		return o, fmt.Errorf("%w: min features %d: want 0 (the default) or more", ErrBadQuery, o.MinFeatures)
+	case o.WeakShared < 0:
+		return o, fmt.Errorf("%w: weak shared %d: want 0 (none) or more", ErrBadQuery, o.WeakShared)
 	}
 	if o.Threshold == 0 {
 		o.Threshold = DefaultThreshold
@@ -195,14 +197,17 @@ func (s *querySearch) run() error {
 	if s.opts.SameExt {
 		s.ext = strings.ToLower(filepath.Ext(s.q.Path))
 	}
-	if len(s.entries) < s.opts.MinFeatures {
+	weak := s.opts.WeakShared > 0
+	if len(s.entries) < s.opts.MinFeatures && !weak {
 		s.res.TooFew = true
 	} else if err := s.accumulate(); err != nil {
 		return err
 	}
 	if len(s.entries)-s.res.Skipped < s.opts.MinFeatures {
 		s.res.TooFew = true
-		clear(s.st.shared)
+		if !weak {
+			clear(s.st.shared)
+		}
 	}
 	s.res.Candidates = len(s.st.shared)
 	s.levels()
@@ -213,12 +218,20 @@ func (s *querySearch) run() error {
 
 	// A candidate is compared at its level or the query's, whichever is
 	// higher, and only at a level where the query has MinFeatures
-	// distinctive entries: its weight there is at least qw.
+	// distinctive entries: its weight there is at least qw. A weak
+	// candidate (WeakShared) may be compared at any level up to the top,
+	// and the query's weight there is at least its weight at the top.
 	hi := s.lvl
 	for hi < s.top && s.countAt[hi+1] >= s.opts.MinFeatures {
 		hi++
 	}
+	if weak {
+		hi = s.top
+	}
 	qw := s.weightAt[hi]
+	if qw == 0 {
+		qw = 1 // a candidate shares weight only at a level where the query has some
+	}
 
 	// Load the records of the candidates that can pass the threshold, in id
 	// order (so the seeks move forward).
@@ -247,13 +260,16 @@ func (s *querySearch) run() error {
 			continue
 		}
 		l := s.level(rec.Level)
-		if s.countAt[l] < s.opts.MinFeatures {
+		shared := s.st.shared[id]
+		isWeak := s.countAt[l] < s.opts.MinFeatures
+		if isWeak && (!weak || shared < uint64(s.opts.WeakShared)) {
 			continue // too few of the query's fingerprints at its level
 		}
-		m := s.match(rec, s.st.shared[id], false)
+		m := s.match(rec, shared, false)
 		if m.Containment < s.opts.Threshold {
 			continue
 		}
+		m.Weak = isWeak
 		matches = append(matches, m)
 	}
 	slices.SortFunc(matches, compareMatches)
