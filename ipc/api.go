@@ -210,7 +210,10 @@ type SimilarResponse struct {
 	MaxDF        int `json:"max_df"`
 	// TooFew is set when the query has too few fingerprints to carry
 	// evidence of similarity (MinFingerprints); only identical files are
-	// then listed.
+	// then listed. When the daemon checks the candidates against the
+	// query's bytes (Content or Windows), a candidate sharing even one
+	// fingerprint is judged by that check, and TooFew is set only when no
+	// fingerprint but those too common to count is left.
 	TooFew          bool `json:"too_few"`
 	MinFingerprints int  `json:"min_fingerprints"`
 	Candidates      int  `json:"candidates"`

@@ -20,6 +20,15 @@ const (
 	// all).
 	CheckTop = 8
 	CheckMax = 16
+	// CheckWeak is how many weak candidates (index.Match.Weak: sharing
+	// fewer than index.DefaultMinFeatures of the query's fingerprints at
+	// their sampling level, as a small query does with a larger file) are
+	// checked besides: the best by the index's estimate, the nearer path
+	// first among ties. A weak candidate is listed only when checked.
+	CheckWeak = 8
+	// CheckWeakShared is the fingerprint weight a weak candidate must share
+	// with the query to be checked (index.QueryOptions.WeakShared).
+	CheckWeakShared = 1
 	// MaxContent is the largest query sent as its bytes (Content); a
 	// larger one is sent as a signature (Windows).
 	MaxContent = exact.ExactLimit
@@ -158,18 +167,43 @@ func toCheck(ms []index.Match) int {
 }
 
 // check measures the best of ms against their current bytes and orders
-// them (see orderChecked); the rest follow in the index's order. Matches
-// whose file vanished are dropped and counted; those the daemon cannot
-// read, or larger than MaxCheckSize, keep their estimates. A checked match
-// whose containment falls below threshold is dropped.
+// them (see orderChecked); the rest follow in the index's order. The best
+// are the first toCheck of the matches that are not weak, and the first
+// CheckWeak weak ones, the nearer path first among equal estimates; weak
+// matches not measured are dropped, their estimates being no evidence.
+// Matches whose file vanished are dropped and counted; those the daemon
+// cannot read, or larger than MaxCheckSize, keep their estimates. A checked
+// match whose containment falls below threshold is dropped.
 func (s *Server) check(cs *checkSide, queryPath string, ms []index.Match, threshold float64) (out []checked, measured, dropped int) {
 	opener, ok := s.b.(ContentOpener)
-	n := toCheck(ms)
+	var strong, weak []index.Match
+	for _, m := range ms {
+		if m.Weak {
+			weak = append(weak, m)
+		} else {
+			strong = append(strong, m)
+		}
+	}
+	n := toCheck(strong)
 	if !ok {
 		n = 0
+		weak = nil
+	}
+	if len(weak) > CheckWeak {
+		slices.SortStableFunc(weak, func(a, b index.Match) int {
+			if c := cmp.Compare(pct(b.Containment), pct(a.Containment)); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(b.SharedWeight, a.SharedWeight); c != 0 {
+				return c
+			}
+			return cmp.Compare(nearness(queryPath, b.Path), nearness(queryPath, a.Path))
+		})
+		weak = weak[:CheckWeak]
 	}
 	var top []checked
-	for _, m := range ms[:n] {
+	for i, m := range append(strong[:n:n], weak...) {
+		isWeak := i >= n
 		c := checked{Match: m, measure: MeasureEstimated, near: nearness(queryPath, m.Path)}
 		r, cur, err := opener.OpenIndexed(m.Path)
 		switch {
@@ -178,11 +212,15 @@ func (s *Server) check(cs *checkSide, queryPath string, ms []index.Match, thresh
 			continue
 		case err != nil:
 			s.log.Debug("check: cannot read a candidate", "path", m.Path, "err", err)
-			top = append(top, c)
+			if !isWeak {
+				top = append(top, c)
+			}
 			continue
 		case cur.Size > MaxCheckSize:
 			r.Close()
-			top = append(top, c)
+			if !isWeak {
+				top = append(top, c)
+			}
 			continue
 		}
 		em, err := cs.query().Measure(r, cur.Size)
@@ -191,7 +229,9 @@ func (s *Server) check(cs *checkSide, queryPath string, ms []index.Match, thresh
 			if !errors.Is(err, exact.ErrNoEvidence) {
 				s.log.Debug("check: reading a candidate", "path", m.Path, "err", err)
 			}
-			top = append(top, c)
+			if !isWeak {
+				top = append(top, c)
+			}
 			continue
 		}
 		measured++
@@ -200,6 +240,7 @@ func (s *Server) check(cs *checkSide, queryPath string, ms []index.Match, thresh
 		c.Identical = c.Identical && !c.changed
 		c.Containment, c.ReverseContainment, c.Resemblance = em.Containment, em.ReverseContainment, em.Resemblance
 		c.SharedBytes = em.SharedBytes
+		c.Weak = false
 		c.measure = MeasureExact
 		if em.Level > 0 {
 			c.measure = MeasureSampled
@@ -210,7 +251,7 @@ func (s *Server) check(cs *checkSide, queryPath string, ms []index.Match, thresh
 		top = append(top, c)
 	}
 	slices.SortStableFunc(top, orderChecked)
-	for _, m := range ms[n:] {
+	for _, m := range strong[n:] {
 		top = append(top, checked{Match: m, measure: MeasureEstimated})
 	}
 	return top, measured, dropped

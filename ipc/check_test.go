@@ -204,3 +204,64 @@ func TestReadQuery(t *testing.T) {
 type iotest struct{ r io.Reader }
 
 func (o iotest) Read(p []byte) (int, error) { return o.r.Read(p[:min(len(p), 77777)]) }
+
+// TestCheckWeakCandidates: with the query's bytes, the index is asked for
+// weak candidates too; the best CheckWeak of them are checked beside the
+// others and listed by their exact measures, and the weak ones left
+// unchecked are not listed. With --fast, none is asked for.
+func TestCheckWeakCandidates(t *testing.T) {
+	q := text(1, 600)
+	files := map[string][]byte{
+		"/r/strong.txt":   append(bytes.Clone(q[:300]), text(2, 300)...),         // 50 %
+		"/r/big/host.txt": append(append(text(3, 2000), q...), text(4, 2000)...), // holds the query
+		"/r/big/none.txt": text(5, 3000),                                         // shares nothing
+	}
+	weak := func(path string, size int64, c float64, shared uint64) index.Match {
+		m := match(path, size, c)
+		m.Weak, m.SharedWeight = true, shared
+		return m
+	}
+	ms := []index.Match{weak("/r/big/none.txt", 3000, 1, 1), match("/r/strong.txt", 600, 0.6)}
+	for i := range CheckWeak { // more weak ones, equal to host.txt but farther from the query
+		ms = append(ms, weak("/s/"+string(rune('a'+i)), 3000, 0.5, 1))
+	}
+	ms = append(ms, weak("/r/big/host.txt", 4600, 0.5, 1))
+	p := fingerprint.DefaultParams()
+	fb := &fileBackend{fakeBackend: &fakeBackend{params: p, result: &index.Result{Matches: ms, TooFew: true, QueryFeatures: 3}}, files: files}
+	c := serve(t, fb)
+	sk := &fingerprint.Sketch{Params: p, Summary: fingerprint.Summary{Size: int64(len(q))}}
+	req := NewSimilarRequest("/r/q/query.txt", sk)
+	req.Content = q
+	resp, err := c.Similar(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fb.lastO.WeakShared != CheckWeakShared {
+		t.Errorf("checked query: WeakShared %d, want %d", fb.lastO.WeakShared, CheckWeakShared)
+	}
+	var got []string
+	for _, m := range resp.Matches {
+		got = append(got, m.Path+":"+m.Measure)
+	}
+	want := []string{"/r/big/host.txt:exact", "/r/strong.txt:exact"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("order\n%v\nwant\n%v", got, want)
+	}
+	if resp.Matches[0].Containment != 100 {
+		t.Errorf("host.txt: containment %v, want 100", resp.Matches[0].Containment)
+	}
+	// strong.txt, none.txt, host.txt (nearer than /s/...) and 6 of /s/.
+	if len(fb.opened) != 1+CheckWeak {
+		t.Errorf("opened %d files, want %d: %v", len(fb.opened), 1+CheckWeak, fb.opened)
+	}
+	if resp.TooFew {
+		t.Error("too_few set, though the check judged the query's candidates")
+	}
+
+	req.Fast, fb.opened = true, nil
+	fb.result = &index.Result{Matches: []index.Match{match("/r/strong.txt", 600, 0.6)}}
+	resp, err = c.Similar(context.Background(), req)
+	if err != nil || len(resp.Matches) != 1 || fb.lastO.WeakShared != 0 || len(fb.opened) != 0 {
+		t.Fatalf("fast: %v %+v, WeakShared %d, opened %v", err, resp, fb.lastO.WeakShared, fb.opened)
+	}
+}

@@ -283,6 +283,9 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
 	limit := opts.Limit
 	if eq != nil {
 		opts.Limit = 0 // the check may reorder; the limit applies after it
+		if _, ok := s.b.(ContentOpener); ok {
+			opts.WeakShared = CheckWeakShared // weak candidates are checked, or dropped
+		}
 	}
 	res, err := s.b.Similar(q, opts)
 	if err != nil {
@@ -315,7 +318,7 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
 		Fingerprints:    res.QueryFeatures,
 		Skipped:         res.Skipped,
 		MaxDF:           maxDF,
-		TooFew:          res.TooFew,
+		TooFew:          res.TooFew && (eq == nil || res.QueryFeatures == res.Skipped),
 		MinFingerprints: minF,
 		Candidates:      res.Candidates,
 		Checked:         measured,
