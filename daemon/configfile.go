@@ -37,10 +37,10 @@ import (
 //	[scheme]                           # fingerprint.Params, for a new index
 //	scheme = "manber"
 //	window = 40
-//	bits = 8
+//	bits = 9
 //	mod_bits = 64
 //	min_bits = 2                       # small files: down to 2 bits,
-//	target = 8                         # for at least 8 fingerprints
+//	target = 16                        # for at least 16 fingerprints
 //	# min_chunk, avg_chunk, max_chunk for scheme = "chunks"
 //
 // Relative paths in roots, db and socket are taken relative to the

@@ -41,10 +41,10 @@ func TestSmallFileAccuracy(t *testing.T) {
 		name string
 		p    fingerprint.Params
 	}{
-		{"one density (min_bits=8)", fingerprint.Params{Scheme: fingerprint.Manber, MinBits: 8}},
-		{"default (target 8)", fingerprint.DefaultParams()},
-		{"target 16", fingerprint.Params{Scheme: fingerprint.Manber, Target: 16}},
-		{"target 32", fingerprint.Params{Scheme: fingerprint.Manber, Target: 32}},
+		{"one density (bits 8, min_bits 8)", fingerprint.Params{Scheme: fingerprint.Manber, Bits: 8, MinBits: 8}},
+		{"target 8, bits 8", fingerprint.Params{Scheme: fingerprint.Manber, Bits: 8, Target: 8}},
+		{"default (target 16, bits 9)", fingerprint.DefaultParams()},
+		{"target 32, bits 9", fingerprint.Params{Scheme: fingerprint.Manber, Target: 32}},
 	}
 	results := make([]accuracy, len(schemes))
 	for i, s := range schemes {

@@ -17,7 +17,11 @@ import (
 )
 
 var (
-	manber = fingerprint.DefaultParams()
+	// manber is the scheme the scripts in testdata were written for: top
+	// level 8, small files sampled for at least 8 fingerprints. Their levels
+	// and counts are spelled out there, so they are pinned here rather than
+	// following the default.
+	manber = mustParams(fingerprint.Params{Scheme: fingerprint.Manber, Bits: 8, Target: 8})
 	chunks = mustParams(fingerprint.Params{Scheme: fingerprint.Chunks})
 )
 

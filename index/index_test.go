@@ -165,7 +165,7 @@ func TestReadOnly(t *testing.T) {
 		t.Errorf("after a refused read-only open, /tree holds %q, want a.txt and sub only", names)
 	}
 
-	ix, err := index.Open("/db", &index.Options{FS: fs})
+	ix, err := index.Open("/db", &index.Options{FS: fs, Params: manber})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -196,8 +196,18 @@ func TestFaultIndexDeleted(t *testing.T) {
 	e := newEnv(t)
 	files := e.corpus("x", 20, 400)
 	e.start("--settle-delay", "50ms")
-	if err := os.RemoveAll(e.db); err != nil {
-		t.Fatal(err)
+	// The daemon may write a new table while the directory is being
+	// removed (rm -rf then fails with "directory not empty"); remove it
+	// again, as a user would.
+	for i := 0; ; i++ {
+		err := os.RemoveAll(e.db)
+		if err == nil {
+			break
+		}
+		if i == 20 {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	st := e.until(20*time.Second, "index rebuild", func(st *ipc.Status) bool { return st.IndexRebuilt != nil })
 	t.Logf("index_rebuilt: %+v", *st.IndexRebuilt)

@@ -26,6 +26,9 @@ type accFlags struct {
 	seed      uint64
 	threshold float64
 	peers     bool
+	// sifdConfig is the configuration file sifd runs with ("" for none,
+	// so the user's own file does not change the figures).
+	sifdConfig string
 }
 
 // relations are the true relations the tools are judged on: containment
@@ -148,7 +151,7 @@ func benchAccuracy(ctx context.Context, c *common, af *accFlags) (*accuracyResul
 	lap("truth")
 
 	var runs []*toolRun
-	sif, fast, err := runSif(ctx, c, corpus.IndexRoot, fileID, queries, af.threshold, secs)
+	sif, fast, err := runSif(ctx, c, af, corpus.IndexRoot, fileID, queries, secs)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +251,7 @@ func writeQueryDetails(path string, qs []accQuery, files []string, tr *truth, ru
 // twice: as sifctl similar does, sending the query's bytes so the daemon
 // checks the best candidates against theirs ("sif"), and with the check
 // skipped, the index's estimates alone ("sif --fast").
-func runSif(ctx context.Context, c *common, indexRoot string, fileID map[string]int32, queries []string, threshold float64, secs map[string]float64) (checked, fast *toolRun, err error) {
+func runSif(ctx context.Context, c *common, af *accFlags, indexRoot string, fileID map[string]int32, queries []string, secs map[string]float64) (checked, fast *toolRun, err error) {
 	sifd, _, err := buildBinaries(c.workDir)
 	if err != nil {
 		return nil, nil, err
@@ -257,7 +260,7 @@ func runSif(ctx context.Context, c *common, indexRoot string, fileID map[string]
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, nil, err
 	}
-	d, err := startDaemon(ctx, sifd, indexRoot, work, "--no-watch")
+	d, err := startDaemon(ctx, sifd, indexRoot, work, "--no-watch", "--config", af.sifdConfig)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -277,6 +280,7 @@ func runSif(ctx context.Context, c *common, indexRoot string, fileID map[string]
 		}
 		for _, run := range []*toolRun{checked, fast} {
 			req := ipc.NewSimilarRequest(q, sk)
+			threshold := af.threshold
 			req.Threshold = &threshold
 			if run == fast {
 				req.Fast = true

@@ -21,7 +21,8 @@ import (
 var defaultSchemes = []string{
 	"manber:window=50,bits=8,mod_bits=30", // the paper's parameters
 	"manber:window=50,bits=8",
-	"manber:window=40,bits=8", // sif's default
+	"manber:window=40,bits=8",
+	"manber:window=40,bits=9", // sif's default
 	"manber:window=32,bits=8",
 	"manber:window=24,bits=8",
 	"manber:window=40,bits=7",

@@ -111,6 +111,7 @@ func run(ctx context.Context, args []string) error {
 	fs.Uint64Var(&af.seed, "seed", 1994, "accuracy, manber: seed of the query sampling and edits")
 	fs.Float64Var(&af.threshold, "threshold", 10, "accuracy, manber: sif's threshold in percent (manber: default 0, every candidate)")
 	fs.BoolVar(&af.peers, "peers", true, "accuracy: also run ssdeep and TLSH")
+	fs.StringVar(&af.sifdConfig, "sifd-config", "", "accuracy, manber: configuration file sifd runs with, e.g. to try another [scheme] (default: none)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}

@@ -79,7 +79,7 @@ func benchManber(ctx context.Context, c *common, af *accFlags) ([]manberResult, 
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, err
 	}
-	d, err := startDaemon(ctx, sifd, corpus.IndexRoot, work, "--no-watch")
+	d, err := startDaemon(ctx, sifd, corpus.IndexRoot, work, "--no-watch", "--config", af.sifdConfig)
 	if err != nil {
 		return nil, err
 	}

@@ -35,11 +35,12 @@ func TestGolden(t *testing.T) {
 	fmt.Fprintf(&out, "# Inputs: random-1MiB = randomBytes(1, 1<<20); text-512KiB = textBytes(2, 512<<10);\n")
 	fmt.Fprintf(&out, "# text-300 = textBytes(3, 300); random-1500 = randomBytes(4, 1500).\n")
 	for _, p := range []Params{
-		{Scheme: Manber, Window: 50}, // the paper's window
-		{Scheme: Manber, Window: 50, ModBits: 30},
+		{Scheme: Manber, Window: 50, Bits: 8}, // the paper's window and density
+		{Scheme: Manber, Window: 50, Bits: 8, ModBits: 30},
 		{Scheme: Manber, Window: 50, Bits: 6},
-		{Scheme: Manber},             // sif's default
-		{Scheme: Manber, MinBits: 8}, // one density whatever the size
+		{Scheme: Manber, Bits: 8, Target: 8},  // sif's default before small files were sampled for 16
+		{Scheme: Manber},                      // sif's default
+		{Scheme: Manber, Bits: 8, MinBits: 8}, // one density whatever the size
 		{Scheme: Manber, Target: 32},
 		{Scheme: Chunks},
 		{Scheme: Chunks, AvgChunk: 1024},

@@ -81,7 +81,7 @@ func (p Params) Normalize() (Params, error) {
 			q.Window = 40 // the paper's 50 loses recall on scattered edits; see README.md
 		}
 		if q.Bits == 0 {
-			q.Bits = 8
+			q.Bits = 9
 		}
 		if q.ModBits == 0 {
 			q.ModBits = 64
@@ -90,7 +90,7 @@ func (p Params) Normalize() (Params, error) {
 			q.MinBits = min(2, q.Bits) // see README.md, "Small files"
 		}
 		if q.Target == 0 {
-			q.Target = 8
+			q.Target = 16
 		}
 		switch {
 		case q.Window < 8 || q.Window > 4096:
