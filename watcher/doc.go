@@ -18,9 +18,10 @@
 //   - A Watcher watches roots recursively on top of fsnotify, which watches
 //     single directories. It reports to a Handler: a file that may have
 //     changed, a path that is gone, a new directory to scan (files can land
-//     in it before its watch does), an overflow (events were lost: reconcile
-//     the root), and directories it could not watch (out of inotify
-//     watches: reconcile them on a schedule). Excluded directories get no
+//     in it before its watch does; a directory made below it after the
+//     watcher listed its parent is reported on its own), an overflow
+//     (events were lost: reconcile the root), and directories it could not
+//     watch (out of inotify watches: reconcile them on a schedule). Excluded directories get no
 //     watch, and the creation or change of an excluded path is not
 //     reported (its removal is). Roots can be added and removed while it
 //     runs.

@@ -25,13 +25,21 @@ type Handler interface {
 	Changed(path string)
 	// Removed: path is gone, and if it was a directory, everything below it.
 	Removed(path string)
-	// DirAdded: a new directory is now watched, with everything below it.
-	// Files may have landed in it before the watch did: scan it.
+	// DirAdded: a new directory is now watched, and so is every directory
+	// the watcher found below it. Files may have landed in it before the
+	// watches did: scan it. A directory made below it after the watcher
+	// listed its parent (mkdir -p racing the watcher) raises its own
+	// creation event and is reported by its own DirAdded once watched, so
+	// a file written there before that watch lies below that later report,
+	// not this one: a handler that scans every directory reported misses
+	// no file, but DirAdded does not mean the whole tree is watched.
 	DirAdded(path string)
 	// Overflow: events were lost; reconcile root with the disk.
 	Overflow(root string)
 	// Unwatched: dir (and what is below it) could not be watched, e.g. for
 	// lack of inotify watches; it must be reconciled on a schedule instead.
+	// A directory that is gone by the time its watch is added is not
+	// reported here: it is gone, and its removal is reported.
 	Unwatched(dir string, err error)
 }
 
@@ -135,8 +143,11 @@ func (w *Watcher) AddRoot(ctx context.Context, root string, h Handler) error {
 	}
 	w.mu.Unlock()
 	err = w.watchTree(ctx, root, h)
-	if errors.Is(err, errNoRoot) { // removed meanwhile
+	switch {
+	case errors.Is(err, errNoRoot): // removed meanwhile
 		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("watcher: root %s: %w", root, err)
 	}
 	return err
 }
@@ -282,7 +293,14 @@ var (
 
 // watchTree adds a watch for dir and every directory below it that is not
 // excluded, without following symlinks. If dir itself is excluded, or not
-// (or no longer) under a root, it returns errExcluded or errNoRoot.
+// (or no longer) under a root, it returns errExcluded or errNoRoot; if it
+// is gone, an error matching fs.ErrNotExist. A directory below it that is
+// gone by the time its watch is added (made and removed at once, as builds
+// do) is skipped: its parent's watch reports its removal.
+//
+// Each directory's watch is added before it is listed (WalkDir calls the
+// function on a directory before reading it), so an entry made before the
+// watch is listed and one made after raises an event.
 func (w *Watcher) watchTree(ctx context.Context, dir string, h Handler) error {
 	return filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
@@ -300,8 +318,10 @@ func (w *Watcher) watchTree(ctx context.Context, dir string, h Handler) error {
 		switch err := w.watchDir(p, p == dir); {
 		case err == nil:
 			return nil
-		case p == dir && (err == errExcluded || err == errNoRoot):
+		case p == dir && (err == errExcluded || err == errNoRoot || errors.Is(err, fs.ErrNotExist)):
 			return err
+		case errors.Is(err, fs.ErrNotExist):
+			return fs.SkipDir
 		case err == errExcluded:
 			return fs.SkipDir
 		case err == errNoRoot: // the root was removed meanwhile

@@ -117,13 +117,18 @@ func TestWatchFilesAndNewDirectories(t *testing.T) {
 	r.expect(t, "changed "+f)
 
 	// A new tree: its directories are watched, then reported for a scan
-	// (the file inside may have landed before the watch).
+	// (the file inside may have landed before the watch). d1 is reported
+	// once the walk from it is done; d2 and d3 may have been made after
+	// that walk listed their parents (mkdir -p races it), and are then
+	// watched and reported on their own (TestWatchDirMadeAfterListing):
+	// wait for their watches before counting on their events.
 	deep := filepath.Join(root, "d1", "d2", "d3")
 	if err := os.MkdirAll(deep, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(deep, "early.txt"), []byte("x"), 0o644)
 	r.expect(t, "diradded "+filepath.Join(root, "d1"))
+	waitWatched(t, w, filepath.Join(root, "d1"), 3)
 	late := filepath.Join(deep, "late.txt")
 	os.WriteFile(late, []byte("y"), 0o644)
 	r.expect(t, "changed "+late)
@@ -358,6 +363,18 @@ func TestWatchAddAndRemoveRoot(t *testing.T) {
 	w.RemoveRoot(a)
 	if n, k := w.Watched(), len(w.fsw.WatchList()); n != 0 || k != 0 {
 		t.Errorf("after removing every root, %d directories watched, %d kernel watches", n, k)
+	}
+}
+
+// waitWatched waits until n directories at or below dir are watched.
+func waitWatched(t *testing.T, w *Watcher, dir string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for w.WatchedUnder(dir) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d directories watched under %s, want %d", w.WatchedUnder(dir), dir, n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
