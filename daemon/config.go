@@ -130,7 +130,7 @@ type Config struct {
 	ProgressEvery time.Duration
 	// Notifier, if set, is told when the daemon serves queries, how the
 	// first scan goes, and when it stops (see Notifier). sifd run sets
-	// SystemdNotifier.
+	// one that speaks systemd's notify protocol.
 	Notifier Notifier
 	// SocketAccess says who may connect to the socket: SocketAll, every
 	// local user (mode 0666; each caller's answers name only the files it

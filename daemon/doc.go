@@ -1,6 +1,10 @@
 // Package daemon is sifd's engine room: it opens the index, scans the roots
 // into it with a pool of workers, serves the local API, and shuts down
-// cleanly.
+// cleanly. Run is its entry point: it returns when its context is
+// cancelled, or with the error that stopped it. Stop signals, exit
+// statuses and service managers are the caller's (cmd/sifd); the daemon
+// only tells a Notifier when it is ready, how its first scan goes and when
+// it stops, and reloads Config.Reload's configuration on SIGHUP.
 //
 // Vocabulary:
 //

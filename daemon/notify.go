@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	sddaemon "github.com/coreos/go-systemd/v22/daemon"
-
 	"github.com/sif-dev/sif/ipc"
 )
 
@@ -20,22 +18,10 @@ import (
 // first scan's progress every Config.ProgressEvery and once it has ended,
 // and "STOPPING=1" when shutdown begins. Notify is called from the
 // daemon's goroutines, one call at a time; an error is logged once and
-// otherwise ignored.
+// otherwise ignored. sifd run passes one that speaks sd_notify to
+// $NOTIFY_SOCKET; the daemon only says when, the Notifier how.
 type Notifier interface {
 	Notify(state string) error
-}
-
-// SystemdNotifier returns the Notifier that speaks systemd's notify
-// protocol (through go-systemd's SdNotify) to the socket named by
-// $NOTIFY_SOCKET, which systemd sets for a Type=notify unit. Without
-// $NOTIFY_SOCKET it does nothing.
-func SystemdNotifier() Notifier { return sdNotifier{} }
-
-type sdNotifier struct{}
-
-func (sdNotifier) Notify(state string) error {
-	_, err := sddaemon.SdNotify(false, state)
-	return err
 }
 
 // notifier serialises the calls to a Notifier, which may be nil. Once it

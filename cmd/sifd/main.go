@@ -1,5 +1,12 @@
 // Command sifd is the sif daemon: it keeps an index of the files under its
 // roots and answers similarity queries on a Unix socket.
+//
+// main turns SIGINT and SIGTERM into the cancellation of one root context
+// and decides the exit status; the daemon itself is daemon.Run. What ties
+// sifd to a service manager is here too: install and control through
+// kardianos/service (service.go), running under systemd or the Windows
+// service manager (runservice.go), and systemd's notify protocol
+// (notify.go).
 package main
 
 import (
@@ -180,7 +187,7 @@ to the file's directory. Flags given on the command line override the file;
 			}
 			cfg.Version = version
 			cfg.Logger = log
-			cfg.Notifier = daemon.SystemdNotifier()
+			cfg.Notifier = systemdNotifier()
 			fl := cmd.Flags()
 			cfg.Reload = func() (daemon.Config, error) {
 				fc, err := loadConfigFile(fl, f.config)
@@ -191,7 +198,7 @@ to the file's directory. Flags given on the command line override the file;
 				c.LogLevel = level
 				return c, nil
 			}
-			if err := daemon.RunService(cmd.Context(), cfg); err != nil {
+			if err := runService(cmd.Context(), cfg); err != nil {
 				return &statusError{exitError, err}
 			}
 			return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sif-dev/sif/daemon"
+	"github.com/sif-dev/sif/packaging/systemd"
 )
 
 // exitNotRunning is `sifd status`'s exit status for an installed service
@@ -107,12 +108,12 @@ func install(fl *pflag.FlagSet, f *runFlags, user bool, stdout io.Writer) error 
 	var unit string
 	if runtime.GOOS == "linux" {
 		if !user {
-			created, err := daemon.EnsureSystemUser("")
+			created, err := systemd.EnsureSystemUser("")
 			if err != nil {
-				return fmt.Errorf("install: the service runs as the system user %q: %w", daemon.SystemUser, err)
+				return fmt.Errorf("install: the service runs as the system user %q: %w", systemd.SystemUser, err)
 			}
 			if created {
-				fmt.Fprintf(stdout, "created the system user %q\n", daemon.SystemUser)
+				fmt.Fprintf(stdout, "created the system user %q\n", systemd.SystemUser)
 			}
 		}
 		// The sandbox lets the service write only these; create them now
@@ -125,12 +126,12 @@ func install(fl *pflag.FlagSet, f *runFlags, user bool, stdout io.Writer) error 
 				return fmt.Errorf("install: %w", err)
 			}
 		}
-		unit, err = daemon.SystemdUnit(daemon.Unit{User: user, Exec: exe, Args: args, Writable: []string{db, filepath.Dir(sock)}})
+		unit, err = systemd.Render(systemd.Unit{User: user, Exec: exe, Args: args, Writable: []string{db, filepath.Dir(sock)}})
 		if err != nil {
 			return fmt.Errorf("install: %w", err)
 		}
 	}
-	s, err := daemon.NewService(user, exe, args, unit)
+	s, err := newService(user, exe, args, unit)
 	if err != nil {
 		return fmt.Errorf("install: %w", err)
 	}
@@ -139,7 +140,7 @@ func install(fl *pflag.FlagSet, f *runFlags, user bool, stdout io.Writer) error 
 	}
 	u := userFlag(user)
 	fmt.Fprintf(stdout, "installed the %s service %q: %s %s\nstart it with: sifd start%s\n",
-		kind(user), daemon.ServiceName, exe, strings.Join(args, " "), u)
+		kind(user), serviceName, exe, strings.Join(args, " "), u)
 	if user && runtime.GOOS == "linux" {
 		fmt.Fprintln(stdout, "to keep it running when you are logged out: loginctl enable-linger")
 	}
@@ -153,7 +154,7 @@ func mkdirFor(d string, user bool, stdout io.Writer) error {
 	st, err := os.Stat(d)
 	if err == nil {
 		if !user && !ownedBySystemUser(st) {
-			fmt.Fprintf(stdout, "note: %s exists and is not the %q user's: the service must be able to write it\n", d, daemon.SystemUser)
+			fmt.Fprintf(stdout, "note: %s exists and is not the %q user's: the service must be able to write it\n", d, systemd.SystemUser)
 		}
 		return nil
 	}
@@ -209,7 +210,7 @@ func serviceArgs(fl *pflag.FlagSet, f *runFlags, user bool) (args []string, db, 
 	if cfgErr != nil {
 		return nil, "", "", cfgErr
 	}
-	db, sock = daemon.ServicePaths(user)
+	db, sock = servicePaths(user)
 	for _, p := range []struct {
 		flag string
 		val  string
@@ -242,7 +243,7 @@ func newControlCmd(stdout io.Writer, action, short string) *cobra.Command {
 				}
 				return &statusError{exitError, err}
 			}
-			s, err := daemon.NewService(user, "", nil, "")
+			s, err := newService(user, "", nil, "")
 			if err != nil {
 				return &statusError{exitError, fmt.Errorf("%s: %w", action, err)}
 			}
@@ -314,18 +315,18 @@ func serviceInstalled(user bool) bool {
 	var file string
 	switch service.Platform() {
 	case "linux-systemd":
-		file = "/etc/systemd/system/" + daemon.ServiceName + ".service"
+		file = "/etc/systemd/system/" + serviceName + ".service"
 		if user {
 			home, err := os.UserHomeDir()
 			if err != nil {
 				return true
 			}
-			file = filepath.Join(home, ".config", "systemd", "user", daemon.ServiceName+".service")
+			file = filepath.Join(home, ".config", "systemd", "user", serviceName+".service")
 		}
 	case "unix-systemv", "linux-openrc":
-		file = "/etc/init.d/" + daemon.ServiceName
+		file = "/etc/init.d/" + serviceName
 	case "linux-upstart":
-		file = "/etc/init/" + daemon.ServiceName + ".conf"
+		file = "/etc/init/" + serviceName + ".conf"
 	default:
 		return true
 	}
@@ -334,7 +335,7 @@ func serviceInstalled(user bool) bool {
 }
 
 func daemonSystemSocket() string {
-	_, sock := daemon.ServicePaths(false)
+	_, sock := servicePaths(false)
 	return sock
 }
 

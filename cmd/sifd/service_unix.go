@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/sif-dev/sif/daemon"
+	"github.com/sif-dev/sif/packaging/systemd"
 )
 
 // chownToSystemUser gives the directory d to the system user and group.
@@ -19,7 +19,7 @@ func chownToSystemUser(d string) error {
 		return err
 	}
 	if err := os.Chown(d, uid, gid); err != nil {
-		return fmt.Errorf("giving %s to the %q user: %w", d, daemon.SystemUser, err)
+		return fmt.Errorf("giving %s to the %q user: %w", d, systemd.SystemUser, err)
 	}
 	return nil
 }
@@ -32,16 +32,16 @@ func ownedBySystemUser(st os.FileInfo) bool {
 }
 
 func systemUserIDs() (uid, gid int, err error) {
-	u, err := user.Lookup(daemon.SystemUser)
+	u, err := user.Lookup(systemd.SystemUser)
 	if err != nil {
-		return 0, 0, fmt.Errorf("looking up the %q user: %w", daemon.SystemUser, err)
+		return 0, 0, fmt.Errorf("looking up the %q user: %w", systemd.SystemUser, err)
 	}
 	uid, err = strconv.Atoi(u.Uid)
 	if err == nil {
 		gid, err = strconv.Atoi(u.Gid)
 	}
 	if err != nil {
-		return 0, 0, fmt.Errorf("the %q user's ids %s:%s: %w", daemon.SystemUser, u.Uid, u.Gid, err)
+		return 0, 0, fmt.Errorf("the %q user's ids %s:%s: %w", systemd.SystemUser, u.Uid, u.Gid, err)
 	}
 	return uid, gid, nil
 }

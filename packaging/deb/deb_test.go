@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sif-dev/sif/daemon"
+	"github.com/sif-dev/sif/packaging/systemd"
 )
 
 func TestDebVersion(t *testing.T) {
@@ -148,8 +148,8 @@ func TestPackage(t *testing.T) {
 			t.Errorf("unit lacks %q:\n%s", line, unit)
 		}
 	}
-	if got := readFile(t, filepath.Join(tree, "usr/lib/sysusers.d/sifd.conf")); got != daemon.SysusersConf {
-		t.Errorf("sysusers.d/sifd.conf = %q, want %q", got, daemon.SysusersConf)
+	if got := readFile(t, filepath.Join(tree, "usr/lib/sysusers.d/sifd.conf")); got != systemd.SysusersConf {
+		t.Errorf("sysusers.d/sifd.conf = %q, want %q", got, systemd.SysusersConf)
 	}
 	shipped, _ := assets.ReadFile("config.toml")
 	if got := readFile(t, filepath.Join(tree, "etc/sifd/config.toml")); got != string(shipped) {

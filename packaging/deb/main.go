@@ -5,7 +5,7 @@
 //
 // It builds sifd and sifctl (CGO_ENABLED=0, -trimpath), has them write
 // their manual pages and shell completions (their hidden gen-docs
-// command), renders the system unit with daemon.SystemdUnit, and packs
+// command), renders the system unit with systemd.Render, and packs
 // them with the default configuration, the sysusers.d declaration of the
 // sifd user and the maintainer scripts in this directory. The version is
 // -version, else derived from git describe (see debVersion).
@@ -41,6 +41,7 @@ import (
 	"github.com/goreleaser/nfpm/v2/files"
 
 	"github.com/sif-dev/sif/daemon"
+	"github.com/sif-dev/sif/packaging/systemd"
 )
 
 // Where the package puts things.
@@ -171,7 +172,7 @@ func Build(ctx context.Context, o Options) (string, error) {
 		}
 	}
 
-	unit, err := daemon.SystemdUnit(daemon.Unit{Packaged: true, Exec: "/usr/bin/sifd", Args: unitArgs})
+	unit, err := systemd.Render(systemd.Unit{Packaged: true, Exec: "/usr/bin/sifd", Args: unitArgs})
 	if err != nil {
 		return "", err
 	}
@@ -181,7 +182,7 @@ func Build(ctx context.Context, o Options) (string, error) {
 	}
 	generated := map[string]string{
 		"sifd.service": unit,
-		"sifd.conf":    daemon.SysusersConf,
+		"sifd.conf":    systemd.SysusersConf,
 		"copyright":    copyright,
 		"README.md":    string(readme),
 	}

@@ -1,4 +1,4 @@
-package daemon
+package systemd
 
 import (
 	"bufio"
@@ -32,7 +32,7 @@ func EnsureSystemUser(root string) (created bool, err error) {
 	if sysusers, err := exec.LookPath("systemd-sysusers"); err == nil {
 		cmd = exec.Command(sysusers, "--root="+root, "--inline", strings.TrimSpace(SysusersConf))
 	} else if useradd, err := exec.LookPath("useradd"); err == nil {
-		args := []string{"--system", "--no-create-home", "--home-dir", SystemStateDir, "--shell", "/usr/sbin/nologin", "--comment", "sif daemon"}
+		args := []string{"--system", "--no-create-home", "--home-dir", StateDir, "--shell", "/usr/sbin/nologin", "--comment", "sif daemon"}
 		if hasGroup, err := hasEntry(filepath.Join(root, "etc/group"), SystemUser); err != nil {
 			return false, err
 		} else if hasGroup {
@@ -45,14 +45,14 @@ func EnsureSystemUser(root string) (created bool, err error) {
 		}
 		cmd = exec.Command(useradd, append(args, SystemUser)...)
 	} else {
-		return false, fmt.Errorf("daemon.EnsureSystemUser: neither systemd-sysusers nor useradd is installed: create the system user %q (group %q, home %s, no login shell) yourself", SystemUser, SystemUser, SystemStateDir)
+		return false, fmt.Errorf("systemd.EnsureSystemUser: neither systemd-sysusers nor useradd is installed: create the system user %q (group %q, home %s, no login shell) yourself", SystemUser, SystemUser, StateDir)
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return false, fmt.Errorf("daemon.EnsureSystemUser: creating the system user %q: %s: %w: %s", SystemUser, strings.Join(cmd.Args, " "), err, strings.TrimSpace(string(out)))
+		return false, fmt.Errorf("systemd.EnsureSystemUser: creating the system user %q: %s: %w: %s", SystemUser, strings.Join(cmd.Args, " "), err, strings.TrimSpace(string(out)))
 	}
 	ok, err := hasEntry(filepath.Join(root, "etc/passwd"), SystemUser)
 	if err == nil && !ok {
-		err = fmt.Errorf("daemon.EnsureSystemUser: %s ran but %s has no user %q", filepath.Base(cmd.Path), filepath.Join(root, "etc/passwd"), SystemUser)
+		err = fmt.Errorf("systemd.EnsureSystemUser: %s ran but %s has no user %q", filepath.Base(cmd.Path), filepath.Join(root, "etc/passwd"), SystemUser)
 	}
 	return err == nil, err
 }
@@ -65,7 +65,7 @@ func hasEntry(file, name string) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("daemon.EnsureSystemUser: %w", err)
+		return false, fmt.Errorf("systemd.EnsureSystemUser: %w", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -75,7 +75,7 @@ func hasEntry(file, name string) (bool, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return false, fmt.Errorf("daemon.EnsureSystemUser: reading %s: %w", file, err)
+		return false, fmt.Errorf("systemd.EnsureSystemUser: reading %s: %w", file, err)
 	}
 	return false, nil
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package daemon
+package systemd
 
 import (
 	"fmt"
@@ -10,5 +10,5 @@ import (
 // EnsureSystemUser creates the system user on Linux; elsewhere the service
 // runs as the platform's service account and it returns an error.
 func EnsureSystemUser(root string) (created bool, err error) {
-	return false, fmt.Errorf("daemon.EnsureSystemUser: the %q system user is for Linux, not %s", SystemUser, runtime.GOOS)
+	return false, fmt.Errorf("systemd.EnsureSystemUser: the %q system user is for Linux, not %s", SystemUser, runtime.GOOS)
 }

@@ -1,18 +1,19 @@
-package daemon
+package systemd
 
 import (
-	"context"
 	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/sif-dev/sif/daemon"
+	"github.com/sif-dev/sif/ipc"
 )
 
-var update = flag.Bool("update", false, "rewrite packaging/systemd from the rendered units")
+var update = flag.Bool("update", false, "rewrite the unit files from the rendered units")
 
-// exampleUnits are the units packaging/systemd holds: what `sifd install`
+// exampleUnits are the units this directory holds: what `sifd install`
 // writes for a sifd in /usr/local/bin indexing /srv and /home (system), or
 // alice's home (user).
 var exampleUnits = []struct {
@@ -33,19 +34,16 @@ var exampleUnits = []struct {
 }
 
 // TestSystemdUnitPackaging checks that packaging/systemd holds the units
-// SystemdUnit renders; go test ./daemon -run Packaging -update rewrites
+// Render renders; go test ./packaging/systemd -run Packaging -update rewrites
 // them.
 func TestSystemdUnitPackaging(t *testing.T) {
 	for _, ex := range exampleUnits {
-		got, err := SystemdUnit(ex.unit)
+		got, err := Render(ex.unit)
 		if err != nil {
 			t.Fatal(err)
 		}
-		path := filepath.Join("..", "packaging", "systemd", ex.file)
+		path := ex.file
 		if *update {
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
 			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -53,20 +51,20 @@ func TestSystemdUnitPackaging(t *testing.T) {
 		}
 		want, err := os.ReadFile(path)
 		if err != nil {
-			t.Fatalf("%v (go test ./daemon -run Packaging -update writes it)", err)
+			t.Fatalf("%v (go test ./packaging/systemd -run Packaging -update writes it)", err)
 		}
 		if got != string(want) {
-			t.Errorf("%s differs from the rendered unit; if the change is meant, run go test ./daemon -run Packaging -update\n--- rendered:\n%s", path, got)
+			t.Errorf("%s differs from the rendered unit; if the change is meant, run go test ./packaging/systemd -run Packaging -update\n--- rendered:\n%s", path, got)
 		}
 	}
 }
 
 func TestSystemdUnitContent(t *testing.T) {
-	sys, err := SystemdUnit(exampleUnits[0].unit)
+	sys, err := Render(exampleUnits[0].unit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	user, err := SystemdUnit(exampleUnits[1].unit)
+	user, err := Render(exampleUnits[1].unit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,12 +104,12 @@ func TestSystemdUnitContent(t *testing.T) {
 // sifd install writes only in its header.
 func TestSystemdUnitPackaged(t *testing.T) {
 	u := Unit{Exec: "/usr/bin/sifd", Args: []string{"run", "--config", "/etc/sifd/config.toml"}}
-	installed, err := SystemdUnit(u)
+	installed, err := Render(u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	u.Packaged = true
-	packaged, err := SystemdUnit(u)
+	packaged, err := Render(u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,23 +121,23 @@ func TestSystemdUnitPackaged(t *testing.T) {
 	if instBody != pkgBody {
 		t.Errorf("packaged unit differs below its header:\n%s", packaged)
 	}
-	if _, err := SystemdUnit(Unit{User: true, Packaged: true, Exec: "/usr/bin/sifd"}); err == nil {
+	if _, err := Render(Unit{User: true, Packaged: true, Exec: "/usr/bin/sifd"}); err == nil {
 		t.Error("a packaged user unit was rendered")
 	}
 }
 
 func TestSystemdUnitWritable(t *testing.T) {
-	u, err := SystemdUnit(Unit{Exec: "/usr/bin/sifd", Args: []string{"run"}, Writable: []string{"/var/lib/sifd/x", "/srv/idx", "/run/my sock"}})
+	u, err := Render(Unit{Exec: "/usr/bin/sifd", Args: []string{"run"}, Writable: []string{"/var/lib/sifd/x", "/srv/idx", "/run/my sock"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := "ReadWritePaths=/var/lib/sifd /run/sifd -/srv/idx -\"/run/my sock\"\n"; !strings.Contains(u, want) {
 		t.Errorf("want %q in\n%s", want, u)
 	}
-	if _, err := SystemdUnit(Unit{Exec: "sifd"}); err == nil {
+	if _, err := Render(Unit{Exec: "sifd"}); err == nil {
 		t.Error("relative executable accepted")
 	}
-	if _, err := SystemdUnit(Unit{Exec: "/usr/bin/sifd", Args: []string{"--root", "/a{{b"}}); err == nil {
+	if _, err := Render(Unit{Exec: "/usr/bin/sifd", Args: []string{"--root", "/a{{b"}}); err == nil {
 		t.Error(`"{{" accepted`)
 	}
 }
@@ -162,63 +160,13 @@ func TestSystemdQuote(t *testing.T) {
 	}
 }
 
-// TestProgram runs the daemon the way a service manager does: Start
-// returns at once, Stop cancels and waits.
-func TestProgram(t *testing.T) {
-	root := t.TempDir()
-	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte(strings.Repeat("sif service test\n", 200)), 0o644); err != nil {
-		t.Fatal(err)
+// TestPaths: the directories the unit gives the system user are those the
+// daemon uses by default as a system service.
+func TestPaths(t *testing.T) {
+	if daemon.SystemStateDir != StateDir || filepath.Dir(daemon.SystemDB) != StateDir {
+		t.Errorf("daemon.SystemStateDir %s, daemon.SystemDB %s; the unit's state directory is %s", daemon.SystemStateDir, daemon.SystemDB, StateDir)
 	}
-	sockDir, err := os.MkdirTemp("", "sifsvc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(sockDir)
-	sock := filepath.Join(sockDir, "s.sock")
-	p := &program{parent: context.Background(), cfg: Config{Roots: []string{root}, DB: filepath.Join(t.TempDir(), "db"), Socket: sock}, stopTimeout: 30 * time.Second}
-	start := time.Now()
-	if err := p.Start(nil); err != nil {
-		t.Fatal(err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("Start blocked for %s", d)
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("daemon did not create its socket")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	waited := make(chan struct{})
-	go func() { p.wait(); close(waited) }()
-	if err := p.Stop(nil); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	select {
-	case <-waited:
-	case <-time.After(5 * time.Second):
-		t.Fatal("wait did not return after the daemon stopped")
-	}
-	if _, err := os.Stat(sock); !os.IsNotExist(err) {
-		t.Errorf("socket left behind after Stop: %v", err)
-	}
-}
-
-// TestProgramFails: a daemon that cannot start ends wait, and its error is
-// the result.
-func TestProgramFails(t *testing.T) {
-	p := &program{parent: context.Background(), cfg: Config{}, stopTimeout: time.Second}
-	if err := p.Start(nil); err != nil {
-		t.Fatal(err)
-	}
-	p.wait()
-	if err := p.result(); err == nil || !strings.Contains(err.Error(), "no roots") {
-		t.Errorf("result = %v, want the no-roots error", err)
-	}
-	if err := p.Stop(nil); err == nil {
-		t.Error("Stop after a failed start returned nil")
+	if filepath.Dir(ipc.SystemSocket) != RuntimeDir {
+		t.Errorf("ipc.SystemSocket %s is not in the unit's runtime directory %s", ipc.SystemSocket, RuntimeDir)
 	}
 }

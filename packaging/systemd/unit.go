@@ -1,4 +1,17 @@
-package daemon
+// Package systemd describes how sifd runs as a systemd service: the unit
+// that "sifd install" writes and the Debian package ships (Render, from one
+// template), how long a stop may take (StopTimeout), and the system user the
+// system unit runs as (SystemUser, SysusersConf, EnsureSystemUser).
+//
+// The unit files beside this package's sources, sifd.service and
+// sifd-user.service, are Render's output for an example install; the tests
+// compare them byte for byte and check every rendering with
+// systemd-analyze verify. After changing the template,
+// go test ./packaging/systemd -run Packaging -update rewrites them.
+//
+// It installs nothing and runs nothing: cmd/sifd passes the unit to its
+// service manager library, and packaging/deb packs it.
+package systemd
 
 import (
 	"errors"
@@ -8,7 +21,7 @@ import (
 	"text/template"
 )
 
-// Unit describes the systemd unit that `sifd install` writes. SystemdUnit
+// Unit describes the systemd unit that `sifd install` writes. Render
 // renders it; nothing is installed.
 type Unit struct {
 	// User selects a per-user unit (systemd --user, WantedBy=default.target)
@@ -29,6 +42,14 @@ type Unit struct {
 	Packaged bool
 }
 
+// The directories systemd creates for the system unit and gives to
+// SystemUser: StateDirectory=sifd (the index; daemon.SystemStateDir) and
+// RuntimeDirectory=sifd (the socket's; the directory of ipc.SystemSocket).
+const (
+	StateDir   = "/var/lib/sifd"
+	RuntimeDir = "/run/sifd"
+)
+
 // StopTimeout bounds how long a service stop waits for the daemon to finish
 // the requests in flight and close the index. The unit's TimeoutStopSec is
 // a little longer, so systemd does not kill a daemon that is still closing.
@@ -36,7 +57,7 @@ const StopTimeout = 30
 
 // unitTemplate is the systemd unit sifd installs, passed to kardianos/service
 // as its SystemdScript once rendered. It is a text/template executed by
-// SystemdUnit, with every value already quoted for systemd; the output
+// Render, with every value already quoted for systemd; the output
 // holds no "{{", so kardianos's own template engine copies it verbatim.
 //
 // The service is an indexer that should never compete with the machine's
@@ -54,7 +75,7 @@ const StopTimeout = 30
 // resource limits and the settings that need no namespace.
 //
 // Type=notify: sifd tells systemd when its socket serves queries
-// (SystemdNotifier), so `systemctl start` returns, and units ordered after
+// (daemon.Notifier, over sd_notify), so `systemctl start` returns, and units ordered after
 // sifd start, only then; its status line shows the first scan's progress.
 const unitTemplate = `{{if .Packaged -}}
 # sifd: the sif daemon, installed by the sif package. Configure it in
@@ -139,24 +160,24 @@ WantedBy={{if .User}}default.target{{else}}multi-user.target{{end}}
 
 var unitTmpl = template.Must(template.New("sifd.service").Parse(unitTemplate))
 
-// SystemdUnit returns the text of the systemd unit for u. It installs
-// nothing; `sifd install` passes the text to kardianos/service, and the
-// tests check it with systemd-analyze verify.
-func SystemdUnit(u Unit) (string, error) {
+// Render returns the text of the systemd unit for u. It installs nothing;
+// `sifd install` passes the text to kardianos/service, packaging/deb packs
+// it, and the tests check it with systemd-analyze verify.
+func Render(u Unit) (string, error) {
 	if !filepath.IsAbs(u.Exec) {
-		return "", fmt.Errorf("daemon.SystemdUnit: executable %q is not an absolute path", u.Exec)
+		return "", fmt.Errorf("systemd.Render: executable %q is not an absolute path", u.Exec)
 	}
 	words := []string{systemdQuote(u.Exec)}
 	for _, a := range u.Args {
 		words = append(words, systemdQuote(a))
 	}
-	rw := []string{"/var/lib/sifd", "/run/sifd"}
+	rw := []string{StateDir, RuntimeDir}
 	for _, w := range u.Writable {
 		if !filepath.IsAbs(w) {
-			return "", fmt.Errorf("daemon.SystemdUnit: writable path %q is not absolute", w)
+			return "", fmt.Errorf("systemd.Render: writable path %q is not absolute", w)
 		}
 		w = filepath.Clean(w)
-		if under(w, "/var/lib/sifd") || under(w, "/run/sifd") {
+		if under(w, StateDir) || under(w, RuntimeDir) {
 			continue
 		}
 		// "-": a path that has gone missing (a custom socket directory
@@ -165,7 +186,7 @@ func SystemdUnit(u Unit) (string, error) {
 		rw = append(rw, "-"+systemdQuote(w))
 	}
 	if u.User && u.Packaged {
-		return "", errors.New("daemon.SystemdUnit: a packaged unit is a system unit, not a user unit")
+		return "", errors.New("systemd.Render: a packaged unit is a system unit, not a user unit")
 	}
 	data := struct {
 		User        bool
@@ -177,12 +198,12 @@ func SystemdUnit(u Unit) (string, error) {
 	}{u.User, u.Packaged, systemdQuote(u.Exec), strings.Join(words, " "), strings.Join(rw, " "), StopTimeout + 15}
 	var b strings.Builder
 	if err := unitTmpl.Execute(&b, data); err != nil {
-		return "", fmt.Errorf("daemon.SystemdUnit: %w", err)
+		return "", fmt.Errorf("systemd.Render: %w", err)
 	}
 	out := b.String()
 	if strings.Contains(out, "{{") {
 		// kardianos/service would read it as a template action.
-		return "", errors.New(`daemon.SystemdUnit: a path or flag contains "{{", which the service installer cannot write`)
+		return "", errors.New(`systemd.Render: a path or flag contains "{{", which the service installer cannot write`)
 	}
 	return out, nil
 }
@@ -223,4 +244,9 @@ func systemdQuote(s string) string {
 		b.WriteByte('"')
 	}
 	return b.String()
+}
+
+// under reports whether path is root or lies below it.
+func under(path, root string) bool {
+	return path == root || strings.HasPrefix(path, root+"/")
 }

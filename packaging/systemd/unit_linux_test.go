@@ -1,4 +1,4 @@
-package daemon
+package systemd
 
 import (
 	"os"
@@ -36,7 +36,7 @@ func TestSystemdAnalyzeVerify(t *testing.T) {
 			u.Exec = exe
 			u.Args = append(append([]string(nil), u.Args...), extra...)
 			u.Writable = append(append([]string(nil), u.Writable...), "/srv/idx dir")
-			text, err := SystemdUnit(u)
+			text, err := Render(u)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package daemon
+package systemd
 
 // SystemUser names the user and group the system service runs as. It owns
 // the index (/var/lib/sifd) and the socket's directory (/run/sifd), and
@@ -12,4 +12,4 @@ const SystemUser = "sifd"
 // home of its own) and no login shell. `sifd install` passes this line to
 // systemd-sysusers, and the Debian package ships it as
 // /usr/lib/sysusers.d/sifd.conf.
-const SysusersConf = `u ` + SystemUser + ` - "sif daemon" ` + SystemStateDir + ` /usr/sbin/nologin` + "\n"
+const SysusersConf = `u ` + SystemUser + ` - "sif daemon" ` + StateDir + ` /usr/sbin/nologin` + "\n"

@@ -1,7 +1,7 @@
 //go:build !windows
 
-package daemon
+package main
 
-// exitOnFailure: systemd sees a failed daemon through RunService's return
+// exitOnFailure: systemd sees a failed daemon through runService's return
 // value and sifd's exit status, so nothing exits behind main's back.
 const exitOnFailure = false
