@@ -12,9 +12,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/sif-dev/sif/index"
-	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/ipc"
+	"github.com/sif-dev/sif/ipc/server"
 	"github.com/sif-dev/sif/watcher"
 )
 
@@ -114,8 +113,8 @@ func open(cfg Config) (*Daemon, error) {
 }
 
 // access returns who may see and change what through the socket.
-func (d *Daemon) access() (*ipc.Access, error) {
-	a := &ipc.Access{Owner: uint32(os.Geteuid()), Private: d.cfg.SocketAccess == SocketOwner}
+func (d *Daemon) access() (*server.Access, error) {
+	a := &server.Access{Owner: uint32(os.Geteuid()), Private: d.cfg.SocketAccess == SocketOwner}
 	if d.cfg.OperatorGroup != "" {
 		gid, err := lookupGroup(d.cfg.OperatorGroup)
 		if err != nil {
@@ -153,7 +152,7 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 	if err := d.writeMarker(); err != nil {
 		return err
 	}
-	ln, err := ipc.Listen(d.cfg.Socket, d.cfg.socketMode())
+	ln, err := server.Listen(d.cfg.Socket, d.cfg.socketMode())
 	if err != nil {
 		return err
 	}
@@ -193,7 +192,8 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 		ln.Close()
 		return err
 	}
-	srv := ipc.NewServer(d, ipc.ServerOptions{Version: d.cfg.Version, Logger: d.log.With("component", "ipc"), Access: access})
+	srv := server.New(server.Backend{Query: answers{d}, Control: d, Content: d},
+		server.Options{Version: d.cfg.Version, Logger: d.log.With("component", "ipc"), Access: access})
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return srv.Serve(gctx, ln) })
 	// The socket listens, and from now on its requests are served.
@@ -397,7 +397,7 @@ func (h *watchHandler) Unwatched(dir string, err error) {
 	}
 }
 
-// Status implements ipc.Backend.
+// Status implements server.Controller.
 func (d *Daemon) Status() ipc.Status {
 	st := ipc.Status{
 		Version:      d.cfg.Version,
@@ -438,20 +438,3 @@ func (d *Daemon) watchedUnder(root string) int {
 	}
 	return d.watch.WatchedUnder(root)
 }
-
-// The index.Querier half of ipc.Backend.
-
-func (d *Daemon) Params() fingerprint.Params { return d.ix.Params() }
-func (d *Daemon) Similar(q index.Query, o index.QueryOptions) (*index.Result, error) {
-	res, err := d.ix.Similar(q, o)
-	return d.presentMatches(res), err
-}
-func (d *Daemon) Groups(o index.GroupOptions) ([]index.Group, error) {
-	gs, err := d.ix.Groups(o)
-	return d.presentGroups(gs), err
-}
-func (d *Daemon) Dupes(prefix string) ([]index.DupeSet, error) {
-	ds, err := d.ix.Dupes(prefix)
-	return d.presentDupes(ds), err
-}
-func (d *Daemon) Stats() (index.Stats, error) { return d.ix.Stats() }

@@ -4,10 +4,36 @@ import (
 	"strings"
 
 	"github.com/sif-dev/sif/index"
+	"github.com/sif-dev/sif/index/fingerprint"
 )
 
 // Answers leave out the files under missing roots: the index keeps them,
 // so a root that comes back costs no read, but they are not on disk now.
+
+// answers is the index as the socket serves it (server.Backend.Query):
+// the daemon's current index (see ixHandle), without the files under
+// missing roots.
+type answers struct{ d *Daemon }
+
+var _ index.Querier = answers{}
+
+func (a answers) Params() fingerprint.Params  { return a.d.ix.Params() }
+func (a answers) Stats() (index.Stats, error) { return a.d.ix.Stats() }
+
+func (a answers) Similar(q index.Query, o index.QueryOptions) (*index.Result, error) {
+	res, err := a.d.ix.Similar(q, o)
+	return a.d.presentMatches(res), err
+}
+
+func (a answers) Groups(o index.GroupOptions) ([]index.Group, error) {
+	gs, err := a.d.ix.Groups(o)
+	return a.d.presentGroups(gs), err
+}
+
+func (a answers) Dupes(prefix string) ([]index.DupeSet, error) {
+	ds, err := a.d.ix.Dupes(prefix)
+	return a.d.presentDupes(ds), err
+}
 
 // hidden returns a predicate true for paths under a missing root, or nil
 // when no root is missing.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/ipc"
+	"github.com/sif-dev/sif/ipc/server"
 	"github.com/sif-dev/sif/watcher"
 )
 
@@ -481,27 +482,27 @@ func (d *Daemon) removedRoots() []ipc.FilePath {
 	return out
 }
 
-// AddRoot implements ipc.Controller: it starts watching and scanning dir,
+// AddRoot implements server.Controller: it starts watching and scanning dir,
 // and records it in the roots file.
 func (d *Daemon) AddRoot(dir string) error {
 	clean, err := cleanRoots([]string{dir})
 	if err != nil {
-		return fmt.Errorf("%w: %v", ipc.ErrBadRoot, err)
+		return fmt.Errorf("%w: %v", server.ErrBadRoot, err)
 	}
 	dir = clean[0]
 	d.ctlMu.Lock()
 	defer d.ctlMu.Unlock()
 	for _, r := range d.rootList() {
 		if under(dir, r.path) {
-			return fmt.Errorf("%w: %s is already indexed, under root %s", ipc.ErrBadRoot, dir, r.path)
+			return fmt.Errorf("%w: %s is already indexed, under root %s", server.ErrBadRoot, dir, r.path)
 		}
 		if under(r.path, dir) {
-			return fmt.Errorf("%w: %s holds root %s: remove that root first", ipc.ErrBadRoot, dir, r.path)
+			return fmt.Errorf("%w: %s holds root %s: remove that root first", server.ErrBadRoot, dir, r.path)
 		}
 	}
 	r := newRootState(d.runCtx, dir, "added")
 	if err := d.classifyRoot(r); err != nil {
-		return fmt.Errorf("%w: %v", ipc.ErrBadRoot, err)
+		return fmt.Errorf("%w: %v", server.ErrBadRoot, err)
 	}
 	rf, err := d.loadRootsFile()
 	if err != nil {
@@ -526,7 +527,7 @@ func (d *Daemon) AddRoot(dir string) error {
 	return nil
 }
 
-// RemoveRoot implements ipc.Controller: it stops watching dir, removes
+// RemoveRoot implements server.Controller: it stops watching dir, removes
 // its files from the index, and records the removal in the roots file.
 func (d *Daemon) RemoveRoot(dir string) error {
 	if abs, err := filepath.Abs(dir); err == nil {
@@ -545,7 +546,7 @@ func (d *Daemon) RemoveRoot(dir string) error {
 		for _, x := range d.rootList() {
 			paths = append(paths, x.path)
 		}
-		return fmt.Errorf("%w: %s is not a root (roots: %s)", ipc.ErrBadRoot, dir, strings.Join(paths, ", "))
+		return fmt.Errorf("%w: %s is not a root (roots: %s)", server.ErrBadRoot, dir, strings.Join(paths, ", "))
 	}
 	rf, err := d.loadRootsFile()
 	if err != nil {
@@ -606,7 +607,7 @@ func resolved(p string) string {
 	return p
 }
 
-// Roots implements ipc.Controller.
+// Roots implements server.Controller.
 func (d *Daemon) Roots() []ipc.RootStatus {
 	var out []ipc.RootStatus
 	for _, r := range d.rootList() {
@@ -617,7 +618,7 @@ func (d *Daemon) Roots() []ipc.RootStatus {
 	return out
 }
 
-// Rescan implements ipc.Controller.
+// Rescan implements server.Controller.
 func (d *Daemon) Rescan(dir string) ([]string, error) {
 	if dir == "" {
 		var out []string
@@ -629,19 +630,19 @@ func (d *Daemon) Rescan(dir string) ([]string, error) {
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ipc.ErrBadRoot, dir, err)
+		return nil, fmt.Errorf("%w: %s: %v", server.ErrBadRoot, dir, err)
 	}
 	real := resolved(abs)
 	r := d.rootOf(real)
 	if r == nil {
-		return nil, fmt.Errorf("%w: %s is not under any root", ipc.ErrBadRoot, dir)
+		return nil, fmt.Errorf("%w: %s is not under any root", server.ErrBadRoot, dir)
 	}
 	st, err := os.Stat(real)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ipc.ErrBadRoot, err)
+		return nil, fmt.Errorf("%w: %v", server.ErrBadRoot, err)
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("%w: %s is not a directory", ipc.ErrBadRoot, dir)
+		return nil, fmt.Errorf("%w: %s is not a directory", server.ErrBadRoot, dir)
 	}
 	d.requestScan(r, real, false, "rescan asked for")
 	return []string{real}, nil

@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sif-dev/sif/ipc"
+	"github.com/sif-dev/sif/ipc/server"
 )
 
-// Wait implements ipc.Controller: it returns once every change made before
+// Wait implements server.Controller: it returns once every change made before
 // it was called has been applied to the index.
 //
 // Work already registered counts: a root's first scan, and any reconcile
@@ -30,11 +30,10 @@ import (
 // without events, directories that could not be watched, and roots the
 // daemon cannot write to are rescanned instead, which is slower but as
 // sure.
-func (d *Daemon) Wait(ctx context.Context, timeout time.Duration) (ipc.WaitResponse, error) {
-	start := time.Now()
+func (d *Daemon) Wait(ctx context.Context, timeout time.Duration) (server.WaitResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var resp ipc.WaitResponse
+	var resp server.WaitResult
 	var pending []*cookie
 	defer func() {
 		for _, c := range pending {
@@ -52,7 +51,7 @@ func (d *Daemon) Wait(ctx context.Context, timeout time.Duration) (ipc.WaitRespo
 	for _, r := range d.rootList() {
 		if r.polled || d.watch == nil {
 			d.requestScan(r, r.path, false, "wait")
-			resp.Rescanned = append(resp.Rescanned, ipc.NewFilePath(r.path))
+			resp.Rescanned = append(resp.Rescanned, r.path)
 			continue
 		}
 		for _, dir := range r.unwatchedDirs() {
@@ -62,7 +61,7 @@ func (d *Daemon) Wait(ctx context.Context, timeout time.Duration) (ipc.WaitRespo
 		if err != nil {
 			d.log.Warn("cannot write a cookie file for wait: rescanning the root instead", "root", r.path, "err", err)
 			d.requestScan(r, r.path, false, "wait")
-			resp.Rescanned = append(resp.Rescanned, ipc.NewFilePath(r.path))
+			resp.Rescanned = append(resp.Rescanned, r.path)
 			continue
 		}
 		pending = append(pending, c)
@@ -92,7 +91,7 @@ func (d *Daemon) Wait(ctx context.Context, timeout time.Duration) (ipc.WaitRespo
 		r.mu.Unlock()
 		if due {
 			d.requestScan(r, r.path, false, "wait after lost events")
-			resp.Rescanned = append(resp.Rescanned, ipc.NewFilePath(r.path))
+			resp.Rescanned = append(resp.Rescanned, r.path)
 		}
 	}
 	// Changes kept while index writes are on hold (the disk is full) are
@@ -116,7 +115,6 @@ func (d *Daemon) Wait(ctx context.Context, timeout time.Duration) (ipc.WaitRespo
 			}
 		}
 	}
-	resp.ElapsedNs = time.Since(start).Nanoseconds()
 	return resp, nil
 }
 

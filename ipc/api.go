@@ -424,6 +424,12 @@ type WaitRequest struct {
 	TimeoutMs int64 `json:"timeout_ms,omitempty"`
 }
 
+// Limits of POST /v1/wait.
+const (
+	DefaultWait = 60 * time.Second // a WaitRequest without a timeout
+	MaxWait     = time.Hour        // longer timeouts are cut to this
+)
+
 // WaitResponse answers a WaitRequest that completed.
 type WaitResponse struct {
 	// Cookies is the number of roots synchronised with a cookie file;

@@ -36,9 +36,9 @@ var (
 // Client talks to one daemon. It is safe for concurrent use.
 //
 // A request the daemon answers 503 busy (it serves as many requests as it
-// takes at once) is sent again, up to four more times, after the delay the
-// daemon asks for in Retry-After, or a growing one when it asks for none;
-// then it fails with ErrBusy.
+// takes at once) is sent again, up to four more times by default
+// (ClientOptions), after the delay the daemon asks for in Retry-After, or a
+// growing one when it asks for none; then it fails with ErrBusy.
 type Client struct {
 	socket string
 	hc     *http.Client
@@ -48,9 +48,23 @@ type Client struct {
 	busyMaxDelay time.Duration
 }
 
-// NewClient returns a client for the daemon listening on socket. It does not
-// connect until a request is made.
-func NewClient(socket string) *Client {
+// ClientOptions shape a Client. The zero value means the defaults.
+type ClientOptions struct {
+	// BusyTries is how often a request is sent while the daemon answers
+	// it 503 busy, the first time included; 0 means 5, and 1 fails with
+	// ErrBusy at the first busy answer.
+	BusyTries int
+	// BusyMaxDelay caps the delay between two tries; 0 means 5 s.
+	BusyMaxDelay time.Duration
+}
+
+// NewClient returns a client for the daemon listening on socket, with the
+// default options. It does not connect until a request is made.
+func NewClient(socket string) *Client { return NewClientWith(socket, ClientOptions{}) }
+
+// NewClientWith returns a client for the daemon listening on socket,
+// shaped by o. It does not connect until a request is made.
+func NewClientWith(socket string, o ClientOptions) *Client {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
@@ -61,7 +75,14 @@ func NewClient(socket string) *Client {
 	}
 	// No Timeout: requests end with their context, and POST /v1/wait may
 	// rightly take up to MaxWait.
-	return &Client{socket: socket, hc: &http.Client{Transport: tr}, busyTries: 5, busyMaxDelay: 5 * time.Second}
+	c := &Client{socket: socket, hc: &http.Client{Transport: tr}, busyTries: 5, busyMaxDelay: 5 * time.Second}
+	if o.BusyTries > 0 {
+		c.busyTries = o.BusyTries
+	}
+	if o.BusyMaxDelay > 0 {
+		c.busyMaxDelay = o.BusyMaxDelay
+	}
+	return c
 }
 
 // Socket returns the socket path the client talks to.

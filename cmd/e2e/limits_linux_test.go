@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sif-dev/sif/ipc"
+	"github.com/sif-dev/sif/ipc/server"
 )
 
 // openFDs counts the file descriptors process pid holds.
@@ -59,7 +60,7 @@ func slowBodies(t *testing.T, socket string, n int) {
 			t.Fatalf("connection %d: %v", i, err)
 		}
 		t.Cleanup(func() { c.Close() })
-		fmt.Fprintf(c, "POST /v1/similar HTTP/1.1\r\nHost: sifd\r\nContent-Length: %d\r\n\r\n{", ipc.DefaultMaxBody)
+		fmt.Fprintf(c, "POST /v1/similar HTTP/1.1\r\nHost: sifd\r\nContent-Length: %d\r\n\r\n{", server.DefaultMaxBody)
 	}
 }
 
@@ -92,8 +93,8 @@ func TestIdleConnectionsDoNotStopClients(t *testing.T) {
 	}
 	got := openFDs(t, pid) - before
 	t.Logf("sifd holds %d more descriptors with %d idle and %d slow connections", got, idle, slow)
-	if got > ipc.DefaultMaxConns+8 {
-		t.Errorf("sifd holds %d more descriptors with %d idle and %d slow connections, want at most about its cap of %d", got, idle, slow, ipc.DefaultMaxConns)
+	if got > server.DefaultMaxConns+8 {
+		t.Errorf("sifd holds %d more descriptors with %d idle and %d slow connections, want at most about its cap of %d", got, idle, slow, server.DefaultMaxConns)
 	}
 }
 
@@ -124,13 +125,13 @@ func TestBusyDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conns := make([]net.Conn, 0, ipc.DefaultMaxConcurrent)
+	conns := make([]net.Conn, 0, server.DefaultMaxConcurrent)
 	t.Cleanup(func() {
 		for _, c := range conns {
 			c.Close()
 		}
 	})
-	for range ipc.DefaultMaxConcurrent {
+	for range server.DefaultMaxConcurrent {
 		c, err := net.Dial("unix", e.socket)
 		if err != nil {
 			t.Fatal(err)
@@ -162,7 +163,7 @@ func TestBusyDaemon(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the daemon is not busy with %d answers unread: %v %v", ipc.DefaultMaxConcurrent, resp, err)
+			t.Fatalf("the daemon is not busy with %d answers unread: %v %v", server.DefaultMaxConcurrent, resp, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

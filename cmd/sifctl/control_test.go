@@ -16,10 +16,11 @@ import (
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/ipc"
+	"github.com/sif-dev/sif/ipc/server"
 )
 
-// fakeDaemon is an ipc.Backend and ipc.Controller with a list of roots and
-// no index.
+// fakeDaemon is an empty index.Querier and a server.Controller with a
+// list of roots.
 type fakeDaemon struct {
 	mu      sync.Mutex
 	roots   []string
@@ -62,7 +63,7 @@ func (f *fakeDaemon) RemoveRoot(path string) error {
 	defer f.mu.Unlock()
 	i := slices.Index(f.roots, path)
 	if i < 0 {
-		return fmt.Errorf("%w: %s is not a root", ipc.ErrBadRoot, path)
+		return fmt.Errorf("%w: %s is not a root", server.ErrBadRoot, path)
 	}
 	f.roots = slices.Delete(f.roots, i, i+1)
 	return nil
@@ -78,7 +79,7 @@ func (f *fakeDaemon) Rescan(path string) ([]string, error) {
 	return []string{path}, nil
 }
 
-func (f *fakeDaemon) Wait(ctx context.Context, timeout time.Duration) (ipc.WaitResponse, error) {
+func (f *fakeDaemon) Wait(ctx context.Context, timeout time.Duration) (server.WaitResult, error) {
 	f.mu.Lock()
 	f.waited = timeout
 	catchUp := f.catchUp
@@ -88,15 +89,15 @@ func (f *fakeDaemon) Wait(ctx context.Context, timeout time.Duration) (ipc.WaitR
 	}
 	f.mu.Unlock()
 	if stopping {
-		return ipc.WaitResponse{}, context.Canceled
+		return server.WaitResult{}, context.Canceled
 	}
 	if catchUp {
-		return ipc.WaitResponse{Cookies: 1, Rescanned: []ipc.FilePath{ipc.NewFilePath("/nfs")}, ElapsedNs: 3e6}, nil
+		return server.WaitResult{Cookies: 1, Rescanned: []string{"/nfs"}}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	<-ctx.Done()
-	return ipc.WaitResponse{}, ctx.Err()
+	return server.WaitResult{}, ctx.Err()
 }
 
 // startFake serves f on a fresh socket until the test ends and returns the
@@ -111,13 +112,15 @@ func startFake(t *testing.T, f *fakeDaemon) string {
 // startFakeAt serves f on sock until the test ends.
 func startFakeAt(t *testing.T, f *fakeDaemon, sock string) {
 	t.Helper()
-	ln, err := ipc.Listen(sock, 0o600)
+	ln, err := server.Listen(sock, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- ipc.NewServer(f, ipc.ServerOptions{Version: "test"}).Serve(ctx, ln) }()
+	go func() {
+		done <- server.New(server.Backend{Query: f, Control: f}, server.Options{Version: "test"}).Serve(ctx, ln)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -228,14 +231,15 @@ func TestRescanCommand(t *testing.T) {
 func TestWaitCommand(t *testing.T) {
 	f := &fakeDaemon{catchUp: true}
 	sock := startFake(t, f)
-	sifctl(t, "--socket", sock, "wait").want(t, "wait", exitFound,
-		"up to date after 3ms: 1 root synchronised by cookie file, 1 rescanned\n  rescanned /nfs\n", "")
+	r := sifctl(t, "--socket", sock, "wait")
+	r.want(t, "wait", exitFound, "up to date after ", "")
+	r.want(t, "wait", exitFound, ": 1 root synchronised by cookie file, 1 rescanned\n  rescanned /nfs\n", "")
 	f.mu.Lock()
 	if f.waited != ipc.DefaultWait {
 		t.Errorf("wait without --timeout waited up to %s, want %s", f.waited, ipc.DefaultWait)
 	}
 	f.mu.Unlock()
-	r := sifctl(t, "--socket", sock, "wait", "--json", "--timeout", "5s")
+	r = sifctl(t, "--socket", sock, "wait", "--json", "--timeout", "5s")
 	var resp ipc.WaitResponse
 	if err := json.Unmarshal([]byte(r.stdout), &resp); err != nil || r.code != exitFound || resp.Cookies != 1 || len(resp.Rescanned) != 1 {
 		t.Errorf("wait --json: exit %d, %v: %q", r.code, err, r.stdout)
@@ -266,7 +270,8 @@ func TestWaitForDaemon(t *testing.T) {
 	startFakeAt(t, &fakeDaemon{catchUp: true}, sock)
 	r := <-done
 	r.want(t, "wait before the daemon", exitFound, "sifd at "+sock+" answered after ", "")
-	r.want(t, "wait before the daemon", exitFound, "; index up to date after 3ms: 1 root synchronised by cookie file", "")
+	r.want(t, "wait before the daemon", exitFound, "; index up to date after ", "")
+	r.want(t, "wait before the daemon", exitFound, ": 1 root synchronised by cookie file", "")
 
 	f := &fakeDaemon{catchUp: true, stopping: 3}
 	sock = startFake(t, f)

@@ -1,4 +1,4 @@
-package ipc
+package server
 
 import (
 	"bytes"
@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"golang.org/x/sync/semaphore"
+
+	"github.com/sif-dev/sif/ipc"
 )
 
-// Default limits of a Server; see ServerOptions.
+// Default limits of a Server; see Options.
 const (
 	// DefaultMaxBody holds a query of DefaultMaxFeatures fingerprints
 	// (about 48 bytes of JSON each) with room to spare.
@@ -53,7 +55,7 @@ const (
 
 // withDefaults returns o with every zero or negative limit set to its
 // default.
-func (o ServerOptions) withDefaults() ServerOptions {
+func (o Options) withDefaults() Options {
 	def := func(v *int, d int) {
 		if *v <= 0 {
 			*v = d
@@ -96,7 +98,7 @@ type limiter struct {
 	flights flights             // whole-index requests waiting for a slot
 }
 
-func newLimiter(o ServerOptions) *limiter {
+func newLimiter(o Options) *limiter {
 	return &limiter{
 		queries: newGate(o.MaxConcurrent, o.MaxQueued, o.QueueWait),
 		whole:   newGate(o.MaxWhole, o.MaxWholeQueued, o.WholeWait),
@@ -192,7 +194,7 @@ func (s *Server) limit(w http.ResponseWriter, r *http.Request, next http.Handler
 	}
 	rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout)) // covers a "100 Continue"
 	if r.ContentLength > s.opts.MaxBody {
-		writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, tooLargeBody(s.opts.MaxBody))
+		writeError(w, http.StatusRequestEntityTooLarge, ipc.CodeTooLarge, tooLargeBody(s.opts.MaxBody))
 		return
 	}
 	if r.ContentLength != 0 {
@@ -272,7 +274,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (io.ReadCloser
 				err = errors.New("more data than its length")
 			}
 			if !bodyError(w, err, &s.opts) {
-				writeError(w, http.StatusBadRequest, CodeBadRequest, "reading request body: "+err.Error())
+				writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, "reading request body: "+err.Error())
 			}
 			return fail()
 		}
@@ -302,7 +304,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (io.ReadCloser
 		}
 		if err != nil {
 			if !bodyError(w, err, &s.opts) {
-				writeError(w, http.StatusBadRequest, CodeBadRequest, "reading request body: "+err.Error())
+				writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, "reading request body: "+err.Error())
 			}
 			return fail()
 		}
@@ -403,7 +405,7 @@ func (rec *recorder) replay(w http.ResponseWriter) {
 
 func busy(w http.ResponseWriter, msg string) {
 	w.Header().Set("Retry-After", fmt.Sprint(retryAfter))
-	writeError(w, http.StatusServiceUnavailable, CodeBusy, fmt.Sprintf("busy: %s; retry after %ds", msg, retryAfter))
+	writeError(w, http.StatusServiceUnavailable, ipc.CodeBusy, fmt.Sprintf("busy: %s; retry after %ds", msg, retryAfter))
 }
 
 func tooLargeBody(max int64) string {
@@ -440,27 +442,31 @@ func (w *deadlineWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the server's writer.
 func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// limited is implemented by requests with limits beyond the body's size.
-type limited interface {
-	checkLimits(o *ServerOptions) error
-}
-
-func (r *SimilarRequest) checkLimits(o *ServerOptions) error {
-	if len(r.Features) > o.MaxFeatures {
-		return fmt.Errorf("features: %d fingerprints, more than the %d this daemon accepts in one query", len(r.Features), o.MaxFeatures)
+// checkLimits checks the limits of a decoded request beyond its body's
+// size: the fingerprints of a query.
+func checkLimits(v any, o *Options) error {
+	var features []ipc.Feature
+	switch r := v.(type) {
+	case *ipc.SimilarRequest:
+		features = r.Features
+	case *ipc.BasisRequest:
+		features = r.Features
+	}
+	if len(features) > o.MaxFeatures {
+		return fmt.Errorf("features: %d fingerprints, more than the %d this daemon accepts in one query", len(features), o.MaxFeatures)
 	}
 	return nil
 }
 
 // bodyError answers a failure to read a request body, if it is one, and
 // reports whether it did.
-func bodyError(w http.ResponseWriter, err error, o *ServerOptions) bool {
+func bodyError(w http.ResponseWriter, err error, o *Options) bool {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, tooLargeBody(mbe.Limit))
+		writeError(w, http.StatusRequestEntityTooLarge, ipc.CodeTooLarge, tooLargeBody(mbe.Limit))
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		writeError(w, http.StatusRequestTimeout, CodeTimeout, fmt.Sprintf("request body: not received within %s", o.BodyTimeout))
+		writeError(w, http.StatusRequestTimeout, ipc.CodeTimeout, fmt.Sprintf("request body: not received within %s", o.BodyTimeout))
 	default:
 		return false
 	}

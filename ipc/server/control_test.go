@@ -1,4 +1,4 @@
-package ipc
+package server
 
 import (
 	"context"
@@ -16,30 +16,35 @@ import (
 
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
+	"github.com/sif-dev/sif/ipc"
 )
 
-// fakeController is a Backend that is also a Controller. It keeps roots in
+// fakeController is a fakeBackend that is also a Controller. It keeps roots in
 // a slice, records what it was asked, and fails with err when it is set.
 type fakeController struct {
 	fakeBackend
 
 	mu       sync.Mutex
 	roots    []string
-	err      error                                                      // returned by AddRoot, RemoveRoot, Rescan and Wait
-	rescans  []string                                                   // paths Rescan was called with
-	queued   []string                                                   // what Rescan returns
-	timeouts []time.Duration                                            // timeouts Wait was called with
-	wait     func(context.Context, time.Duration) (WaitResponse, error) // Wait's behaviour; nil answers at once
+	err      error                                                    // returned by AddRoot, RemoveRoot, Rescan and Wait
+	rescans  []string                                                 // paths Rescan was called with
+	queued   []string                                                 // what Rescan returns
+	timeouts []time.Duration                                          // timeouts Wait was called with
+	wait     func(context.Context, time.Duration) (WaitResult, error) // Wait's behaviour; nil answers at once
 }
 
 var _ Controller = (*fakeController)(nil)
 
-func (f *fakeController) Roots() []RootStatus {
+func (f *fakeController) Status() ipc.Status {
+	return ipc.Status{State: "ready", DB: "/var/lib/sifd/index", Roots: f.Roots(), Counters: ipc.Counters{Indexed: 7}}
+}
+
+func (f *fakeController) Roots() []ipc.RootStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []RootStatus
+	var out []ipc.RootStatus
 	for _, r := range f.roots {
-		out = append(out, RootStatus{Path: r, State: RootWatching, Source: "added"})
+		out = append(out, ipc.RootStatus{Path: r, State: ipc.RootWatching, Source: "added"})
 	}
 	return out
 }
@@ -75,18 +80,18 @@ func (f *fakeController) Rescan(path string) ([]string, error) {
 	return f.queued, f.err
 }
 
-func (f *fakeController) Wait(ctx context.Context, timeout time.Duration) (WaitResponse, error) {
+func (f *fakeController) Wait(ctx context.Context, timeout time.Duration) (WaitResult, error) {
 	f.mu.Lock()
 	f.timeouts = append(f.timeouts, timeout)
 	err, wait := f.err, f.wait
 	f.mu.Unlock()
 	if err != nil {
-		return WaitResponse{}, err
+		return WaitResult{}, err
 	}
 	if wait != nil {
 		return wait(ctx, timeout)
 	}
-	return WaitResponse{Cookies: 2}, nil
+	return WaitResult{Cookies: 2}, nil
 }
 
 // set changes the fake under its lock.
@@ -97,38 +102,44 @@ func (f *fakeController) set(fn func(f *fakeController)) {
 }
 
 func newFakeController() *fakeController {
-	return &fakeController{fakeBackend: fakeBackend{params: fingerprint.DefaultParams()}}
+	return &fakeController{fakeBackend: fakeBackend{params: fingerprint.DefaultParams(), result: &index.Result{}}}
 }
 
 // send makes one request straight to a Server, without a socket, and
 // returns the status and the decoded error, if any.
-func send(t *testing.T, b Backend, method, path, body string) (int, *Error, string) {
+func send(t *testing.T, b any, method, path, body string) (int, *ipc.Error, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
-	NewServer(b, ServerOptions{}).ServeHTTP(rec, req)
+	New(backendOf(b), Options{}).ServeHTTP(rec, req)
 	var eb errorBody
 	json.Unmarshal(rec.Body.Bytes(), &eb)
 	return rec.Code, eb.Error, rec.Body.String()
 }
 
+// TestControlRoutesNeedController: a Backend without a Controller answers
+// the status and control routes 404 not_found, and queries as usual.
 func TestControlRoutesNeedController(t *testing.T) {
 	fb := &fakeBackend{params: fingerprint.DefaultParams()}
+	if code, _, body := send(t, fb, "GET", "/v1/info", ""); code != http.StatusOK {
+		t.Errorf("info without a Controller: %d %s", code, body)
+	}
 	for _, r := range []struct{ method, path, body string }{
+		{"GET", "/v1/status", ""},
 		{"GET", "/v1/roots", ""},
 		{"POST", "/v1/roots", `{"action":"add","path":"/a"}`},
 		{"POST", "/v1/rescan", `{}`},
 		{"POST", "/v1/wait", `{}`},
 	} {
 		code, e, body := send(t, fb, r.method, r.path, r.body)
-		if code != http.StatusNotFound || e == nil || e.Code != CodeNotFound || !strings.Contains(e.Message, "not supported by this daemon") {
+		if code != http.StatusNotFound || e == nil || e.Code != ipc.CodeNotFound || !strings.Contains(e.Message, "not supported by this daemon") {
 			t.Errorf("%s %s without a Controller: %d %s", r.method, r.path, code, body)
 		}
 	}
 	// Through the client, the error is an *Error.
 	c := serve(t, fb)
-	var e *Error
-	if _, err := c.Roots(context.Background()); !errors.As(err, &e) || e.Code != CodeNotFound {
+	var e *ipc.Error
+	if _, err := c.Roots(context.Background()); !errors.As(err, &e) || e.Code != ipc.CodeNotFound {
 		t.Errorf("Roots without a Controller: %v", err)
 	}
 }
@@ -170,21 +181,21 @@ func TestRootsAddRemove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Roots) != 1 || got.Roots[0].State != RootWatching || got.Roots[0].Source != "added" {
+	if len(got.Roots) != 1 || got.Roots[0].State != ipc.RootWatching || got.Roots[0].Source != "added" {
 		t.Errorf("roots %+v", got.Roots)
 	}
 
 	// Errors from the backend.
-	var e *Error
-	if _, err := c.RemoveRoot(ctx, "/nowhere"); !errors.As(err, &e) || e.Code != CodeBadRequest || !strings.Contains(e.Message, "/nowhere is not a root") {
+	var e *ipc.Error
+	if _, err := c.RemoveRoot(ctx, "/nowhere"); !errors.As(err, &e) || e.Code != ipc.CodeBadRequest || !strings.Contains(e.Message, "/nowhere is not a root") {
 		t.Errorf("removing a path that is not a root: %v", err)
 	}
 	fc.set(func(f *fakeController) { f.err = errors.New("disk on fire") })
-	if _, err := c.AddRoot(ctx, "/srv/c"); !errors.As(err, &e) || e.Code != CodeInternal {
+	if _, err := c.AddRoot(ctx, "/srv/c"); !errors.As(err, &e) || e.Code != ipc.CodeInternal {
 		t.Errorf("backend failure: %v", err)
 	}
 	fc.set(func(f *fakeController) { f.err = index.ErrClosed })
-	if _, err := c.AddRoot(ctx, "/srv/c"); !errors.As(err, &e) || e.Code != CodeUnavailable {
+	if _, err := c.AddRoot(ctx, "/srv/c"); !errors.As(err, &e) || e.Code != ipc.CodeUnavailable {
 		t.Errorf("closed index: %v", err)
 	}
 }
@@ -217,7 +228,7 @@ func TestBadRequests(t *testing.T) {
 	}
 	for _, tc := range cases {
 		code, e, body := send(t, fc, "POST", tc.path, tc.body)
-		if code != http.StatusBadRequest || e == nil || e.Code != CodeBadRequest || !strings.Contains(e.Message, tc.msg) {
+		if code != http.StatusBadRequest || e == nil || e.Code != ipc.CodeBadRequest || !strings.Contains(e.Message, tc.msg) {
 			t.Errorf("%s: %d %s, want 400 bad_request mentioning %q", tc.name, code, strings.TrimSpace(body), tc.msg)
 		}
 	}
@@ -258,8 +269,8 @@ func TestRescan(t *testing.T) {
 		}
 	})
 	fc.set(func(f *fakeController) { f.err = errors.New("disk on fire") })
-	var e *Error
-	if _, err := c.Rescan(ctx, ""); !errors.As(err, &e) || e.Code != CodeInternal {
+	var e *ipc.Error
+	if _, err := c.Rescan(ctx, ""); !errors.As(err, &e) || e.Code != ipc.CodeInternal {
 		t.Errorf("backend failure: %v", err)
 	}
 }
@@ -269,11 +280,11 @@ func TestWaitTimeouts(t *testing.T) {
 	c := serve(t, fc)
 	ctx := context.Background()
 	for _, tc := range []struct{ give, want time.Duration }{
-		{0, DefaultWait},
+		{0, ipc.DefaultWait},
 		{1500 * time.Millisecond, 1500 * time.Millisecond},
 		{time.Microsecond, time.Millisecond}, // rounded up, not down to the default
-		{2 * time.Hour, MaxWait},
-		{1<<63 - 1, MaxWait},
+		{2 * time.Hour, ipc.MaxWait},
+		{1<<63 - 1, ipc.MaxWait},
 	} {
 		resp, err := c.Wait(ctx, tc.give)
 		if err != nil {
@@ -291,8 +302,8 @@ func TestWaitTimeouts(t *testing.T) {
 	// The server caps what the client did not.
 	send(t, fc, "POST", "/v1/wait", `{"timeout_ms":9223372036854775807}`)
 	fc.set(func(f *fakeController) {
-		if got := f.timeouts[len(f.timeouts)-1]; got != MaxWait {
-			t.Errorf("timeout_ms MaxInt64: the backend waited up to %s, want %s", got, MaxWait)
+		if got := f.timeouts[len(f.timeouts)-1]; got != ipc.MaxWait {
+			t.Errorf("timeout_ms MaxInt64: the backend waited up to %s, want %s", got, ipc.MaxWait)
 		}
 	})
 	// A negative timeout is refused before it is sent.
@@ -307,15 +318,16 @@ func TestWaitTimeouts(t *testing.T) {
 	})
 	// Rescanned roots come back with their exact paths.
 	fc.set(func(f *fakeController) {
-		f.wait = func(context.Context, time.Duration) (WaitResponse, error) {
-			return WaitResponse{Cookies: 1, Rescanned: []FilePath{NewFilePath("/nfs\xff")}, ElapsedNs: 42}, nil
+		f.wait = func(context.Context, time.Duration) (WaitResult, error) {
+			time.Sleep(time.Millisecond)
+			return WaitResult{Cookies: 1, Rescanned: []string{"/nfs\xff"}}, nil
 		}
 	})
 	resp, err := c.Wait(ctx, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.ElapsedNs != 42 || len(resp.Rescanned) != 1 || resp.Rescanned[0].Exact() != "/nfs\xff" {
+	if resp.Cookies != 1 || resp.ElapsedNs < int64(time.Millisecond) || len(resp.Rescanned) != 1 || resp.Rescanned[0].Exact() != "/nfs\xff" {
 		t.Errorf("wait response %+v", resp)
 	}
 }
@@ -323,8 +335,8 @@ func TestWaitTimeouts(t *testing.T) {
 // blockingWait waits like a daemon that never catches up: until the
 // timeout, or until ctx is done. It closes started when it begins and sends
 // the context's error on ended.
-func blockingWait(started chan<- struct{}, ended chan<- error) func(context.Context, time.Duration) (WaitResponse, error) {
-	return func(ctx context.Context, timeout time.Duration) (WaitResponse, error) {
+func blockingWait(started chan<- struct{}, ended chan<- error) func(context.Context, time.Duration) (WaitResult, error) {
+	return func(ctx context.Context, timeout time.Duration) (WaitResult, error) {
 		if started != nil {
 			close(started)
 		}
@@ -334,7 +346,7 @@ func blockingWait(started chan<- struct{}, ended chan<- error) func(context.Cont
 		if ended != nil {
 			ended <- context.Cause(ctx)
 		}
-		return WaitResponse{}, fmt.Errorf("waiting for cookies: %w", ctx.Err())
+		return WaitResult{}, fmt.Errorf("waiting for cookies: %w", ctx.Err())
 	}
 }
 
@@ -343,8 +355,8 @@ func TestWaitTimesOut(t *testing.T) {
 	fc.set(func(f *fakeController) { f.wait = blockingWait(nil, nil) })
 	c := serve(t, fc)
 	_, err := c.Wait(context.Background(), 50*time.Millisecond)
-	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeTimeout || !strings.Contains(e.Message, "after waiting 50ms") {
+	var e *ipc.Error
+	if !errors.As(err, &e) || e.Code != ipc.CodeTimeout || !strings.Contains(e.Message, "after waiting 50ms") {
 		t.Errorf("wait that times out: %v, want code timeout saying it waited 50ms", err)
 	}
 	if code, _, body := send(t, fc, "POST", "/v1/wait", `{"timeout_ms":10}`); code != http.StatusGatewayTimeout {
@@ -389,16 +401,16 @@ func TestWaitDaemonStops(t *testing.T) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- NewServer(fc, ServerOptions{}).Serve(ctx, ln) }()
+	go func() { done <- New(backendOf(fc), Options{}).Serve(ctx, ln) }()
 	errc := make(chan error, 1)
 	go func() {
-		_, err := NewClient(sock).Wait(context.Background(), time.Hour)
+		_, err := ipc.NewClient(sock).Wait(context.Background(), time.Hour)
 		errc <- err
 	}()
 	<-started
 	stop()
-	var e *Error
-	if err := <-errc; !errors.As(err, &e) || e.Code != CodeUnavailable {
+	var e *ipc.Error
+	if err := <-errc; !errors.As(err, &e) || e.Code != ipc.CodeUnavailable {
 		t.Errorf("wait while the daemon stops: %v, want code unavailable", err)
 	}
 	if err := <-done; err != nil {

@@ -1,4 +1,4 @@
-package ipc
+package server
 
 import (
 	"context"
@@ -13,31 +13,45 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
+	"github.com/sif-dev/sif/ipc"
 )
 
-// Backend is what the server needs from the daemon: an index to query and
-// a status report.
-type Backend interface {
-	index.Querier
-	Status() Status
+// Backend is what a Server answers from, by role. Query is required;
+// Control and Content may be nil.
+type Backend struct {
+	// Query is the index (index.Querier, which *index.Index implements):
+	// it answers /v1/info, /v1/similar, /v1/basis, /v1/groups and
+	// /v1/dupes.
+	Query index.Querier
+	// Control runs the daemon: it answers /v1/status, /v1/roots,
+	// /v1/rescan and /v1/wait. Without it those routes answer 404
+	// not_found ("not supported by this daemon").
+	Control Controller
+	// Content reads the current bytes of indexed files, so that a query's
+	// best candidates are checked against them (see ContentOpener).
+	// Without it, matches keep the index's estimates.
+	Content ContentOpener
 }
 
-// Controller is implemented by a Backend that can change its roots and
-// synchronise with the disk. Routes that need it answer 404 not_found
-// ("not supported by this daemon") when the backend lacks it.
+// Controller is the daemon's side of the control routes. It returns
+// domain values; the server checks requests, filters what a caller may
+// see and encodes the answers.
 //
 // Paths given to a Controller are absolute and lexically clean; the server
-// checks that before calling it.
+// checks that before calling it. Its methods are called concurrently, from
+// the goroutines serving requests.
 type Controller interface {
+	// Status reports what the daemon is doing, with nothing left out: the
+	// server redacts it for a caller who does not see every file.
+	Status() ipc.Status
 	// Roots reports every root, in the order the daemon keeps them.
-	Roots() []RootStatus
+	Roots() []ipc.RootStatus
 	// AddRoot starts watching and indexing path and remembers it across
 	// restarts. An error wrapping ErrBadRoot is the caller's fault (not a
 	// directory, already a root, inside another root, ...) and is reported
@@ -54,24 +68,27 @@ type Controller interface {
 	// to the index, or after timeout with an error wrapping
 	// context.DeadlineExceeded, or when ctx is done (the client went away,
 	// or the daemon is stopping).
-	Wait(ctx context.Context, timeout time.Duration) (WaitResponse, error)
+	Wait(ctx context.Context, timeout time.Duration) (WaitResult, error)
+}
+
+// WaitResult is how a Controller's Wait synchronised with the disk.
+type WaitResult struct {
+	// Cookies is the number of roots synchronised with a cookie file.
+	Cookies int
+	// Rescanned are the roots rescanned instead (no change events, or not
+	// writable by the daemon).
+	Rescanned []string
 }
 
 // ErrBadRoot marks a Controller error caused by the path a client named
 // rather than by the daemon; wrap it with a message that says what is wrong.
 var ErrBadRoot = errors.New("bad root")
 
-// Limits of POST /v1/wait.
-const (
-	DefaultWait = 60 * time.Second // a WaitRequest without a timeout
-	MaxWait     = time.Hour        // longer timeouts are cut to this
-)
-
-// ServerOptions configure a Server. The zero value means the defaults; so
+// Options configure a Server. The zero value means the defaults; so
 // does a zero or negative limit. The limits keep a client, careless or
 // hostile, from holding the daemon's memory, goroutines or request slots
 // for longer than the timeouts.
-type ServerOptions struct {
+type Options struct {
 	Version string
 	Logger  *slog.Logger // nil discards
 
@@ -131,23 +148,28 @@ type ServerOptions struct {
 
 // Server serves the API for one Backend.
 type Server struct {
-	b      Backend
-	opts   ServerOptions
-	access Access
-	log    *slog.Logger
-	mux    *http.ServeMux
-	lim    *limiter
-	conns  *connLimiter // set by Serve
+	q       index.Querier
+	ctl     Controller    // nil: the control routes answer 404
+	content ContentOpener // nil: matches are not checked
+	opts    Options
+	access  Access
+	log     *slog.Logger
+	mux     *http.ServeMux
+	lim     *limiter
+	conns   *connLimiter // set by Serve
 }
 
-// NewServer returns a server for b.
-func NewServer(b Backend, opts ServerOptions) *Server {
+// New returns a server answering from b. It panics if b.Query is nil.
+func New(b Backend, opts Options) *Server {
+	if b.Query == nil {
+		panic("server.New: Backend.Query is nil")
+	}
 	opts = opts.withDefaults()
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{b: b, opts: opts, log: log, mux: http.NewServeMux(), lim: newLimiter(opts)}
+	s := &Server{q: b.Query, ctl: b.Control, content: b.Content, opts: opts, log: log, mux: http.NewServeMux(), lim: newLimiter(opts)}
 	if opts.Access != nil {
 		s.access = *opts.Access
 	} else {
@@ -183,11 +205,11 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(allow) == 0 {
-		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+		writeError(w, http.StatusNotFound, ipc.CodeNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 		return
 	}
 	w.Header().Set("Allow", strings.Join(allow, ", "))
-	writeError(w, http.StatusMethodNotAllowed, CodeMethod, fmt.Sprintf("%s %s: method not allowed; want %s", r.Method, r.URL.Path, strings.Join(allow, " or ")))
+	writeError(w, http.StatusMethodNotAllowed, ipc.CodeMethod, fmt.Sprintf("%s %s: method not allowed; want %s", r.Method, r.URL.Path, strings.Join(allow, " or ")))
 }
 
 // ServeHTTP makes Server an http.Handler.
@@ -199,7 +221,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Serve answers requests on ln until ctx is done, then stops accepting,
 // lets requests in flight finish for up to five seconds, and returns nil.
 // It closes ln. At most MaxConns connections are open at once (see
-// ServerOptions).
+// Options).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	cl := newConnLimiter(ln, s.opts.MaxConns, s.log)
 	ln = cl
@@ -223,7 +245,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- hs.Serve(ln) }()
 	select {
 	case err := <-errc:
-		return fmt.Errorf("ipc: serve: %w", err)
+		return fmt.Errorf("server: serve: %w", err)
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -232,7 +254,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		hs.Close()
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("ipc: serve: %w", err)
+		return fmt.Errorf("server: serve: %w", err)
 	}
 	return nil
 }
@@ -242,9 +264,9 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request) {
 	if c == nil {
 		return
 	}
-	info := Info{Version: s.opts.Version, Params: s.b.Params()}
+	info := ipc.Info{Version: s.opts.Version, Params: s.q.Params()}
 	if c.all { // the totals count every file
-		st, err := s.b.Stats()
+		st, err := s.q.Stats()
 		if err != nil {
 			s.fail(w, err)
 			return
@@ -254,8 +276,8 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, info)
 }
 
-func statsOf(st index.Stats) IndexStats {
-	return IndexStats{Files: st.Files, Bytes: st.Bytes, Postings: st.Features, Fingerprints: st.Fingerprints, DiskBytes: st.DiskBytes}
+func statsOf(st index.Stats) ipc.IndexStats {
+	return ipc.IndexStats{Files: st.Files, Bytes: st.Bytes, Postings: st.Features, Fingerprints: st.Fingerprints, DiskBytes: st.DiskBytes}
 }
 
 func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
@@ -264,7 +286,7 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
 	if c == nil {
 		return
 	}
-	var req SimilarRequest
+	var req ipc.SimilarRequest
 	if !s.decode(w, r, &req) {
 		return
 	}
@@ -283,11 +305,11 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
 	limit := opts.Limit
 	if eq != nil {
 		opts.Limit = 0 // the check may reorder; the limit applies after it
-		if _, ok := s.b.(ContentOpener); ok {
+		if s.content != nil {
 			opts.WeakShared = CheckWeakShared // weak candidates are checked, or dropped
 		}
 	}
-	res, err := s.b.Similar(q, opts)
+	res, err := s.q.Similar(q, opts)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -302,7 +324,7 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
 		}
 	} else {
 		for _, m := range res.Matches {
-			checkedMs = append(checkedMs, checked{Match: m, measure: MeasureEstimated})
+			checkedMs = append(checkedMs, checked{Match: m, measure: ipc.MeasureEstimated})
 		}
 	}
 	maxDF := opts.MaxDF
@@ -313,8 +335,8 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
 	if minF == 0 {
 		minF = index.DefaultMinFeatures
 	}
-	out := SimilarResponse{
-		Matches:         make([]Match, 0, len(res.Matches)),
+	out := ipc.SimilarResponse{
+		Matches:         make([]ipc.Match, 0, len(res.Matches)),
 		Fingerprints:    res.QueryFeatures,
 		Skipped:         res.Skipped,
 		MaxDF:           maxDF,
@@ -340,11 +362,11 @@ func (s *Server) badQuery(w http.ResponseWriter, err error) {
 	var tl *tooLargeError
 	switch {
 	case errors.As(err, &pe):
-		writeError(w, http.StatusConflict, CodeParamsMismatch, err.Error())
+		writeError(w, http.StatusConflict, ipc.CodeParamsMismatch, err.Error())
 	case errors.As(err, &tl):
-		writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, err.Error())
+		writeError(w, http.StatusRequestEntityTooLarge, ipc.CodeTooLarge, err.Error())
 	default:
-		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, err.Error())
 	}
 }
 
@@ -354,10 +376,10 @@ func (e *paramsError) Error() string {
 	return fmt.Sprintf("params: the query was fingerprinted with %s but the index uses %s; ask /v1/info for the parameters", e.got, e.want)
 }
 
-func (s *Server) parseSimilar(req *SimilarRequest) (index.Query, index.QueryOptions, error) {
+func (s *Server) parseSimilar(req *ipc.SimilarRequest) (index.Query, index.QueryOptions, error) {
 	var q index.Query
 	var o index.QueryOptions
-	want := s.b.Params()
+	want := s.q.Params()
 	got, err := req.Params.Normalize()
 	if err != nil {
 		return q, o, fmt.Errorf("params: %w", err)
@@ -365,7 +387,7 @@ func (s *Server) parseSimilar(req *SimilarRequest) (index.Query, index.QueryOpti
 	if got != want {
 		return q, o, &paramsError{got: got, want: want}
 	}
-	path, err := JoinPath(req.Path, req.PathRaw)
+	path, err := ipc.JoinPath(req.Path, req.PathRaw)
 	if err != nil {
 		return q, o, err
 	}
@@ -379,7 +401,7 @@ func (s *Server) parseSimilar(req *SimilarRequest) (index.Query, index.QueryOpti
 	if _, err := hex.Decode(strong[:], []byte(req.Strong)); err != nil {
 		return q, o, fmt.Errorf("strong %q: want 64 hex digits (SHA-256)", req.Strong)
 	}
-	feats, err := DecodeFeatures(req.Features)
+	feats, err := ipc.DecodeFeatures(req.Features)
 	if err != nil {
 		return q, o, err
 	}
@@ -429,9 +451,9 @@ func (s *Server) parseSimilar(req *SimilarRequest) (index.Query, index.QueryOpti
 	return q, o, nil
 }
 
-func matchOf(m index.Match) Match {
-	p, raw := PathFields(m.Path)
-	out := Match{
+func matchOf(m index.Match) ipc.Match {
+	p, raw := ipc.PathFields(m.Path)
+	out := ipc.Match{
 		Path:               p,
 		PathRaw:            raw,
 		Size:               m.FileMeta.Size,
@@ -467,7 +489,7 @@ func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("threshold"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || !(f > 0 && f <= 100) { // NaN too
-			writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("threshold %q: want a percentage above 0, at most 100", v))
+			writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, fmt.Sprintf("threshold %q: want a percentage above 0, at most 100", v))
 			return
 		}
 		thr = f
@@ -476,7 +498,7 @@ func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("max_df"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < -1 {
-			writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("max_df %q: want -1 (no cap), 0 (default) or a count", v))
+			writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, fmt.Sprintf("max_df %q: want -1 (no cap), 0 (default) or a count", v))
 			return
 		}
 		opts.MaxDF = n
@@ -484,19 +506,19 @@ func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("min_shared"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("min_shared %q: want a count of at least 1", v))
+			writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, fmt.Sprintf("min_shared %q: want a count of at least 1", v))
 			return
 		}
 		opts.MinShared = n
 	}
-	gs, err := s.b.Groups(opts)
+	gs, err := s.q.Groups(opts)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	out := GroupsResponse{Threshold: thr, Groups: make([]Group, 0, len(gs))}
+	out := ipc.GroupsResponse{Threshold: thr, Groups: make([]ipc.Group, 0, len(gs))}
 	for _, g := range gs {
-		wg := Group{Reference: groupFile(g.Reference), Members: make([]GroupFile, 0, len(g.Members))}
+		wg := ipc.Group{Reference: groupFile(g.Reference), Members: make([]ipc.GroupFile, 0, len(g.Members))}
 		for _, m := range g.Members {
 			wg.Members = append(wg.Members, groupFile(m))
 		}
@@ -506,15 +528,15 @@ func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, out)
 }
 
-func groupFile(m index.GroupMember) GroupFile {
-	p, raw := PathFields(m.Path)
-	g := GroupFile{Path: p, PathRaw: raw, Size: m.FileMeta.Size, Percent: pct(m.Percent)}
+func groupFile(m index.GroupMember) ipc.GroupFile {
+	p, raw := ipc.PathFields(m.Path)
+	g := ipc.GroupFile{Path: p, PathRaw: raw, Size: m.FileMeta.Size, Percent: pct(m.Percent)}
 	if m.Via != "" {
-		v := NewFilePath(m.Via)
+		v := ipc.NewFilePath(m.Via)
 		g.Via = &v
 	}
 	for _, c := range m.Copies {
-		g.Copies = append(g.Copies, NewFilePath(c))
+		g.Copies = append(g.Copies, ipc.NewFilePath(c))
 	}
 	return g
 }
@@ -524,7 +546,7 @@ func (s *Server) dupes(w http.ResponseWriter, r *http.Request) {
 	if c == nil {
 		return
 	}
-	sets, err := s.b.Dupes(r.URL.Query().Get("prefix"))
+	sets, err := s.q.Dupes(r.URL.Query().Get("prefix"))
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -541,7 +563,11 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	if c == nil {
 		return
 	}
-	st := s.b.Status()
+	ctl, ok := s.controller(w, r)
+	if !ok {
+		return
+	}
+	st := ctl.Status()
 	if v := c.view(); v != nil {
 		st = redactStatus(st, v)
 	}
@@ -551,7 +577,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 // decode reads the request body, one JSON value and nothing after it, into
 // v, refusing unknown fields. On failure it answers and returns false: 413
 // too_large for a body over MaxBody or a request over its other limits
-// (see limited), 408 timeout for a body not received within BodyTimeout,
+// (see checkLimits), 408 timeout for a body not received within BodyTimeout,
 // else 400 bad_request.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	// limit caps the body at MaxBody; a Server's handler is only reached
@@ -576,14 +602,12 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		if errors.Is(err, io.EOF) {
 			msg = "decoding request body: empty; want a JSON object"
 		}
-		writeError(w, http.StatusBadRequest, CodeBadRequest, msg)
+		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, msg)
 		return false
 	}
-	if l, ok := v.(limited); ok {
-		if err := l.checkLimits(&s.opts); err != nil {
-			writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, err.Error())
-			return false
-		}
+	if err := checkLimits(v, &s.opts); err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, ipc.CodeTooLarge, err.Error())
+		return false
 	}
 	return true
 }
@@ -593,21 +617,21 @@ func isSyntaxError(err error) bool {
 	return errors.As(err, &se)
 }
 
-// controller returns the backend as a Controller, or answers 404 and
-// returns false when it is not one.
+// controller returns the backend's Controller, or answers 404 and returns
+// false when it has none.
 func (s *Server) controller(w http.ResponseWriter, r *http.Request) (Controller, bool) {
-	c, ok := s.b.(Controller)
-	if !ok {
-		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("%s %s: not supported by this daemon", r.Method, r.URL.Path))
+	if s.ctl == nil {
+		writeError(w, http.StatusNotFound, ipc.CodeNotFound, fmt.Sprintf("%s %s: not supported by this daemon", r.Method, r.URL.Path))
+		return nil, false
 	}
-	return c, ok
+	return s.ctl, true
 }
 
 // reqPath decodes the path of a request (field names the JSON field, for
 // errors) and checks that it is absolute. An empty path is returned as "";
 // the caller decides whether it is allowed.
 func reqPath(field, display, raw string) (string, error) {
-	p, err := JoinPath(display, raw)
+	p, err := ipc.JoinPath(display, raw)
 	if err != nil {
 		return "", err // names path_raw
 	}
@@ -621,11 +645,11 @@ func reqPath(field, display, raw string) (string, error) {
 }
 
 // rootsResponse wraps roots, with [] rather than null for none.
-func rootsResponse(roots []RootStatus) RootsResponse {
+func rootsResponse(roots []ipc.RootStatus) ipc.RootsResponse {
 	if roots == nil {
-		roots = []RootStatus{}
+		roots = []ipc.RootStatus{}
 	}
-	return RootsResponse{Roots: roots}
+	return ipc.RootsResponse{Roots: roots}
 }
 
 func (s *Server) roots(w http.ResponseWriter, r *http.Request) {
@@ -642,7 +666,7 @@ func (s *Server) roots(w http.ResponseWriter, r *http.Request) {
 
 // rootsFor answers a roots request: every root for a caller who sees every
 // file, else those it can list, without their file counts.
-func (s *Server) rootsFor(who *caller, roots []RootStatus) RootsResponse {
+func (s *Server) rootsFor(who *caller, roots []ipc.RootStatus) ipc.RootsResponse {
 	if v := who.view(); v != nil {
 		roots = redactRoots(roots, v)
 	}
@@ -658,7 +682,7 @@ func (s *Server) changeRoots(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req RootsRequest
+	var req ipc.RootsRequest
 	if !s.decode(w, r, &req) {
 		return
 	}
@@ -669,10 +693,10 @@ func (s *Server) changeRoots(w http.ResponseWriter, r *http.Request) {
 	case "remove":
 		change = c.RemoveRoot
 	case "":
-		writeError(w, http.StatusBadRequest, CodeBadRequest, `action: required; want "add" or "remove"`)
+		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, `action: required; want "add" or "remove"`)
 		return
 	default:
-		writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf(`action %q: want "add" or "remove"`, req.Action))
+		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, fmt.Sprintf(`action %q: want "add" or "remove"`, req.Action))
 		return
 	}
 	path, err := reqPath("path", req.Path, req.PathRaw)
@@ -680,7 +704,7 @@ func (s *Server) changeRoots(w http.ResponseWriter, r *http.Request) {
 		err = errors.New("path: required; want the root's absolute path")
 	}
 	if err != nil {
-		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, err.Error())
 		return
 	}
 	if !s.mayTouch(w, who, path) {
@@ -702,13 +726,13 @@ func (s *Server) rescan(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req RescanRequest
+	var req ipc.RescanRequest
 	if !s.decode(w, r, &req) {
 		return
 	}
 	path, err := reqPath("path", req.Path, req.PathRaw)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, err.Error())
 		return
 	}
 	if path != "" && !s.mayTouch(w, who, path) {
@@ -716,7 +740,7 @@ func (s *Server) rescan(w http.ResponseWriter, r *http.Request) {
 	}
 	if path == "" && !who.all {
 		// Every root, as far as this caller can see them.
-		var queued []FilePath
+		var queued []ipc.FilePath
 		v := who.view()
 		for _, root := range c.Roots() {
 			if !v.CanList(root.Path) {
@@ -728,10 +752,10 @@ func (s *Server) rescan(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			for _, d := range dirs {
-				queued = append(queued, NewFilePath(d))
+				queued = append(queued, ipc.NewFilePath(d))
 			}
 		}
-		writeJSON(w, RescanResponse{Queued: append(make([]FilePath, 0, len(queued)), queued...)})
+		writeJSON(w, ipc.RescanResponse{Queued: append(make([]ipc.FilePath, 0, len(queued)), queued...)})
 		return
 	}
 	dirs, err := c.Rescan(path)
@@ -739,9 +763,9 @@ func (s *Server) rescan(w http.ResponseWriter, r *http.Request) {
 		s.failRoot(w, err)
 		return
 	}
-	out := RescanResponse{Queued: make([]FilePath, 0, len(dirs))}
+	out := ipc.RescanResponse{Queued: make([]ipc.FilePath, 0, len(dirs))}
 	for _, d := range dirs {
-		out.Queued = append(out.Queued, NewFilePath(d))
+		out.Queued = append(out.Queued, ipc.NewFilePath(d))
 	}
 	writeJSON(w, out)
 }
@@ -759,43 +783,45 @@ func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req WaitRequest
+	var req ipc.WaitRequest
 	if !s.decode(w, r, &req) {
 		return
 	}
-	timeout := DefaultWait
+	timeout := ipc.DefaultWait
 	switch {
 	case req.TimeoutMs < 0:
-		writeError(w, http.StatusBadRequest, CodeBadRequest,
-			fmt.Sprintf("timeout_ms %d: must not be negative (0 means %s)", req.TimeoutMs, DefaultWait))
+		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest,
+			fmt.Sprintf("timeout_ms %d: must not be negative (0 means %s)", req.TimeoutMs, ipc.DefaultWait))
 		return
-	case req.TimeoutMs > MaxWait.Milliseconds(): // compared before converting, which could overflow
-		timeout = MaxWait
+	case req.TimeoutMs > ipc.MaxWait.Milliseconds(): // compared before converting, which could overflow
+		timeout = ipc.MaxWait
 	case req.TimeoutMs > 0:
 		timeout = time.Duration(req.TimeoutMs) * time.Millisecond
 	}
-	resp, err := c.Wait(r.Context(), timeout)
+	res, err := c.Wait(r.Context(), timeout)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		writeError(w, http.StatusGatewayTimeout, CodeTimeout, fmt.Sprintf(
+		writeError(w, http.StatusGatewayTimeout, ipc.CodeTimeout, fmt.Sprintf(
 			"changes were still being applied after waiting %s; see /v1/status for the queue", timeout))
 		return
 	case errors.Is(err, context.Canceled):
 		// Either the client hung up, and nobody reads this, or the daemon
 		// is stopping.
 		s.log.Debug("wait canceled", "err", err)
-		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "wait canceled: the daemon is shutting down")
+		writeError(w, http.StatusServiceUnavailable, ipc.CodeUnavailable, "wait canceled: the daemon is shutting down")
 		return
 	case err != nil:
 		s.failRoot(w, err)
 		return
 	}
-	if resp.ElapsedNs == 0 {
-		resp.ElapsedNs = time.Since(start).Nanoseconds()
+	resp := ipc.WaitResponse{Cookies: res.Cookies}
+	v := who.view()
+	for _, p := range res.Rescanned {
+		if v == nil || v.CanList(p) {
+			resp.Rescanned = append(resp.Rescanned, ipc.NewFilePath(p))
+		}
 	}
-	if v := who.view(); v != nil {
-		resp.Rescanned = slices.DeleteFunc(resp.Rescanned, func(f FilePath) bool { return !v.CanList(f.Exact()) })
-	}
+	resp.ElapsedNs = time.Since(start).Nanoseconds()
 	writeJSON(w, resp)
 }
 
@@ -804,7 +830,7 @@ func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
 // daemon index, rescan or reveal a directory they cannot read.
 func (s *Server) mayTouch(w http.ResponseWriter, who *caller, dir string) bool {
 	if v := who.view(); v != nil && !v.CanList(dir) {
-		writeError(w, http.StatusForbidden, CodeForbidden,
+		writeError(w, http.StatusForbidden, ipc.CodeForbidden,
 			fmt.Sprintf("%s: you (uid %d) cannot read this directory, so sifd will not index or rescan it for you", dir, who.cred.UID))
 		return false
 	}
@@ -815,7 +841,7 @@ func (s *Server) mayTouch(w http.ResponseWriter, who *caller, dir string) bool {
 // wraps ErrBadRoot, else as fail does.
 func (s *Server) failRoot(w http.ResponseWriter, err error) {
 	if errors.Is(err, ErrBadRoot) {
-		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, err.Error())
 		return
 	}
 	s.fail(w, err)
@@ -825,27 +851,32 @@ func (s *Server) failRoot(w http.ResponseWriter, err error) {
 func (s *Server) fail(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, index.ErrBadQuery):
-		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, err.Error())
 	case errors.Is(err, index.ErrClosed):
-		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "the daemon is shutting down")
+		writeError(w, http.StatusServiceUnavailable, ipc.CodeUnavailable, "the daemon is shutting down")
 	default:
 		s.log.Error("request failed", "err", err)
-		writeError(w, http.StatusInternalServerError, CodeInternal, err.Error())
+		writeError(w, http.StatusInternalServerError, ipc.CodeInternal, err.Error())
 	}
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
-	b, err := MarshalJSONLine(v)
+	b, err := ipc.MarshalJSONLine(v)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, CodeInternal, "encoding response: "+err.Error())
+		writeError(w, http.StatusInternalServerError, ipc.CodeInternal, "encoding response: "+err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(b)
 }
 
-func writeError(w http.ResponseWriter, status int, code Code, msg string) {
-	b, _ := MarshalJSONLine(errorBody{Error: &Error{Code: code, Message: msg}})
+// errorBody is the body of an error answer (see package ipc).
+type errorBody struct {
+	Error *ipc.Error `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, status int, code ipc.Code, msg string) {
+	b, _ := ipc.MarshalJSONLine(errorBody{Error: &ipc.Error{Code: code, Message: msg}})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(b)

@@ -1,4 +1,4 @@
-package ipc
+package server
 
 import (
 	"bufio"
@@ -19,11 +19,12 @@ import (
 
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
+	"github.com/sif-dev/sif/ipc"
 )
 
 // serveWith serves b with opts on a temporary socket and returns the socket
 // and a client that does not retry when the daemon is busy.
-func serveWith(t *testing.T, b Backend, opts ServerOptions) (string, *Client) {
+func serveWith(t *testing.T, b any, opts Options) (string, *ipc.Client) {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "s.sock")
 	ln, err := Listen(sock, 0o600)
@@ -32,23 +33,21 @@ func serveWith(t *testing.T, b Backend, opts ServerOptions) (string, *Client) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- NewServer(b, opts).Serve(ctx, ln) }()
+	go func() { done <- New(backendOf(b), opts).Serve(ctx, ln) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	c := NewClient(sock)
-	c.busyTries = 1
-	return sock, c
+	return sock, ipc.NewClientWith(sock, ipc.ClientOptions{BusyTries: 1})
 }
 
 // rawResponse is an answer read off a socket by hand.
 type rawResponse struct {
 	status int
 	header http.Header
-	err    *Error
+	err    *ipc.Error
 	took   time.Duration
 }
 
@@ -113,7 +112,7 @@ func similarBody(t *testing.T, n int) string {
 	for i := range fs {
 		fs[i] = fingerprint.Feature{Hash: uint64(i + 1), Count: 1}
 	}
-	b, err := json.Marshal(NewSimilarRequest("", &fingerprint.Sketch{Params: fingerprint.DefaultParams(), Features: fs}))
+	b, err := json.Marshal(ipc.NewSimilarRequest("", &fingerprint.Sketch{Params: fingerprint.DefaultParams(), Features: fs}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +129,7 @@ func within(t *testing.T, what string, d time.Duration, took time.Duration) {
 func TestBusyAfterQueueing(t *testing.T) {
 	bb := newBlockingBackend()
 	const wait = 2 * time.Second
-	sock, c := serveWith(t, bb, ServerOptions{MaxConcurrent: 2, MaxQueued: 1, QueueWait: wait})
+	sock, c := serveWith(t, bb, Options{MaxConcurrent: 2, MaxQueued: 1, QueueWait: wait})
 	body := similarBody(t, 5)
 	var held sync.WaitGroup
 	for range 2 {
@@ -149,12 +148,12 @@ func TestBusyAfterQueueing(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	// With the queue full, a fourth is refused at once.
 	r := rawDo(t, sock, "GET /v1/status HTTP/1.1\r\nHost: sifd\r\n\r\n")
-	if r.status != http.StatusServiceUnavailable || r.err == nil || r.err.Code != CodeBusy || r.header.Get("Retry-After") != "1" {
+	if r.status != http.StatusServiceUnavailable || r.err == nil || r.err.Code != ipc.CodeBusy || r.header.Get("Retry-After") != "1" {
 		t.Errorf("a request with the queue full: %d %+v Retry-After %q, want 503 busy with Retry-After: 1", r.status, r.err, r.header.Get("Retry-After"))
 	}
 	within(t, "a busy answer with the queue full", wait/2, r.took)
 	r = <-third
-	if r.status != http.StatusServiceUnavailable || r.err == nil || r.err.Code != CodeBusy || r.header.Get("Retry-After") != "1" {
+	if r.status != http.StatusServiceUnavailable || r.err == nil || r.err.Code != ipc.CodeBusy || r.header.Get("Retry-After") != "1" {
 		t.Errorf("third query: %d %+v Retry-After %q, want 503 busy with Retry-After: 1", r.status, r.err, r.header.Get("Retry-After"))
 	}
 	if r.err != nil && (!strings.Contains(r.err.Message, "2 requests in progress") || !strings.Contains(r.err.Message, "none ended within 2s")) {
@@ -165,8 +164,8 @@ func TestBusyAfterQueueing(t *testing.T) {
 	}
 	within(t, "a busy answer after queueing", 5*time.Second, r.took)
 	// Other routes count too; waits do not.
-	var e *Error
-	if _, err := c.Status(context.Background()); !errors.As(err, &e) || e.Code != CodeBusy || !errors.Is(err, ErrBusy) {
+	var e *ipc.Error
+	if _, err := c.Status(context.Background()); !errors.As(err, &e) || e.Code != ipc.CodeBusy || !errors.Is(err, ipc.ErrBusy) {
 		t.Errorf("status while busy: %v, want ErrBusy with the daemon's *Error with code busy", err)
 	}
 	if _, err := c.Wait(context.Background(), time.Second); err != nil {
@@ -205,10 +204,10 @@ func (b *orderBackend) Similar(q index.Query, _ index.QueryOptions) (*index.Resu
 // they came.
 func TestQueueFirstComeFirstServed(t *testing.T) {
 	ob := &orderBackend{fakeBackend: fakeBackend{params: fingerprint.DefaultParams()}, gate: make(chan struct{})}
-	sock, _ := serveWith(t, ob, ServerOptions{MaxConcurrent: 1, QueueWait: 10 * time.Second})
+	sock, _ := serveWith(t, ob, Options{MaxConcurrent: 1, QueueWait: 10 * time.Second})
 	query := func(size int64) string {
 		sk := &fingerprint.Sketch{Summary: fingerprint.Summary{Size: size}, Params: fingerprint.DefaultParams(), Features: []fingerprint.Feature{{Hash: 1, Count: 1}}}
-		b, err := json.Marshal(NewSimilarRequest("", sk))
+		b, err := json.Marshal(ipc.NewSimilarRequest("", sk))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,17 +233,17 @@ func TestQueueFirstComeFirstServed(t *testing.T) {
 
 func TestClientGivesUpWhenBusy(t *testing.T) {
 	bb := newBlockingBackend()
-	sock, c := serveWith(t, bb, ServerOptions{MaxConcurrent: 1})
+	sock, c := serveWith(t, bb, Options{MaxConcurrent: 1})
 	var held sync.WaitGroup
 	defer held.Wait()
 	defer close(bb.release)
 	body := similarBody(t, 5)
 	held.Go(func() { rawDo(t, sock, post("/v1/similar", body)) })
 	<-bb.entered
-	c.busyTries, c.busyMaxDelay = 3, 30*time.Millisecond
+	c = ipc.NewClientWith(sock, ipc.ClientOptions{BusyTries: 3, BusyMaxDelay: 30 * time.Millisecond})
 	start := time.Now()
 	_, err := c.Info(context.Background())
-	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "still after 3 tries") {
+	if !errors.Is(err, ipc.ErrBusy) || !strings.Contains(err.Error(), "still after 3 tries") {
 		t.Errorf("a client that stays refused: %v, want ErrBusy after 3 tries", err)
 	}
 	// Retry-After asks for a second; the delay is capped at 30 ms here.
@@ -252,7 +251,7 @@ func TestClientGivesUpWhenBusy(t *testing.T) {
 		t.Errorf("3 tries in %s: the client did not wait between them", took)
 	}
 	// Cancelling the context stops the retries.
-	c.busyTries, c.busyMaxDelay = 1000, time.Second
+	c = ipc.NewClientWith(sock, ipc.ClientOptions{BusyTries: 1000, BusyMaxDelay: time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	start = time.Now()
@@ -266,13 +265,13 @@ func TestWaitsCapped(t *testing.T) {
 	fc := newFakeController()
 	started := make(chan struct{}, 10)
 	fc.set(func(f *fakeController) {
-		f.wait = func(ctx context.Context, timeout time.Duration) (WaitResponse, error) {
+		f.wait = func(ctx context.Context, timeout time.Duration) (WaitResult, error) {
 			started <- struct{}{}
 			<-ctx.Done()
-			return WaitResponse{}, ctx.Err()
+			return WaitResult{}, ctx.Err()
 		}
 	})
-	_, c := serveWith(t, fc, ServerOptions{MaxWaits: 2, MaxConcurrent: 1})
+	_, c := serveWith(t, fc, Options{MaxWaits: 2, MaxConcurrent: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	var held sync.WaitGroup
 	for range 2 {
@@ -281,8 +280,8 @@ func TestWaitsCapped(t *testing.T) {
 	<-started
 	<-started
 	start := time.Now()
-	var e *Error
-	if _, err := c.Wait(context.Background(), time.Hour); !errors.As(err, &e) || e.Code != CodeBusy || !strings.Contains(e.Message, "2 waits in progress") {
+	var e *ipc.Error
+	if _, err := c.Wait(context.Background(), time.Hour); !errors.As(err, &e) || e.Code != ipc.CodeBusy || !strings.Contains(e.Message, "2 waits in progress") {
 		t.Errorf("a third wait: %v, want busy naming 2 waits", err)
 	}
 	within(t, "a busy answer to a wait", 2*time.Second, time.Since(start))
@@ -295,43 +294,43 @@ func TestWaitsCapped(t *testing.T) {
 }
 
 func TestBodyTooLarge(t *testing.T) {
-	fb := &fakeBackend{params: fingerprint.DefaultParams(), result: &index.Result{}}
-	sock, c := serveWith(t, fb, ServerOptions{MaxBody: 1000})
+	fb := newFakeController() // a Controller too, so /v1/status answers
+	sock, c := serveWith(t, fb, Options{MaxBody: 1000})
 	big := similarBody(t, 100) // about 4 KB
 	// Refused from its Content-Length, before it is read.
 	r := rawDo(t, sock, post("/v1/similar", big))
-	if r.status != http.StatusRequestEntityTooLarge || r.err == nil || r.err.Code != CodeTooLarge || !strings.Contains(r.err.Message, "larger than 1000 bytes") {
+	if r.status != http.StatusRequestEntityTooLarge || r.err == nil || r.err.Code != ipc.CodeTooLarge || !strings.Contains(r.err.Message, "larger than 1000 bytes") {
 		t.Errorf("a body over MaxBody: %d %+v, want 413 too_large naming 1000 bytes", r.status, r.err)
 	}
 	// Refused as it is read when it comes chunked, without a length.
 	chunked := fmt.Sprintf("POST /v1/similar HTTP/1.1\r\nHost: sifd\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", len(big), big)
 	r = rawDo(t, sock, chunked)
-	if r.status != http.StatusRequestEntityTooLarge || r.err == nil || r.err.Code != CodeTooLarge || !strings.Contains(r.err.Message, "larger than 1000 bytes") {
+	if r.status != http.StatusRequestEntityTooLarge || r.err == nil || r.err.Code != ipc.CodeTooLarge || !strings.Contains(r.err.Message, "larger than 1000 bytes") {
 		t.Errorf("a chunked body over MaxBody: %d %+v, want 413 too_large naming 1000 bytes", r.status, r.err)
 	}
 	// Through the client, with a body much larger than the socket's
 	// buffers: the answer, not a broken pipe.
-	var e *Error
-	if _, err := c.Similar(context.Background(), NewSimilarRequest("", &fingerprint.Sketch{Params: fb.params, Features: make([]fingerprint.Feature, 200000)})); !errors.As(err, &e) || e.Code != CodeTooLarge {
+	var e *ipc.Error
+	if _, err := c.Similar(context.Background(), ipc.NewSimilarRequest("", &fingerprint.Sketch{Params: fb.params, Features: make([]fingerprint.Feature, 200000)})); !errors.As(err, &e) || e.Code != ipc.CodeTooLarge {
 		t.Errorf("a 5 MB query through the client: %v, want code too_large", err)
 	}
 	// A small body still goes through.
-	if _, err := c.Similar(context.Background(), NewSimilarRequest("", &fingerprint.Sketch{Params: fb.params, Features: []fingerprint.Feature{{Hash: 1, Count: 1}}})); err != nil {
+	if _, err := c.Similar(context.Background(), ipc.NewSimilarRequest("", &fingerprint.Sketch{Params: fb.params, Features: []fingerprint.Feature{{Hash: 1, Count: 1}}})); err != nil {
 		t.Errorf("a small query: %v", err)
 	}
 }
 
 func TestTooManyFeatures(t *testing.T) {
-	fb := &fakeBackend{params: fingerprint.DefaultParams(), result: &index.Result{}}
-	_, c := serveWith(t, fb, ServerOptions{MaxFeatures: 3})
+	fb := newFakeController() // a Controller too, so /v1/status answers
+	_, c := serveWith(t, fb, Options{MaxFeatures: 3})
 	sk := &fingerprint.Sketch{Params: fb.params, Features: []fingerprint.Feature{{Hash: 1, Count: 1}, {Hash: 2, Count: 1}, {Hash: 3, Count: 1}}}
-	if _, err := c.Similar(context.Background(), NewSimilarRequest("", sk)); err != nil {
+	if _, err := c.Similar(context.Background(), ipc.NewSimilarRequest("", sk)); err != nil {
 		t.Errorf("3 features with MaxFeatures 3: %v", err)
 	}
 	sk.Features = append(sk.Features, fingerprint.Feature{Hash: 4, Count: 1})
-	var e *Error
-	_, err := c.Similar(context.Background(), NewSimilarRequest("", sk))
-	if !errors.As(err, &e) || e.Code != CodeTooLarge || !strings.Contains(e.Message, "features: 4 fingerprints, more than the 3 this daemon accepts") {
+	var e *ipc.Error
+	_, err := c.Similar(context.Background(), ipc.NewSimilarRequest("", sk))
+	if !errors.As(err, &e) || e.Code != ipc.CodeTooLarge || !strings.Contains(e.Message, "features: 4 fingerprints, more than the 3 this daemon accepts") {
 		t.Errorf("4 features with MaxFeatures 3: %v, want too_large naming features and the limit", err)
 	}
 }
@@ -350,8 +349,8 @@ func TestTrailingData(t *testing.T) {
 }
 
 func TestSlowBodyCutOff(t *testing.T) {
-	fb := &fakeBackend{params: fingerprint.DefaultParams(), result: &index.Result{}}
-	sock, c := serveWith(t, fb, ServerOptions{MaxConcurrent: 1, BodyTimeout: 300 * time.Millisecond})
+	fb := newFakeController() // a Controller too, so /v1/status answers
+	sock, c := serveWith(t, fb, Options{MaxConcurrent: 1, BodyTimeout: 300 * time.Millisecond})
 	conn, err := net.Dial("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -362,7 +361,7 @@ func TestSlowBodyCutOff(t *testing.T) {
 	fmt.Fprintf(conn, "POST /v1/similar HTTP/1.1\r\nHost: sifd\r\nContent-Length: 100\r\n\r\n{\"size\": 1")
 	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	r := readRaw(t, conn, start)
-	if r.status != http.StatusRequestTimeout || r.err == nil || r.err.Code != CodeTimeout || !strings.Contains(r.err.Message, "not received within 300ms") {
+	if r.status != http.StatusRequestTimeout || r.err == nil || r.err.Code != ipc.CodeTimeout || !strings.Contains(r.err.Message, "not received within 300ms") {
 		t.Errorf("a body that stops: %d %+v, want 408 timeout", r.status, r.err)
 	}
 	if r.took < 250*time.Millisecond {
@@ -397,10 +396,10 @@ func slowBodies(t *testing.T, sock string, n int, size int64) {
 // accepted, neither take the slots nor spend the body budget nor keep new
 // connections out: other clients are answered at once.
 func TestSlowBodiesHoldNoSlot(t *testing.T) {
-	fb := &fakeBackend{params: fingerprint.DefaultParams(), result: &index.Result{}}
+	fb := newFakeController() // a Controller too, so /v1/status answers
 	const maxBody = 1 << 20
-	_, c := serveWith(t, fb, ServerOptions{MaxConcurrent: 2, MaxConns: 8, MaxBody: maxBody, MaxBodyInFlight: 2 * maxBody, QueueWait: 5 * time.Second, BodyTimeout: time.Minute})
-	sock := c.socket
+	_, c := serveWith(t, fb, Options{MaxConcurrent: 2, MaxConns: 8, MaxBody: maxBody, MaxBodyInFlight: 2 * maxBody, QueueWait: 5 * time.Second, BodyTimeout: time.Minute})
+	sock := c.Socket()
 	slowBodies(t, sock, 20, maxBody)
 	time.Sleep(200 * time.Millisecond) // the daemon reads their headers
 	sk := &fingerprint.Sketch{Params: fb.params, Features: make([]fingerprint.Feature, 5000)}
@@ -413,7 +412,7 @@ func TestSlowBodiesHoldNoSlot(t *testing.T) {
 			t.Errorf("status %d with 20 slow bodies: %v", i, err)
 		}
 		// A query of about 200 KB.
-		if _, err := c.Similar(context.Background(), NewSimilarRequest("", sk)); err != nil {
+		if _, err := c.Similar(context.Background(), ipc.NewSimilarRequest("", sk)); err != nil {
 			t.Errorf("similar %d with 20 slow bodies: %v", i, err)
 		}
 		within(t, "status and similar with 20 slow bodies", time.Second, time.Since(start))
@@ -424,9 +423,9 @@ func TestSlowBodiesHoldNoSlot(t *testing.T) {
 // body waits QueueWait for room, then is answered busy; room made by a
 // body cut off lets it through.
 func TestBodyBudgetBusy(t *testing.T) {
-	fb := &fakeBackend{params: fingerprint.DefaultParams(), result: &index.Result{}}
+	fb := newFakeController() // a Controller too, so /v1/status answers
 	const budget = 64 << 10
-	sock, c := serveWith(t, fb, ServerOptions{MaxBody: budget, MaxBodyInFlight: budget, QueueWait: 200 * time.Millisecond, BodyTimeout: 2 * time.Second})
+	sock, c := serveWith(t, fb, Options{MaxBody: budget, MaxBodyInFlight: budget, QueueWait: 200 * time.Millisecond, BodyTimeout: 2 * time.Second})
 	// A body of the whole budget arrives but for its last bytes: the
 	// pieces read so far and the one awaited fill the budget.
 	conn, err := net.Dial("unix", sock)
@@ -439,7 +438,7 @@ func TestBodyBudgetBusy(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	start := time.Now()
 	r := rawDo(t, sock, post("/v1/similar", similarBody(t, 5)))
-	if r.status != http.StatusServiceUnavailable || r.err == nil || r.err.Code != CodeBusy || !strings.Contains(r.err.Message, "request bodies of 65536 bytes") {
+	if r.status != http.StatusServiceUnavailable || r.err == nil || r.err.Code != ipc.CodeBusy || !strings.Contains(r.err.Message, "request bodies of 65536 bytes") {
 		t.Errorf("a body with the budget spent: %d %+v, want 503 busy naming the budget", r.status, r.err)
 	}
 	if took := time.Since(start); took < 150*time.Millisecond {
@@ -450,14 +449,14 @@ func TestBodyBudgetBusy(t *testing.T) {
 		t.Errorf("status with the body budget spent: %v", err)
 	}
 	// Once the stalled body is cut off, a query goes through.
-	c.busyTries, c.busyMaxDelay = 100, 100*time.Millisecond
-	if _, err := c.Similar(context.Background(), NewSimilarRequest("", &fingerprint.Sketch{Params: fb.params, Features: []fingerprint.Feature{{Hash: 1, Count: 1}}})); err != nil {
+	c = ipc.NewClientWith(sock, ipc.ClientOptions{BusyTries: 100, BusyMaxDelay: 100 * time.Millisecond})
+	if _, err := c.Similar(context.Background(), ipc.NewSimilarRequest("", &fingerprint.Sketch{Params: fb.params, Features: []fingerprint.Feature{{Hash: 1, Count: 1}}})); err != nil {
 		t.Errorf("a query once the stalled body was cut off: %v", err)
 	}
 }
 
 func TestSlowHeaderCutOff(t *testing.T) {
-	sock, _ := serveWith(t, &fakeBackend{params: fingerprint.DefaultParams()}, ServerOptions{HeaderTimeout: 300 * time.Millisecond})
+	sock, _ := serveWith(t, &fakeBackend{params: fingerprint.DefaultParams()}, Options{HeaderTimeout: 300 * time.Millisecond})
 	conn, err := net.Dial("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -476,7 +475,7 @@ func TestSlowHeaderCutOff(t *testing.T) {
 
 // bigBackend answers every query with n matches: megabytes of JSON.
 type bigBackend struct {
-	fakeBackend
+	*fakeController
 	entered chan struct{}
 }
 
@@ -490,8 +489,8 @@ func (b *bigBackend) Similar(index.Query, index.QueryOptions) (*index.Result, er
 }
 
 func TestStalledReaderFreesSlot(t *testing.T) {
-	bb := &bigBackend{fakeBackend: fakeBackend{params: fingerprint.DefaultParams()}, entered: make(chan struct{}, 10)}
-	sock, c := serveWith(t, bb, ServerOptions{MaxConcurrent: 1, WriteTimeout: 2 * time.Second})
+	bb := &bigBackend{fakeController: newFakeController(), entered: make(chan struct{}, 10)}
+	sock, c := serveWith(t, bb, Options{MaxConcurrent: 1, WriteTimeout: 2 * time.Second})
 	conn, err := net.Dial("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -501,12 +500,12 @@ func TestStalledReaderFreesSlot(t *testing.T) {
 	start := time.Now()
 	io.WriteString(conn, post("/v1/similar", similarBody(t, 5)))
 	<-bb.entered
-	var e *Error
-	if _, err := c.Status(context.Background()); !errors.As(err, &e) || e.Code != CodeBusy {
+	var e *ipc.Error
+	if _, err := c.Status(context.Background()); !errors.As(err, &e) || e.Code != ipc.CodeBusy {
 		t.Fatalf("status while the one slot writes to a client that does not read: %v, want busy", err)
 	}
 	// Once the write times out, the slot is free.
-	c.busyTries, c.busyMaxDelay = 1000, 50*time.Millisecond
+	c = ipc.NewClientWith(sock, ipc.ClientOptions{BusyTries: 1000, BusyMaxDelay: 50 * time.Millisecond})
 	if _, err := c.Status(context.Background()); err != nil {
 		t.Fatalf("status after the write timeout: %v", err)
 	}
@@ -522,18 +521,18 @@ func TestStalledReaderFreesSlot(t *testing.T) {
 func TestLongRequestsOutliveShortDeadlines(t *testing.T) {
 	fc := newFakeController()
 	fc.set(func(f *fakeController) { f.wait = blockingWait(nil, nil) })
-	_, c := serveWith(t, fc, ServerOptions{BodyTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond})
+	_, c := serveWith(t, fc, Options{BodyTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond})
 	// A wait outlasts both deadlines and still gets its answer: the body's
 	// read deadline is lifted once it is read, and the write deadline runs
 	// from the first byte of the answer.
-	var e *Error
-	if _, err := c.Wait(context.Background(), 500*time.Millisecond); !errors.As(err, &e) || e.Code != CodeTimeout {
+	var e *ipc.Error
+	if _, err := c.Wait(context.Background(), 500*time.Millisecond); !errors.As(err, &e) || e.Code != ipc.CodeTimeout {
 		t.Errorf("a 500 ms wait with 50 ms body and write timeouts: %v, want code timeout after the wait ran out", err)
 	}
 	fc.set(func(f *fakeController) {
-		f.wait = func(context.Context, time.Duration) (WaitResponse, error) {
+		f.wait = func(context.Context, time.Duration) (WaitResult, error) {
 			time.Sleep(300 * time.Millisecond)
-			return WaitResponse{Cookies: 1}, nil
+			return WaitResult{Cookies: 1}, nil
 		}
 	})
 	if resp, err := c.Wait(context.Background(), time.Second); err != nil || resp.Cookies != 1 {
@@ -547,12 +546,12 @@ func TestLongRequestsOutliveShortDeadlines(t *testing.T) {
 // bounded by MaxConns, though the header timeout is a minute away.
 func TestIdleConnections(t *testing.T) {
 	const maxConns, idle = 32, 320
-	fb := &fakeBackend{params: fingerprint.DefaultParams(), result: &index.Result{}}
+	fb := newFakeController() // a Controller too, so /v1/status answers
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	goroutines := runtime.NumGoroutine()
-	sock, c := serveWith(t, fb, ServerOptions{MaxConns: maxConns, HeaderTimeout: time.Minute, IdleTimeout: time.Minute})
+	sock, c := serveWith(t, fb, Options{MaxConns: maxConns, HeaderTimeout: time.Minute, IdleTimeout: time.Minute})
 	conns := make([]net.Conn, 0, idle)
 	defer func() {
 		for _, conn := range conns {
@@ -628,13 +627,13 @@ func TestFullOfActiveConnections(t *testing.T) {
 	fc := newFakeController()
 	started := make(chan struct{}, 10)
 	fc.set(func(f *fakeController) {
-		f.wait = func(ctx context.Context, timeout time.Duration) (WaitResponse, error) {
+		f.wait = func(ctx context.Context, timeout time.Duration) (WaitResult, error) {
 			started <- struct{}{}
 			<-ctx.Done()
-			return WaitResponse{}, ctx.Err()
+			return WaitResult{}, ctx.Err()
 		}
 	})
-	_, c := serveWith(t, fc, ServerOptions{MaxConns: 3})
+	_, c := serveWith(t, fc, Options{MaxConns: 3})
 	ctxs := make([]context.CancelFunc, 3)
 	var held sync.WaitGroup
 	for i := range ctxs {
@@ -668,7 +667,7 @@ func TestFullOfActiveConnections(t *testing.T) {
 // wholeBackend's Groups tells entered its threshold, then blocks until
 // release sends or is closed.
 type wholeBackend struct {
-	fakeBackend
+	*fakeController
 	entered chan float64
 	release chan struct{}
 }
@@ -683,9 +682,9 @@ func (b *wholeBackend) Groups(o index.GroupOptions) ([]index.Group, error) {
 // short queue, and take none of the queries'; an identical request that
 // arrives while one is queued shares its computation.
 func TestWholeIndexRequests(t *testing.T) {
-	wb := &wholeBackend{fakeBackend: fakeBackend{params: fingerprint.DefaultParams(), result: &index.Result{}},
+	wb := &wholeBackend{fakeController: newFakeController(),
 		entered: make(chan float64, 10), release: make(chan struct{})}
-	sock, c := serveWith(t, wb, ServerOptions{MaxConcurrent: 1, MaxWhole: 1, MaxWholeQueued: 1, WholeWait: 5 * time.Second})
+	sock, c := serveWith(t, wb, Options{MaxConcurrent: 1, MaxWhole: 1, MaxWholeQueued: 1, WholeWait: 5 * time.Second})
 	get := func(q string) string { return "GET /v1/groups?" + q + " HTTP/1.1\r\nHost: sifd\r\n\r\n" }
 	answers := make(chan rawResponse, 10)
 	go func() { answers <- rawDo(t, sock, get("threshold=30")) }()
@@ -697,7 +696,7 @@ func TestWholeIndexRequests(t *testing.T) {
 	if _, err := c.Status(context.Background()); err != nil {
 		t.Errorf("status while groups computes: %v", err)
 	}
-	if _, err := c.Similar(context.Background(), NewSimilarRequest("", &fingerprint.Sketch{Params: wb.params, Features: []fingerprint.Feature{{Hash: 1, Count: 1}}})); err != nil {
+	if _, err := c.Similar(context.Background(), ipc.NewSimilarRequest("", &fingerprint.Sketch{Params: wb.params, Features: []fingerprint.Feature{{Hash: 1, Count: 1}}})); err != nil {
 		t.Errorf("similar while groups computes: %v", err)
 	}
 	// A second groups queues; a third, identical, joins it.
@@ -707,7 +706,7 @@ func TestWholeIndexRequests(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	// The queue is full: a dupes is refused at once.
 	r := rawDo(t, sock, "GET /v1/dupes HTTP/1.1\r\nHost: sifd\r\n\r\n")
-	if r.status != http.StatusServiceUnavailable || r.err == nil || r.err.Code != CodeBusy || !strings.Contains(r.err.Message, "1 whole-index requests (groups, dupes) in progress") {
+	if r.status != http.StatusServiceUnavailable || r.err == nil || r.err.Code != ipc.CodeBusy || !strings.Contains(r.err.Message, "1 whole-index requests (groups, dupes) in progress") {
 		t.Errorf("dupes with a groups computing and one queued: %d %+v, want 503 busy naming whole-index requests", r.status, r.err)
 	}
 	within(t, "a busy dupes", time.Second, r.took)
@@ -735,17 +734,17 @@ func TestWholeIndexRequests(t *testing.T) {
 // TestWholeIndexWaitBounded: a whole-index request queued for longer than
 // WholeWait is answered busy.
 func TestWholeIndexWaitBounded(t *testing.T) {
-	wb := &wholeBackend{fakeBackend: fakeBackend{params: fingerprint.DefaultParams()},
+	wb := &wholeBackend{fakeController: newFakeController(),
 		entered: make(chan float64, 10), release: make(chan struct{})}
-	_, c := serveWith(t, wb, ServerOptions{WholeWait: 300 * time.Millisecond})
+	_, c := serveWith(t, wb, Options{WholeWait: 300 * time.Millisecond})
 	var held sync.WaitGroup
 	defer held.Wait()
 	defer close(wb.release)
-	held.Go(func() { c.Groups(context.Background(), GroupsOptions{}) })
+	held.Go(func() { c.Groups(context.Background(), ipc.GroupsOptions{}) })
 	<-wb.entered
 	start := time.Now()
-	var e *Error
-	if _, err := c.Dupes(context.Background(), ""); !errors.As(err, &e) || e.Code != CodeBusy || !strings.Contains(e.Message, "none ended within 300ms") {
+	var e *ipc.Error
+	if _, err := c.Dupes(context.Background(), ""); !errors.As(err, &e) || e.Code != ipc.CodeBusy || !strings.Contains(e.Message, "none ended within 300ms") {
 		t.Errorf("dupes while groups computes for longer than WholeWait: %v, want busy", err)
 	}
 	if took := time.Since(start); took < 250*time.Millisecond {

@@ -1,4 +1,4 @@
-package ipc
+package server
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
+	"github.com/sif-dev/sif/ipc"
 )
 
 // FuzzDecodeBasis sends arbitrary bodies to /v1/basis and /v1/similar with
@@ -25,7 +26,7 @@ func FuzzDecodeBasis(f *testing.F) {
 			match("/r/a", int64(len(a)), 0.9), match("/r/b", int64(len(b)), 0.5), match("/r/gone", 10, 0.4)}}},
 		files: map[string][]byte{"/r/a": a, "/r/b": b},
 	}
-	srv := NewServer(fb, fuzzLimits)
+	srv := New(backendOf(fb), fuzzLimits)
 	f.Fuzz(func(t *testing.T, body []byte, similar bool) {
 		route := "/v1/basis"
 		if similar {
@@ -39,13 +40,13 @@ func FuzzDecodeBasis(f *testing.F) {
 			return
 		}
 		if similar {
-			var r SimilarResponse
+			var r ipc.SimilarResponse
 			if err := json.Unmarshal(out, &r); err != nil {
 				t.Fatal(err)
 			}
 			return
 		}
-		var r BasisResponse
+		var r ipc.BasisResponse
 		if err := json.Unmarshal(out, &r); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package ipc
+package server
 
 import (
 	"context"
@@ -9,14 +9,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sif-dev/sif/ipc"
 	"github.com/sif-dev/sif/ipc/peer"
 )
 
 // sendAs serves one request from the caller a server with access acc makes
 // of cred (or of an unknown caller, when credErr is set).
-func sendAs(t *testing.T, b Backend, acc Access, cred peer.Cred, credErr error, method, path, body string) *httptest.ResponseRecorder {
+func sendAs(t *testing.T, b any, acc Access, cred peer.Cred, credErr error, method, path, body string) *httptest.ResponseRecorder {
 	t.Helper()
-	s := NewServer(b, ServerOptions{Version: "test", Access: &acc})
+	s := New(backendOf(b), Options{Version: "test", Access: &acc})
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
 	req = req.WithContext(context.WithValue(req.Context(), callerKey{}, s.judge(cred, credErr)))
 	rec := httptest.NewRecorder()
@@ -26,7 +27,7 @@ func sendAs(t *testing.T, b Backend, acc Access, cred peer.Cred, credErr error, 
 
 func TestCallerJudgement(t *testing.T) {
 	acc := Access{Owner: 500, Operators: []uint32{77}}
-	s := NewServer(&fakeBackend{}, ServerOptions{Access: &acc})
+	s := New(backendOf(&fakeBackend{}), Options{Access: &acc})
 	for _, c := range []struct {
 		name       string
 		cred       peer.Cred
@@ -49,7 +50,7 @@ func TestCallerJudgement(t *testing.T) {
 		t.Error("unknown caller on a shared socket accepted")
 	}
 	acc.Private = true
-	s = NewServer(&fakeBackend{}, ServerOptions{Access: &acc})
+	s = New(backendOf(&fakeBackend{}), Options{Access: &acc})
 	if c := s.judge(peer.Cred{}, peer.ErrUnsupported); c.err != nil || !c.all {
 		t.Errorf("unknown caller on a private socket: %+v", c)
 	}
@@ -70,11 +71,11 @@ func TestInfoAndStatusRedacted(t *testing.T) {
 	fc := newFakeController()
 	anyone := peer.Cred{UID: 1002, GID: 1002}
 	rec := sendAs(t, fc, Access{Owner: 500}, anyone, nil, "GET", "/v1/info", "")
-	var info Info
+	var info ipc.Info
 	if err := json.Unmarshal(rec.Body.Bytes(), &info); err != nil || rec.Code != 200 {
 		t.Fatalf("info: %d %s", rec.Code, rec.Body)
 	}
-	if info.Index != (IndexStats{}) {
+	if info.Index != (ipc.IndexStats{}) {
 		t.Errorf("info for another user counts the index: %+v", info.Index)
 	}
 	rec = sendAs(t, fc, Access{Owner: 500}, peer.Cred{UID: 500}, nil, "GET", "/v1/info", "")

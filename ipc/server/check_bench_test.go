@@ -1,4 +1,4 @@
-package ipc
+package server
 
 import (
 	"bytes"
@@ -18,12 +18,12 @@ import (
 
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
+	"github.com/sif-dev/sif/ipc"
 )
 
 // diskBackend answers from a real index and reads candidates from disk.
 type diskBackend struct{ *index.Index }
 
-func (diskBackend) Status() Status { return Status{State: "ready"} }
 func (diskBackend) OpenIndexed(path string) (io.ReadCloser, index.FileMeta, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -90,11 +90,11 @@ func BenchmarkCheckedQuery(b *testing.B) {
 	prep := func(fast bool) []prepared {
 		var out []prepared
 		for _, q := range picked {
-			sk, d, err := QueryFile(q, p, ReadOptions{})
+			sk, d, err := ipc.QueryFile(q, p, ipc.ReadOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
-			req := NewSimilarRequest(q, sk)
+			req := ipc.NewSimilarRequest(q, sk)
 			if !fast {
 				req.Attach(d)
 			}
@@ -103,7 +103,7 @@ func BenchmarkCheckedQuery(b *testing.B) {
 		}
 		return out
 	}
-	srv := NewServer(diskBackend{ix}, ServerOptions{Version: "bench"})
+	srv := New(backendOf(diskBackend{ix}), Options{Version: "bench"})
 	medians := map[string]time.Duration{}
 	for _, mode := range []string{"fast", "checked"} {
 		reqs := prep(mode == "fast")
@@ -125,7 +125,7 @@ func BenchmarkCheckedQuery(b *testing.B) {
 				if rec.Code != 200 {
 					b.Fatalf("status %d: %s", rec.Code, rec.Body)
 				}
-				var resp SimilarResponse
+				var resp ipc.SimilarResponse
 				json.Unmarshal(rec.Body.Bytes(), &resp)
 				checked += resp.Checked
 				matches += len(resp.Matches)

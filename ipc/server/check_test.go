@@ -1,4 +1,4 @@
-package ipc
+package server
 
 import (
 	"bytes"
@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/sif-dev/sif/index"
-	"github.com/sif-dev/sif/index/exact"
 	"github.com/sif-dev/sif/index/fingerprint"
+	"github.com/sif-dev/sif/ipc"
 )
 
 // fileBackend is a fakeBackend whose candidates' bytes are in files.
@@ -69,7 +69,7 @@ func TestCheckOrdersByExactMeasures(t *testing.T) {
 	fb := &fileBackend{fakeBackend: &fakeBackend{params: p, result: &index.Result{Matches: ms}}, files: files}
 	c := serve(t, fb)
 	sk := &fingerprint.Sketch{Params: p, Summary: fingerprint.Summary{Size: int64(len(q))}}
-	req := NewSimilarRequest("/r/q/query.txt", sk)
+	req := ipc.NewSimilarRequest("/r/q/query.txt", sk)
 	req.Content = q
 	resp, err := c.Similar(context.Background(), req)
 	if err != nil {
@@ -104,7 +104,7 @@ func TestCheckOrdersByExactMeasures(t *testing.T) {
 	}
 	req.Fast, fb.opened = true, nil
 	resp, err = c.Similar(context.Background(), req)
-	if err != nil || resp.Matches[0].Path != "/r/far/low.txt" || resp.Matches[0].Measure != MeasureEstimated || len(fb.opened) != 0 {
+	if err != nil || resp.Matches[0].Path != "/r/far/low.txt" || resp.Matches[0].Measure != ipc.MeasureEstimated || len(fb.opened) != 0 {
 		t.Fatalf("fast: %v %+v, opened %v", err, resp, fb.opened)
 	}
 }
@@ -141,69 +141,40 @@ func TestCheckWireErrors(t *testing.T) {
 	p := fingerprint.DefaultParams()
 	fb := &fileBackend{fakeBackend: &fakeBackend{params: p, result: &index.Result{}}}
 	c := serve(t, fb)
-	good := func() *SimilarRequest {
-		r := NewSimilarRequest("", &fingerprint.Sketch{Params: p, Summary: fingerprint.Summary{Size: 3}})
+	good := func() *ipc.SimilarRequest {
+		r := ipc.NewSimilarRequest("", &fingerprint.Sketch{Params: p, Summary: fingerprint.Summary{Size: 3}})
 		r.Content = []byte("abc")
 		return r
 	}
 	cases := []struct {
 		name string
-		mod  func(*SimilarRequest)
-		code Code
+		mod  func(*ipc.SimilarRequest)
+		code ipc.Code
 		msg  string
 	}{
-		{"content size", func(r *SimilarRequest) { r.Size = 4 }, CodeBadRequest, "content: 3 bytes, but size is 4"},
-		{"both", func(r *SimilarRequest) { r.Windows = NewWindows(4, nil) }, CodeBadRequest, "not both"},
-		{"ragged", func(r *SimilarRequest) { r.Content = nil; r.Windows = &Windows{Level: 4, Hashes: []byte{1, 2}} }, CodeBadRequest, "windows.hashes"},
-		{"unsorted", func(r *SimilarRequest) { r.Content = nil; r.Windows = NewWindows(4, []uint64{0x20, 0x10}) }, CodeBadRequest, "sorted"},
-		{"not kept", func(r *SimilarRequest) { r.Content = nil; r.Windows = NewWindows(4, []uint64{0x11}) }, CodeBadRequest, "level 4"},
-		{"level", func(r *SimilarRequest) { r.Content = nil; r.Windows = NewWindows(40, nil) }, CodeBadRequest, "level 40"},
-		{"big content", func(r *SimilarRequest) { r.Content = make([]byte, MaxContent+1); r.Size = MaxContent + 1 }, CodeTooLarge, "send windows"},
+		{"content size", func(r *ipc.SimilarRequest) { r.Size = 4 }, ipc.CodeBadRequest, "content: 3 bytes, but size is 4"},
+		{"both", func(r *ipc.SimilarRequest) { r.Windows = ipc.NewWindows(4, nil) }, ipc.CodeBadRequest, "not both"},
+		{"ragged", func(r *ipc.SimilarRequest) { r.Content = nil; r.Windows = &ipc.Windows{Level: 4, Hashes: []byte{1, 2}} }, ipc.CodeBadRequest, "windows.hashes"},
+		{"unsorted", func(r *ipc.SimilarRequest) { r.Content = nil; r.Windows = ipc.NewWindows(4, []uint64{0x20, 0x10}) }, ipc.CodeBadRequest, "sorted"},
+		{"not kept", func(r *ipc.SimilarRequest) { r.Content = nil; r.Windows = ipc.NewWindows(4, []uint64{0x11}) }, ipc.CodeBadRequest, "level 4"},
+		{"level", func(r *ipc.SimilarRequest) { r.Content = nil; r.Windows = ipc.NewWindows(40, nil) }, ipc.CodeBadRequest, "level 40"},
+		{"big content", func(r *ipc.SimilarRequest) { r.Content = make([]byte, ipc.MaxContent+1); r.Size = ipc.MaxContent + 1 }, ipc.CodeTooLarge, "send windows"},
 	}
 	for _, tc := range cases {
 		r := good()
 		tc.mod(r)
 		_, err := c.Similar(context.Background(), r)
-		var e *Error
+		var e *ipc.Error
 		if !errors.As(err, &e) || e.Code != tc.code || !strings.Contains(e.Message, tc.msg) {
 			t.Errorf("%s: %v, want code %s mentioning %q", tc.name, err, tc.code, tc.msg)
 		}
-		br := &BasisRequest{Params: r.Params, Size: r.Size, Strong: r.Strong, Features: r.Features, Content: r.Content, Windows: r.Windows}
+		br := &ipc.BasisRequest{Params: r.Params, Size: r.Size, Strong: r.Strong, Features: r.Features, Content: r.Content, Windows: r.Windows}
 		_, err = c.Basis(context.Background(), br)
 		if !errors.As(err, &e) || e.Code != tc.code || !strings.Contains(e.Message, tc.msg) {
 			t.Errorf("basis, %s: %v, want code %s mentioning %q", tc.name, err, tc.code, tc.msg)
 		}
 	}
 }
-
-// TestReadQuery: a query up to MaxContent travels as its bytes, a larger
-// one as a signature whose level keeps it near exact.MaxSamples hashes.
-func TestReadQuery(t *testing.T) {
-	p := fingerprint.DefaultParams()
-	small := text(6, 5000)
-	_, d, err := ReadQuery(bytes.NewReader(small), p, ReadOptions{Compressed: true})
-	if err != nil || !bytes.Equal(d.Content, small) || d.Windows != nil || d.Compressed != exact.CompressedSize(small) {
-		t.Fatalf("small: %v, content %d bytes, windows %v, compressed %d", err, len(d.Content), d.Windows, d.Compressed)
-	}
-	big := text(7, 3<<20)
-	sk, d, err := ReadQuery(iotest{bytes.NewReader(big)}, p, ReadOptions{})
-	if err != nil || d.Content != nil || d.Windows == nil || sk.Size != int64(len(big)) {
-		t.Fatalf("big: %v %+v", err, d)
-	}
-	level := exact.SignatureLevel(int64(len(big)))
-	want := exact.Signature(big, level)
-	if d.Windows.Level != level || len(d.Windows.Hashes) != 8*len(want) {
-		t.Fatalf("big: level %d, %d hashes; want %d, %d", d.Windows.Level, len(d.Windows.Hashes)/8, level, len(want))
-	}
-	if !bytes.Equal(d.Windows.Hashes, NewWindows(level, want).Hashes) {
-		t.Fatal("big: the signature differs from exact.Signature's")
-	}
-}
-
-// iotest hands out reads of odd sizes.
-type iotest struct{ r io.Reader }
-
-func (o iotest) Read(p []byte) (int, error) { return o.r.Read(p[:min(len(p), 77777)]) }
 
 // TestCheckWeakCandidates: with the query's bytes, the index is asked for
 // weak candidates too; the best CheckWeak of them are checked beside the
@@ -222,7 +193,7 @@ func TestCheckWeakCandidates(t *testing.T) {
 		return m
 	}
 	ms := []index.Match{weak("/r/big/none.txt", 3000, 1, 1), match("/r/strong.txt", 600, 0.6)}
-	for i := range CheckWeak { // more weak ones, equal to host.txt but farther from the query
+	for i := range ipc.CheckWeak { // more weak ones, equal to host.txt but farther from the query
 		ms = append(ms, weak("/s/"+string(rune('a'+i)), 3000, 0.5, 1))
 	}
 	ms = append(ms, weak("/r/big/host.txt", 4600, 0.5, 1))
@@ -230,7 +201,7 @@ func TestCheckWeakCandidates(t *testing.T) {
 	fb := &fileBackend{fakeBackend: &fakeBackend{params: p, result: &index.Result{Matches: ms, TooFew: true, QueryFeatures: 3}}, files: files}
 	c := serve(t, fb)
 	sk := &fingerprint.Sketch{Params: p, Summary: fingerprint.Summary{Size: int64(len(q))}}
-	req := NewSimilarRequest("/r/q/query.txt", sk)
+	req := ipc.NewSimilarRequest("/r/q/query.txt", sk)
 	req.Content = q
 	resp, err := c.Similar(context.Background(), req)
 	if err != nil {
@@ -251,8 +222,8 @@ func TestCheckWeakCandidates(t *testing.T) {
 		t.Errorf("host.txt: containment %v, want 100", resp.Matches[0].Containment)
 	}
 	// strong.txt, none.txt, host.txt (nearer than /s/...) and 6 of /s/.
-	if len(fb.opened) != 1+CheckWeak {
-		t.Errorf("opened %d files, want %d: %v", len(fb.opened), 1+CheckWeak, fb.opened)
+	if len(fb.opened) != 1+ipc.CheckWeak {
+		t.Errorf("opened %d files, want %d: %v", len(fb.opened), 1+ipc.CheckWeak, fb.opened)
 	}
 	if resp.TooFew {
 		t.Error("too_few set, though the check judged the query's candidates")

@@ -1,10 +1,11 @@
-package ipc
+package server
 
 import (
 	"encoding/hex"
 	"slices"
 
 	"github.com/sif-dev/sif/index"
+	"github.com/sif-dev/sif/ipc"
 )
 
 // dupesResponse converts the index's sets of identical files to their wire
@@ -12,8 +13,8 @@ import (
 // to one inode count as one copy on disk. When canRead is not nil, only the
 // files it accepts are listed and counted, and a set left with fewer than
 // two files is dropped: a copy the caller cannot see makes no set.
-func dupesResponse(sets []index.DupeSet, canRead func(string) bool) DupesResponse {
-	out := DupesResponse{Sets: make([]DupeSet, 0, len(sets))}
+func dupesResponse(sets []index.DupeSet, canRead func(string) bool) ipc.DupesResponse {
+	out := ipc.DupesResponse{Sets: make([]ipc.DupeSet, 0, len(sets))}
 	for i := range sets {
 		d := &sets[i]
 		if canRead != nil {
@@ -24,13 +25,13 @@ func dupesResponse(sets []index.DupeSet, canRead func(string) bool) DupesRespons
 			}
 			d = &kept
 		}
-		set := DupeSet{Size: d.Size, Strong: hex.EncodeToString(d.Strong[:]), Inodes: d.Inodes(),
-			Files: make([]DupeFile, 0, len(d.Files))}
+		set := ipc.DupeSet{Size: d.Size, Strong: hex.EncodeToString(d.Strong[:]), Inodes: d.Inodes(),
+			Files: make([]ipc.DupeFile, 0, len(d.Files))}
 		set.RedundantFiles, set.RedundantBytes = d.Redundant()
 		for j, link := range d.HardLinkOf() {
-			f := DupeFile{FilePath: NewFilePath(d.Files[j].Path)}
+			f := ipc.DupeFile{FilePath: ipc.NewFilePath(d.Files[j].Path)}
 			if link != "" {
-				l := NewFilePath(link)
+				l := ipc.NewFilePath(link)
 				f.HardLinkOf = &l
 			}
 			set.Files = append(set.Files, f)

@@ -1,4 +1,4 @@
-package ipc
+package server
 
 import (
 	"context"
@@ -8,11 +8,12 @@ import (
 	"os"
 	"slices"
 
+	"github.com/sif-dev/sif/ipc"
 	"github.com/sif-dev/sif/ipc/peer"
 )
 
 // Access says who may see and change what through the socket
-// (ServerOptions.Access).
+// (Options.Access).
 //
 // Every connection's caller is learned from the socket's peer credentials.
 // Root and Owner see every indexed file and may change the daemon. Any
@@ -88,7 +89,7 @@ func (c *caller) view() *peer.View {
 func (s *Server) identify(w http.ResponseWriter, r *http.Request) *caller {
 	c := s.callerOf(r)
 	if c.err != nil {
-		writeError(w, http.StatusForbidden, CodeForbidden,
+		writeError(w, http.StatusForbidden, ipc.CodeForbidden,
 			fmt.Sprintf("sifd cannot tell who is calling (%v), so it answers nothing on this socket", c.err))
 		return nil
 	}
@@ -106,7 +107,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, c *caller, wh
 		msg += fmt.Sprintf(" or members of its operator group (gid %d)", s.access.Operators[0])
 	}
 	msg += fmt.Sprintf("; you are uid %d. Ask an administrator, or run a sifd of your own (sifd run --root DIR)", c.cred.UID)
-	writeError(w, http.StatusForbidden, CodeForbidden, msg)
+	writeError(w, http.StatusForbidden, ipc.CodeForbidden, msg)
 	return false
 }
 
@@ -120,29 +121,29 @@ func (c *caller) canList(v *peer.View, dir string) bool {
 // may know: the daemon's state and the roots it can list, without counts of
 // files (which would count files it cannot read) and without error lines
 // (which name them).
-func redactStatus(st Status, v *peer.View) Status {
+func redactStatus(st ipc.Status, v *peer.View) ipc.Status {
 	st.DB = ""
-	st.Counters = Counters{}
-	st.Index = IndexStats{}
+	st.Counters = ipc.Counters{}
+	st.Index = ipc.IndexStats{}
 	st.LastError = nil
 	st.StillChanging = nil
 	if rb := st.IndexRebuilt; rb != nil {
-		st.IndexRebuilt = &IndexRebuild{At: rb.At} // the reason and old place name the db
+		st.IndexRebuilt = &ipc.IndexRebuild{At: rb.At} // the reason and old place name the db
 	}
 	st.Roots = redactRoots(st.Roots, v)
-	st.RemovedRoots = slices.DeleteFunc(slices.Clone(st.RemovedRoots), func(p FilePath) bool { return !v.CanList(p.Exact()) })
+	st.RemovedRoots = slices.DeleteFunc(slices.Clone(st.RemovedRoots), func(p ipc.FilePath) bool { return !v.CanList(p.Exact()) })
 	st.Redacted = true
 	return st
 }
 
 // redactRoots keeps the roots v can list, without their file counts.
-func redactRoots(roots []RootStatus, v *peer.View) []RootStatus {
-	out := make([]RootStatus, 0, len(roots))
+func redactRoots(roots []ipc.RootStatus, v *peer.View) []ipc.RootStatus {
+	out := make([]ipc.RootStatus, 0, len(roots))
 	for _, r := range roots {
 		if !v.CanList(r.Path) {
 			continue
 		}
-		out = append(out, RootStatus{
+		out = append(out, ipc.RootStatus{
 			Path: r.Path, State: r.State, Reason: r.Reason, FS: r.FS, Source: r.Source,
 			WalkDone: r.WalkDone, ScanSecs: r.ScanSecs, ETASecs: r.ETASecs, Scans: r.Scans, ScanFinish: r.ScanFinish,
 		})

@@ -1,4 +1,4 @@
-package ipc
+package server
 
 import (
 	"net/http"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sif-dev/sif/index/fingerprint"
+	"github.com/sif-dev/sif/ipc"
 )
 
 // TestWrongMethod: a route asked with another method answers 405
@@ -27,10 +28,10 @@ func TestWrongMethod(t *testing.T) {
 		{"POST", "/v2/info", http.StatusNotFound, ""},
 	} {
 		rec := httptest.NewRecorder()
-		NewServer(fc, ServerOptions{}).ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, strings.NewReader("{}")))
-		want := CodeNotFound
+		New(backendOf(fc), Options{}).ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, strings.NewReader("{}")))
+		want := ipc.CodeNotFound
 		if tc.code == http.StatusMethodNotAllowed {
-			want = CodeMethod
+			want = ipc.CodeMethod
 		}
 		if rec.Code != tc.code || rec.Header().Get("Allow") != tc.allow || !strings.Contains(rec.Body.String(), `"code":"`+string(want)+`"`) {
 			t.Errorf("%s %s: %d, Allow %q, body %s; want %d, Allow %q, code %s",
@@ -41,7 +42,7 @@ func TestWrongMethod(t *testing.T) {
 	// method, 404 not supported for the right one.
 	fb := &fakeBackend{params: fingerprint.DefaultParams()}
 	rec := httptest.NewRecorder()
-	NewServer(fb, ServerOptions{}).ServeHTTP(rec, httptest.NewRequest("GET", "/v1/wait", nil))
+	New(backendOf(fb), Options{}).ServeHTTP(rec, httptest.NewRequest("GET", "/v1/wait", nil))
 	if rec.Code != http.StatusMethodNotAllowed {
 		t.Errorf("GET /v1/wait without a Controller: %d %s", rec.Code, rec.Body.String())
 	}

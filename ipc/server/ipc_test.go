@@ -1,4 +1,4 @@
-package ipc
+package server
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
+	"github.com/sif-dev/sif/ipc"
 )
 
 // fakeBackend records the last query and answers from fields.
@@ -37,9 +38,17 @@ func (f *fakeBackend) Groups(o index.GroupOptions) ([]index.Group, error) {
 }
 func (f *fakeBackend) Dupes(string) ([]index.DupeSet, error) { return nil, f.err }
 func (f *fakeBackend) Stats() (index.Stats, error)           { return index.Stats{Files: 7}, nil }
-func (f *fakeBackend) Status() Status                        { return Status{State: "ready"} }
 
-func serve(t *testing.T, b Backend) *Client {
+// backendOf makes a Backend of a fake by its roles: the query role, and
+// the control and content roles when the fake has them.
+func backendOf(x any) Backend {
+	b := Backend{Query: x.(index.Querier)}
+	b.Control, _ = x.(Controller)
+	b.Content, _ = x.(ContentOpener)
+	return b
+}
+
+func serve(t *testing.T, b any) *ipc.Client {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "s.sock")
 	ln, err := Listen(sock, 0o600)
@@ -48,14 +57,14 @@ func serve(t *testing.T, b Backend) *Client {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- NewServer(b, ServerOptions{Version: "test"}).Serve(ctx, ln) }()
+	go func() { done <- New(backendOf(b), Options{Version: "test"}).Serve(ctx, ln) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return NewClient(sock)
+	return ipc.NewClient(sock)
 }
 
 func TestSimilarRoundTrip(t *testing.T) {
@@ -70,7 +79,7 @@ func TestSimilarRoundTrip(t *testing.T) {
 	c := serve(t, fb)
 	sk := &fingerprint.Sketch{Params: p, Summary: fingerprint.Summary{Size: 99, Type: fingerprint.TypeText},
 		Features: []fingerprint.Feature{{Hash: 1, Count: 2}, {Hash: 0xffffffffffffffff, Count: 1}}}
-	req := NewSimilarRequest("/q/\xfe.txt", sk)
+	req := ipc.NewSimilarRequest("/q/\xfe.txt", sk)
 	thr := 40.0
 	req.Threshold = &thr
 	resp, err := c.Similar(context.Background(), req)
@@ -87,7 +96,7 @@ func TestSimilarRoundTrip(t *testing.T) {
 		t.Errorf("features %+v", got)
 	}
 	m := resp.Matches[0]
-	exact, _ := JoinPath(m.Path, m.PathRaw)
+	exact, _ := ipc.JoinPath(m.Path, m.PathRaw)
 	if exact != "/r/a\xffb" || m.Containment != 50 || m.SharedBytes != nil {
 		t.Errorf("match %+v (exact path %q)", m, exact)
 	}
@@ -98,59 +107,59 @@ func TestErrorsCarryCodes(t *testing.T) {
 	fb := &fakeBackend{params: p, result: &index.Result{}}
 	c := serve(t, fb)
 	ctx := context.Background()
-	good := func() *SimilarRequest {
-		return NewSimilarRequest("", &fingerprint.Sketch{Params: p, Features: []fingerprint.Feature{{Hash: 5, Count: 1}}})
+	good := func() *ipc.SimilarRequest {
+		return ipc.NewSimilarRequest("", &fingerprint.Sketch{Params: p, Features: []fingerprint.Feature{{Hash: 5, Count: 1}}})
 	}
 	cases := []struct {
 		name string
-		mod  func(*SimilarRequest)
-		code Code
+		mod  func(*ipc.SimilarRequest)
+		code ipc.Code
 		msg  string
 	}{
-		{"other params", func(r *SimilarRequest) { r.Params = fingerprint.Params{Scheme: fingerprint.Chunks} }, CodeParamsMismatch, "chunks"},
-		{"bad scheme", func(r *SimilarRequest) { r.Params.Scheme = "md5" }, CodeBadRequest, `scheme "md5"`},
-		{"bad hash", func(r *SimilarRequest) { r.Features[0].Hash = "xyz" }, CodeBadRequest, "features[0].hash"},
-		{"zero count", func(r *SimilarRequest) { r.Features[0].Count = 0 }, CodeBadRequest, "features[0].count"},
-		{"unsorted", func(r *SimilarRequest) { r.Features = append(r.Features, r.Features[0]) }, CodeBadRequest, "sorted"},
-		{"bad strong", func(r *SimilarRequest) { r.Strong = "00" }, CodeBadRequest, "strong"},
-		{"threshold", func(r *SimilarRequest) { x := 101.0; r.Threshold = &x }, CodeBadRequest, "threshold"},
-		{"limit", func(r *SimilarRequest) { r.Limit = -1 }, CodeBadRequest, "limit"},
-		{"size ratio", func(r *SimilarRequest) { r.SizeRatio = 0.5 }, CodeBadRequest, "size_ratio"},
+		{"other params", func(r *ipc.SimilarRequest) { r.Params = fingerprint.Params{Scheme: fingerprint.Chunks} }, ipc.CodeParamsMismatch, "chunks"},
+		{"bad scheme", func(r *ipc.SimilarRequest) { r.Params.Scheme = "md5" }, ipc.CodeBadRequest, `scheme "md5"`},
+		{"bad hash", func(r *ipc.SimilarRequest) { r.Features[0].Hash = "xyz" }, ipc.CodeBadRequest, "features[0].hash"},
+		{"zero count", func(r *ipc.SimilarRequest) { r.Features[0].Count = 0 }, ipc.CodeBadRequest, "features[0].count"},
+		{"unsorted", func(r *ipc.SimilarRequest) { r.Features = append(r.Features, r.Features[0]) }, ipc.CodeBadRequest, "sorted"},
+		{"bad strong", func(r *ipc.SimilarRequest) { r.Strong = "00" }, ipc.CodeBadRequest, "strong"},
+		{"threshold", func(r *ipc.SimilarRequest) { x := 101.0; r.Threshold = &x }, ipc.CodeBadRequest, "threshold"},
+		{"limit", func(r *ipc.SimilarRequest) { r.Limit = -1 }, ipc.CodeBadRequest, "limit"},
+		{"size ratio", func(r *ipc.SimilarRequest) { r.SizeRatio = 0.5 }, ipc.CodeBadRequest, "size_ratio"},
 	}
 	for _, tc := range cases {
 		r := good()
 		tc.mod(r)
 		_, err := c.Similar(ctx, r)
-		var e *Error
+		var e *ipc.Error
 		if !errors.As(err, &e) || e.Code != tc.code || !strings.Contains(e.Message, tc.msg) {
 			t.Errorf("%s: %v, want code %s mentioning %q", tc.name, err, tc.code, tc.msg)
 		}
 	}
 	fb.err = errors.New("disk on fire")
 	_, err := c.Similar(ctx, good())
-	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeInternal {
+	var e *ipc.Error
+	if !errors.As(err, &e) || e.Code != ipc.CodeInternal {
 		t.Errorf("backend failure: %v", err)
 	}
 	fb.err = index.ErrClosed
-	if _, err := c.Groups(ctx, GroupsOptions{}); !errors.As(err, &e) || e.Code != CodeUnavailable {
+	if _, err := c.Groups(ctx, ipc.GroupsOptions{}); !errors.As(err, &e) || e.Code != ipc.CodeUnavailable {
 		t.Errorf("closed index: %v", err)
 	}
-	if err := c.do(ctx, "GET", "/v2/nothing", nil, &struct{}{}); !errors.As(err, &e) || e.Code != CodeNotFound {
-		t.Errorf("unknown route: %v", err)
+	if code, e, body := send(t, fb, "GET", "/v2/nothing", ""); code != 404 || e == nil || e.Code != ipc.CodeNotFound {
+		t.Errorf("unknown route: %d %s", code, body)
 	}
 }
 
 func TestGroupsDefaults(t *testing.T) {
 	fb := &fakeBackend{params: fingerprint.DefaultParams()}
 	c := serve(t, fb)
-	if _, err := c.Groups(context.Background(), GroupsOptions{}); err != nil {
+	if _, err := c.Groups(context.Background(), ipc.GroupsOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if fb.groupsO.Threshold != 0.25 || !fb.groupsO.SameType {
 		t.Errorf("default group options %+v", fb.groupsO)
 	}
-	if _, err := c.Groups(context.Background(), GroupsOptions{Threshold: 60, AllTypes: true, MaxDF: 9}); err != nil {
+	if _, err := c.Groups(context.Background(), ipc.GroupsOptions{Threshold: 60, AllTypes: true, MaxDF: 9}); err != nil {
 		t.Fatal(err)
 	}
 	if fb.groupsO.Threshold != 0.6 || fb.groupsO.SameType || fb.groupsO.MaxDF != 9 {
@@ -160,7 +169,7 @@ func TestGroupsDefaults(t *testing.T) {
 
 func TestClientErrors(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := NewClient(filepath.Join(dir, "none")).Info(context.Background()); !errors.Is(err, ErrNoDaemon) {
+	if _, err := ipc.NewClient(filepath.Join(dir, "none")).Info(context.Background()); !errors.Is(err, ipc.ErrNoDaemon) {
 		t.Errorf("missing socket: %v, want ErrNoDaemon", err)
 	}
 	// A socket nobody answers on any more.
@@ -168,7 +177,7 @@ func TestClientErrors(t *testing.T) {
 	ln, _ := net.Listen("unix", stale)
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	ln.Close()
-	if _, err := NewClient(stale).Info(context.Background()); !errors.Is(err, ErrNoDaemon) {
+	if _, err := ipc.NewClient(stale).Info(context.Background()); !errors.Is(err, ipc.ErrNoDaemon) {
 		t.Errorf("stale socket: %v, want ErrNoDaemon", err)
 	}
 	// Listen replaces the stale socket, but refuses a live one or a file.

@@ -1,0 +1,53 @@
+// Package server is the daemon's side of sif's local API (package ipc): an
+// HTTP/1.1 server on a Unix socket that decodes and checks requests,
+// decides what each caller may see, asks the index and the daemon, and
+// encodes the answers in ipc's wire types. It imports the index (and so
+// Pebble); clients import only package ipc.
+//
+// Vocabulary:
+//
+//   - A Backend is what a Server answers from, by role: Query, the index's
+//     query interface (index.Querier, which *index.Index implements);
+//     Control, the daemon's Controller for /v1/status and the control
+//     routes (roots, rescan, wait); and Content, a ContentOpener that reads
+//     the current bytes of indexed files to check a query's candidates.
+//     Control and Content may be nil: the control routes then answer 404
+//     not_found, and matches keep the index's estimates.
+//   - The backend returns domain values (index results, statuses, the
+//     paths a wait rescanned); only the server converts them to wire types
+//     and encodes JSON.
+//   - A caller is who sent a request, learned from the socket's peer
+//     credentials (package ipc/peer). Access says who sees every file and
+//     who may change the daemon; any other caller is answered with only
+//     the files it could read (a peer.View) and with no counts that would
+//     include others.
+//   - A slot is the right to be served now; a request waits for one in a
+//     short queue, first come first served, or is answered 503 busy.
+//
+// Limits (Options; the defaults in brackets) keep one client from holding
+// the daemon:
+//
+//   - A body larger than MaxBody [64 MiB], or a query with more than
+//     MaxFeatures [1,048,576] fingerprints, is answered 413 too_large; a
+//     body not received within BodyTimeout [30 s] 408 timeout.
+//   - A body is read whole before its request takes a slot, and counts
+//     against MaxBodyInFlight [128 MiB] as it arrives, so a slow client
+//     holds no slot and only what it sent.
+//   - A slot is then taken for the rest of the request: MaxConcurrent [16]
+//     of them, MaxWhole [1] for the whole-index requests GET /v1/groups and
+//     /v1/dupes, and MaxWaits [64] for POST /v1/wait, which mostly sleeps.
+//     With none free a request waits in a short queue, first come first
+//     served: up to QueueWait [1 s] behind at most MaxQueued [64] others,
+//     or WholeWait [10 s] behind MaxWholeQueued [4] for whole-index ones,
+//     none for waits; beyond that the answer is 503 busy with Retry-After.
+//     Identical whole-index requests of one caller that wait together
+//     share one answer.
+//   - An answer is written within WriteTimeout [30 s] of its first byte,
+//     or the connection is closed, so a client that stops reading frees
+//     its slot.
+//   - At most MaxConns [128] connections are open. A new connection
+//     closes the one that has waited longest without a request in
+//     progress (idle, or still sending its header), failing that the one
+//     sending its body longest, so idle and slowloris connections cost
+//     bounded memory and cannot keep a client out.
+package server
