@@ -1,0 +1,74 @@
+package ipc
+
+import (
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// heavy are the packages a client must not pull in: the index (its
+// subpackages fingerprint and exact are light) and, whole trees, the store
+// under it and what that brings along.
+func heavy(pkg string) bool {
+	if pkg == "github.com/sif-dev/sif/index" {
+		return true
+	}
+	for _, tree := range []string{
+		"github.com/cockroachdb/pebble",
+		"github.com/cockroachdb/errors",
+		"github.com/prometheus",
+		"github.com/getsentry/sentry-go",
+	} {
+		if pkg == tree || strings.HasPrefix(pkg, tree+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// deps lists the packages pkgs import, directly or not, other than the
+// standard library's, as built for goos.
+func deps(t *testing.T, goos string, pkgs ...string) []string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("this test runs go list: %v", err)
+	}
+	args := append([]string{"list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}"}, pkgs...)
+	cmd := exec.Command(gobin, args...)
+	cmd.Env = append(os.Environ(), "GOOS="+goos)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("go list -deps %s (GOOS=%s): %v\n%s", strings.Join(pkgs, " "), goos, err, stderr)
+	}
+	return strings.Fields(string(out))
+}
+
+// TestClientIsLight: the client package and sifctl pull in neither the
+// index nor Pebble and its dependencies (cockroachdb/errors, Prometheus,
+// Sentry), and the client package depends on nothing but the standard
+// library, golang.org/x/sys and sif's fingerprint packages with their own
+// dependencies.
+func TestClientIsLight(t *testing.T) {
+	const mod = "github.com/sif-dev/sif/"
+	for _, goos := range []string{"linux", "windows"} {
+		for _, pkg := range []string{mod + "ipc", mod + "cmd/sifctl"} {
+			if bad := slices.DeleteFunc(deps(t, goos, pkg), func(d string) bool { return !heavy(d) }); len(bad) > 0 {
+				t.Errorf("GOOS=%s: %s depends on %d heavy packages: %s", goos, pkg, len(bad), strings.Join(bad, " "))
+			}
+		}
+		allowed := deps(t, goos, mod+"index/fingerprint", mod+"index/exact")
+		extra := slices.DeleteFunc(deps(t, goos, mod+"ipc"), func(d string) bool {
+			return d == mod+"ipc" || slices.Contains(allowed, d) || strings.HasPrefix(d, "golang.org/x/sys/")
+		})
+		if len(extra) > 0 {
+			t.Errorf("GOOS=%s: package ipc depends on %s, beyond the standard library, x/sys and the fingerprint packages", goos, strings.Join(extra, " "))
+		}
+	}
+}
