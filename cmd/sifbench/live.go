@@ -32,7 +32,7 @@ type liveFlags struct {
 func (lf *liveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&lf.size, "size", "1MB", "freshness: size of the edited file; load: size of the tree, default 1GiB (B, KB, MB, GB, KiB, MiB, GiB)")
 	fs.DurationVar(&lf.settle, "settle", 500*time.Millisecond, "freshness, churn: sifd's --settle-delay")
-	fs.IntVar(&lf.files, "files", 0, "restart, churn: files in the tree (default 100000 for restart, 20000 for churn)")
+	fs.IntVar(&lf.files, "files", 0, "restart, churn, million: files in the tree (default 100000 for restart, 20000 for churn, 1000000 for million)")
 	fs.Float64Var(&lf.seconds, "seconds", 20, "churn: seconds of edits at each rate")
 }
 

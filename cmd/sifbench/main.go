@@ -13,6 +13,7 @@
 //	go run ./cmd/sifbench restart   [--files 100000]
 //	go run ./cmd/sifbench churn     [--files 20000] [--seconds 20] [--settle 500ms]
 //	go run ./cmd/sifbench load      [--size 1GiB] [--clients 100] [--think 100ms] [--dir DIR] [--profile DIR]
+//	go run ./cmd/sifbench million   [--files 1000000] [--dir DIR] [--seed N] [--n 1000] [--profile DIR]
 //
 // freshness rewrites a file n times and times from the end of the write to
 // the new version being found by a similar query, polled through the Go
@@ -25,7 +26,13 @@
 // alone and while --clients clients query it, with their latencies and
 // errors, each kind of request's cost alone on the ready daemon, and the
 // CPU the requests take (--profile DIR also takes the loaded daemon's
-// profiles through sifd's --pprof).
+// profiles through sifd's --pprof). million writes a synthetic file
+// server of --files files (a million, about 4 GB, by default; kept in
+// --dir and reused when given, as writing it is slow) and reports sifd's
+// first scan (time to ready, peak RSS), the index's size, similar queries'
+// latencies, a restart, and sifctl groups and dupes (their time and
+// sifd's peak RSS over them; --profile DIR keeps sifd's heap profiles),
+// against issue 9's goals.
 //
 // Two more judge how right sif's answers are, on versions of real Go
 // modules fetched from the Go module proxy (kept in --dir and reused):
@@ -83,16 +90,19 @@ type common struct {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: sifbench corpus|latency|edits|freshness|restart|churn|load|accuracy|manber [flags]; see the package doc")
+		return errors.New("usage: sifbench corpus|latency|edits|freshness|restart|churn|load|million|accuracy|manber [flags]; see the package doc")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	var c common
 	fs.StringVar(&c.src, "src", filepath.Join(runtime.GOROOT(), "src"), "corpus directory (copied first)")
 	n := 50
-	if args[0] == "freshness" {
+	switch args[0] {
+	case "freshness":
 		n = 100
+	case "million":
+		n = 1000
 	}
-	fs.IntVar(&c.n, "n", n, "number of query files; freshness: edits per client")
+	fs.IntVar(&c.n, "n", n, "number of query files (million: default 1000); freshness: edits per client")
 	fs.BoolVar(&c.json, "json", false, "print JSON")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (accuracy: with queries.json, each query's truth and first answers)")
 	fs.StringVar(&c.foreign, "foreign", filepath.Join(runtime.GOROOT(), "test"), "edits: a tree that is not indexed, whose files are queried to count stray matches (\"\" to skip)")
@@ -101,14 +111,14 @@ func run(ctx context.Context, args []string) error {
 	lf.register(fs)
 	var lo loadFlags
 	fs.IntVar(&lo.clients, "clients", 100, "load: concurrent clients, each with its own connection")
-	fs.StringVar(&lo.dir, "dir", "", "load: directory to keep the tree in, or to reuse it from (default: a temporary one); accuracy, manber: directory of the module corpus (default: sifbench-accuracy in the user cache directory)")
-	fs.StringVar(&lo.profile, "profile", "", "load: take CPU, block, mutex, heap and goroutine profiles of the loaded sifd (run with --pprof) into this directory")
+	fs.StringVar(&lo.dir, "dir", "", "load, million: directory to keep the tree in, or to reuse it from (default: a temporary one); accuracy, manber: directory of the module corpus (default: sifbench-accuracy in the user cache directory)")
+	fs.StringVar(&lo.profile, "profile", "", "load: take CPU, block, mutex, heap and goroutine profiles of the loaded sifd (run with --pprof) into this directory; million: sifd's heap profiles once ready and during groups")
 	fs.DurationVar(&lo.think, "think", 100*time.Millisecond, "load: mean pause of each client between two requests (uniform from 0 to twice it)")
 	fs.StringVar(&schemes, "schemes", "", "edits: comma-separated scheme specs such as manber:bits=8,chunks:avg=256 (default: a built-in list)")
 	var af accFlags
 	fs.StringVar(&af.set, "set", "heldout", "accuracy, manber: the set of modules, tuning or heldout")
 	fs.IntVar(&af.perBucket, "per-bucket", 0, "accuracy, manber: queries per size bucket (default 300 for accuracy, 100 for manber)")
-	fs.Uint64Var(&af.seed, "seed", 1994, "accuracy, manber: seed of the query sampling and edits")
+	fs.Uint64Var(&af.seed, "seed", 1994, "accuracy, manber: seed of the query sampling and edits; million: seed of the tree and the queries")
 	fs.Float64Var(&af.threshold, "threshold", 10, "accuracy, manber: sif's threshold in percent (manber: default 0, every candidate)")
 	fs.BoolVar(&af.peers, "peers", true, "accuracy: also run ssdeep and TLSH")
 	fs.StringVar(&af.sifdConfig, "sifd-config", "", "accuracy, manber: configuration file sifd runs with, e.g. to try another [scheme] (default: none)")
@@ -173,6 +183,8 @@ func run(ctx context.Context, args []string) error {
 		out, err = benchChurn(ctx, &c, &lf)
 	case "load":
 		out, err = benchLoad(ctx, &c, &lf, &lo)
+	case "million":
+		out, err = benchMillion(ctx, &c, &lf, &lo, af.seed)
 	case "basis":
 		out, err = benchBasis(ctx, &c)
 	case "accuracy":
@@ -180,7 +192,7 @@ func run(ctx context.Context, args []string) error {
 	case "manber":
 		out, err = benchManber(ctx, &c, &af)
 	default:
-		return fmt.Errorf("unknown benchmark %q: want corpus, latency, edits, freshness, restart, churn, load, basis, accuracy or manber", args[0])
+		return fmt.Errorf("unknown benchmark %q: want corpus, latency, edits, freshness, restart, churn, load, million, basis, accuracy or manber", args[0])
 	}
 	if err != nil {
 		return err
