@@ -312,8 +312,10 @@ func millionQueries(ctx context.Context, client *ipc.Client, t *millionTree, res
 // runSifctl runs sifctl CMD --json against the daemon d and measures it:
 // its time, its output, its own peak RSS and the daemon's over it. With
 // heapTo set, the daemon's heap profile (through its --pprof listener at
-// pprofAddr) is taken every 2 s while the command runs, and the one taken
-// at the highest resident set size is kept there.
+// pprofAddr) is taken every second while the command runs, and the one
+// taken at the highest resident set size is kept there; for a command
+// done within the second, one taken after it (whose alloc_space still
+// counts what the command allocated).
 func runSifctl(ctx context.Context, d *daemonRun, sifctl, pprofAddr, heapTo, command string) (millionCmd, error) {
 	var m millionCmd
 	pid := d.cmd.Process.Pid
@@ -339,17 +341,26 @@ func runSifctl(ctx context.Context, d *daemonRun, sifctl, pprofAddr, heapTo, com
 		wg.Go(func() {
 			var best int64
 			tmp := heapTo + ".tmp"
+			defer os.Remove(tmp)
 			for {
+				stop := false
 				select {
 				case <-done:
-					os.Remove(tmp)
-					return
-				case <-time.After(2 * time.Second):
+					if best > 0 {
+						return
+					}
+					stop = true
+				case <-time.After(time.Second):
 				}
 				rss := procStatusKB(pid, "VmRSS")
-				if err := fetchProfile(ctx, pprofAddr, "heap", tmp); err == nil && rss > best {
+				if err := fetchProfile(ctx, pprofAddr, "heap", tmp); err != nil {
+					fmt.Fprintf(os.Stderr, "sifbench: %v\n", err)
+				} else if rss > best {
 					best = rss
 					os.Rename(tmp, heapTo)
+				}
+				if stop {
+					return
 				}
 			}
 		})
