@@ -322,7 +322,9 @@ func millionQueries(ctx context.Context, client *ipc.Client, t *millionTree, res
 // pprofAddr) is taken every second while the command runs, and the one
 // taken at the highest resident set size is kept there; for a command
 // done within the second, one taken after it (whose alloc_space still
-// counts what the command allocated).
+// counts what the command allocated). A heap profile shows the live heap
+// as of the daemon's last garbage collection: a command that allocates
+// less than the collector's target shows the heap its predecessor left.
 func runSifctl(ctx context.Context, d *daemonRun, sifctl, pprofAddr, heapTo, command string) (millionCmd, error) {
 	var m millionCmd
 	pid := d.cmd.Process.Pid
