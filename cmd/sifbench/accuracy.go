@@ -79,6 +79,10 @@ type bucketMetrics struct {
 	Boilerplate      int           `json:"boilerplate_queries"`
 	BoilerplatePairs float64       `json:"boilerplate_pairs_share"`
 	Tools            []toolMetrics `json:"tools"`
+	// NoBoilerplateF1 is each tool's best F1 at containment ≥ 50 % over
+	// the queries that are not boilerplate (in the order of Tools), so
+	// the few queries that are do not hide how the rest fare.
+	NoBoilerplateF1 []f1Result `json:"no_boilerplate_f1_containment_50"`
 }
 
 // accuracyResult is the output of sifbench accuracy.
@@ -315,6 +319,7 @@ const boilerplateFiles = 200
 func measure(name string, sel []int, tr *truth, runs []*toolRun) bucketMetrics {
 	bm := bucketMetrics{Bucket: name, Queries: len(sel), Positives: make([]int, len(relations))}
 	bpairs := 0
+	var plain []int // the queries that are not boilerplate
 	for _, q := range sel {
 		if tr.MaxContainment(q) >= 0.5 {
 			bm.WithMatch++
@@ -330,6 +335,13 @@ func measure(name string, sel []int, tr *truth, runs []*toolRun) bucketMetrics {
 		if n := bm.Positives[0] - before; n > boilerplateFiles {
 			bm.Boilerplate++
 			bpairs += n
+		} else {
+			plain = append(plain, q)
+		}
+	}
+	if bm.Boilerplate > 0 {
+		for _, t := range measure(name, plain, tr, runs).Tools {
+			bm.NoBoilerplateF1 = append(bm.NoBoilerplateF1, t.F1[0])
 		}
 	}
 	if bm.Positives[0] > 0 {
@@ -442,6 +454,29 @@ func printAccuracy(res *accuracyResult, tools int) {
 			row := []string{label, res.Buckets[0].Tools[ti].Tool}
 			for _, b := range res.Buckets {
 				f := b.Tools[ti].F1[ri]
+				thr := f.Threshold
+				if b.Tools[ti].Tool == "tlsh" {
+					thr = -thr
+				}
+				row = append(row, fmt.Sprintf("%.3f @%s", f.F1, strconv.FormatFloat(thr, 'f', -1, 64)))
+			}
+			rows = append(rows, row)
+		}
+		if ri != 0 {
+			continue
+		}
+		for ti := range tools {
+			label := ""
+			if ti == 0 {
+				label = "  the same, without the boilerplate queries"
+			}
+			row := []string{label, res.Buckets[0].Tools[ti].Tool}
+			for _, b := range res.Buckets {
+				if b.NoBoilerplateF1 == nil {
+					row = append(row, "(same)")
+					continue
+				}
+				f := b.NoBoilerplateF1[ti]
 				thr := f.Threshold
 				if b.Tools[ti].Tool == "tlsh" {
 					thr = -thr
