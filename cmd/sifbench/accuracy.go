@@ -79,10 +79,11 @@ type bucketMetrics struct {
 	Boilerplate      int           `json:"boilerplate_queries"`
 	BoilerplatePairs float64       `json:"boilerplate_pairs_share"`
 	Tools            []toolMetrics `json:"tools"`
-	// NoBoilerplateF1 is each tool's best F1 at containment ≥ 50 % over
-	// the queries that are not boilerplate (in the order of Tools), so
-	// the few queries that are do not hide how the rest fare.
-	NoBoilerplateF1 []f1Result `json:"no_boilerplate_f1_containment_50"`
+	// NoBoilerplateF1 is each tool's best F1 per relation over the queries
+	// that are not boilerplate (in the order of Tools, then of relations),
+	// so the few queries that are do not hide how the rest fare; nil when
+	// the bucket has none.
+	NoBoilerplateF1 [][]f1Result `json:"no_boilerplate_f1,omitempty"`
 }
 
 // accuracyResult is the output of sifbench accuracy.
@@ -341,7 +342,7 @@ func measure(name string, sel []int, tr *truth, runs []*toolRun) bucketMetrics {
 	}
 	if bm.Boilerplate > 0 {
 		for _, t := range measure(name, plain, tr, runs).Tools {
-			bm.NoBoilerplateF1 = append(bm.NoBoilerplateF1, t.F1[0])
+			bm.NoBoilerplateF1 = append(bm.NoBoilerplateF1, t.F1)
 		}
 	}
 	if bm.Positives[0] > 0 {
@@ -462,9 +463,6 @@ func printAccuracy(res *accuracyResult, tools int) {
 			}
 			rows = append(rows, row)
 		}
-		if ri != 0 {
-			continue
-		}
 		for ti := range tools {
 			label := ""
 			if ti == 0 {
@@ -476,7 +474,7 @@ func printAccuracy(res *accuracyResult, tools int) {
 					row = append(row, "(same)")
 					continue
 				}
-				f := b.NoBoilerplateF1[ti]
+				f := b.NoBoilerplateF1[ti][ri]
 				thr := f.Threshold
 				if b.Tools[ti].Tool == "tlsh" {
 					thr = -thr
