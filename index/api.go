@@ -278,6 +278,7 @@ type Stats struct {
 // CheckReport is the result of an invariant check.
 type CheckReport struct {
 	Files        uint64
+	Contents     uint64 // distinct contents: identical files share one
 	Postings     uint64
 	Fingerprints uint64   // distinct fingerprint keys among the postings
 	Problems     []string // empty when the index is consistent; capped at MaxProblems

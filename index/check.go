@@ -17,23 +17,29 @@ import (
 //
 //   - every path key names a record whose path is that path, and every
 //     record has its path key;
-//   - every record has its identical-content key, and every such key belongs
-//     to a record with that strong hash;
+//   - every file record names a content that has a record, and every
+//     content is held by at least one file;
+//   - every file record has its copy key (its content's strong hash, its
+//     content id, its id), and every copy key belongs to a file record
+//     naming that content, whose strong hash it carries;
+//   - no two contents are equal (same strong hash, summary and forward
+//     list): identical files share one;
 //   - every record has its inode key, and every inode key belongs to a
 //     record with that device and inode;
-//   - every record has a forward list, every forward list a record, and a
-//     record's weight and number of features are what its forward list gives;
-//   - every posting belongs to a live file whose forward list holds that
-//     fingerprint key with that weight, and every forward entry has its
-//     posting;
+//   - every content has a forward list, every forward list a content, and
+//     a content's weight and number of features are what its forward list
+//     gives;
+//   - every posting belongs to a live content whose forward list holds
+//     that fingerprint key with that weight, and every forward entry has
+//     its posting;
 //   - the metadata is present and decodes, and no key has an unknown prefix.
 //
 // The report counts the distinct fingerprint keys of the postings in
-// Fingerprints. Undecodable values are reported as problems, not returned as
-// errors. Each problem is one line naming the key (path, file id,
-// fingerprint key in hex, device:inode/id of an inode key); after
-// MaxProblems they are only counted, in More.
-// The error is for failures to read the database.
+// Fingerprints and the contents in Contents. Undecodable values are
+// reported as problems, not returned as errors. Each problem is one line
+// naming the key (path, file id, content id, fingerprint key in hex,
+// device:inode/id of an inode key); after MaxProblems they are only
+// counted, in More. The error is for failures to read the database.
 func (ix *Index) Check() (*CheckReport, error) {
 	if err := ix.acquire(); err != nil {
 		return nil, fmt.Errorf("index.Check: %w", err)
@@ -42,10 +48,11 @@ func (ix *Index) Check() (*CheckReport, error) {
 	snap := ix.db.NewSnapshot()
 	defer snap.Close()
 	c := &checker{
-		ix:      ix,
-		r:       snap,
-		rep:     &CheckReport{},
-		records: make(map[uint32]*checkedRecord),
+		ix:       ix,
+		r:        snap,
+		rep:      &CheckReport{},
+		records:  make(map[uint32]*checkedRecord),
+		contents: make(map[uint32]*checkedContent),
 	}
 	if err := c.run(); err != nil {
 		return nil, fmt.Errorf("index.Check: %w", err)
@@ -54,29 +61,36 @@ func (ix *Index) Check() (*CheckReport, error) {
 }
 
 type checker struct {
-	ix      *Index
-	r       pebble.Reader
-	rep     *CheckReport
-	records map[uint32]*checkedRecord
+	ix       *Index
+	r        pebble.Reader
+	rep      *CheckReport
+	records  map[uint32]*checkedRecord
+	contents map[uint32]*checkedContent
 }
 
-// checkedRecord is what Check remembers of a record.
+// checkedRecord is what Check remembers of a file record.
 type checkedRecord struct {
-	path       string
-	strong     [32]byte
-	dev, ino   uint64
-	weight     uint64
-	features   uint32
-	hasPath    bool
-	hasStrong  bool
-	hasInode   bool
+	path      string
+	cid       uint32
+	dev, ino  uint64
+	hasPath   bool
+	hasStrong bool
+	hasInode  bool
+	broken    bool // the record does not decode
+}
+
+// checkedContent is what Check remembers of a content record.
+type checkedContent struct {
+	rec        FileRecord // its content fields
+	files      int        // file records naming it
 	hasForward bool
+	fwdHash    uint64 // forwardHash of its forward list
 	// The forward list, read along with the postings: fwd decodes it and
 	// cur is its next entry not yet matched with a posting.
 	fwd    forwardReader
 	cur    entry
 	curOK  bool
-	broken bool // the forward list does not decode: do not match postings against it
+	broken bool // the record or forward list does not decode: do not match postings against it
 }
 
 func (c *checker) problem(format string, args ...any) {
@@ -89,7 +103,7 @@ func (c *checker) problem(format string, args ...any) {
 
 func (c *checker) run() error {
 	for _, step := range []func() error{
-		c.checkMeta, c.checkPrefixes, c.checkRecords, c.checkPaths,
+		c.checkMeta, c.checkPrefixes, c.checkContents, c.checkRecords, c.checkPaths,
 		c.checkStrong, c.checkInodes, c.checkForward, c.checkPostings,
 	} {
 		if err := step(); err != nil {
@@ -102,15 +116,42 @@ func (c *checker) run() error {
 			c.problem("file id %d (%q): no path key", id, rec.path)
 		}
 		if !rec.hasStrong {
-			c.problem("file id %d (%q): no identical-content key %x", id, rec.path, rec.strong)
+			if cr := c.contents[rec.cid]; cr != nil {
+				c.problem("file id %d (%q): no copy key %x/%d", id, rec.path, cr.rec.Strong, rec.cid)
+			}
 		}
 		if !rec.hasInode {
 			c.problem("file id %d (%q): no inode key %d:%d", id, rec.path, rec.dev, rec.ino)
 		}
-		if !rec.hasForward {
-			c.problem("file id %d (%q): no forward list", id, rec.path)
+	}
+	type same struct {
+		sum  fingerprint.Summary
+		fwd  uint64
+		w    uint64
+		n    uint32
+		lvl  uint8
+		lvls string
+	}
+	seen := make(map[same]uint32)
+	for _, cid := range slices.Sorted(maps.Keys(c.contents)) {
+		cr := c.contents[cid]
+		if cr.files == 0 {
+			c.problem("content %d: no file holds it", cid)
+		}
+		if !cr.hasForward {
+			c.problem("content %d: no forward list", cid)
+		}
+		if cr.broken || !cr.hasForward || cr.rec.Strong == ([32]byte{}) {
+			continue
+		}
+		k := same{cr.rec.Summary, cr.fwdHash, cr.rec.Weight, cr.rec.Features, cr.rec.Level, fmt.Sprint(cr.rec.LevelWeights)}
+		if other, dup := seen[k]; dup {
+			c.problem("content %d: equal to content %d (strong hash %x): identical files must share one", cid, other, cr.rec.Strong)
+		} else {
+			seen[k] = cid
 		}
 	}
+	c.rep.Contents = uint64(len(c.contents))
 	return nil
 }
 
@@ -151,7 +192,7 @@ func (c *checker) checkPrefixes() error {
 		return err
 	}
 	defer it.Close()
-	known := []byte{prefixPosting, prefixForward, prefixInode, prefixMeta, prefixPath, prefixRecord, prefixStrong}
+	known := []byte{prefixPosting, prefixContent, prefixForward, prefixInode, prefixMeta, prefixPath, prefixRecord, prefixStrong}
 	for ok := it.First(); ok; {
 		k := it.Key()
 		if len(k) > 0 && bytes.IndexByte(known, k[0]) >= 0 {
@@ -167,6 +208,24 @@ func (c *checker) checkPrefixes() error {
 	return it.Error()
 }
 
+func (c *checker) checkContents() error {
+	lo, hi := keyspace(prefixContent)
+	return scan(c.r, lo, hi, func(k, v []byte) error {
+		cid, err := parseIDKey(k, prefixContent)
+		if err != nil {
+			c.problem("content key %x: %v", k, err)
+			return nil
+		}
+		cr := &checkedContent{}
+		if err := decodeContent(v, &cr.rec); err != nil {
+			c.problem("content %d: record: %v", cid, err)
+			cr.broken = true
+		}
+		c.contents[cid] = cr
+		return nil
+	})
+}
+
 func (c *checker) checkRecords() error {
 	lo, hi := keyspace(prefixRecord)
 	return scan(c.r, lo, hi, func(k, v []byte) error {
@@ -176,16 +235,19 @@ func (c *checker) checkRecords() error {
 			c.problem("record key %x: %v", k, err)
 			return nil
 		}
-		rec, err := decodeRecord(id, v)
+		meta, cid, err := decodeRecord(v)
 		if err != nil {
 			c.problem("file id %d: record: %v", id, err)
 			// Keep a placeholder, so its other keys are not reported as orphans.
 			c.records[id] = &checkedRecord{path: "?", hasPath: true, hasStrong: true, hasInode: true, broken: true}
 			return nil
 		}
-		c.records[id] = &checkedRecord{
-			path: rec.Path, strong: rec.Strong, dev: rec.Dev, ino: rec.Ino,
-			weight: rec.Weight, features: rec.Features,
+		c.records[id] = &checkedRecord{path: meta.Path, cid: cid, dev: meta.Dev, ino: meta.Ino}
+		if cr := c.contents[cid]; cr == nil {
+			c.problem("file id %d (%q): content %d has no record", id, meta.Path, cid)
+			c.records[id].hasStrong = true // not reported twice
+		} else {
+			cr.files++
 		}
 		return nil
 	})
@@ -221,24 +283,31 @@ func (c *checker) checkPaths() error {
 func (c *checker) checkStrong() error {
 	lo, hi := keyspace(prefixStrong)
 	return scan(c.r, lo, hi, func(k, v []byte) error {
-		strong, id, err := parseStrongKey(k)
+		strong, cid, id, err := parseStrongKey(k)
 		if err != nil {
-			c.problem("identical-content key %x: %v", k, err)
+			c.problem("copy key %x: %v", k, err)
 			return nil
 		}
-		rec := c.records[id]
+		rec, cr := c.records[id], c.contents[cid]
 		switch {
 		case rec == nil:
-			c.problem("identical-content key %x/%d: file id %d has no record", strong, id, id)
-		case rec.path == "?":
-		case rec.strong != strong:
-			c.problem("identical-content key %x/%d: the record of file id %d (%q) has strong hash %x",
-				strong, id, id, rec.path, rec.strong)
+			c.problem("copy key %x/%d/%d: file id %d has no record", strong, cid, id, id)
+		case rec.broken:
+		case rec.cid != cid:
+			c.problem("copy key %x/%d/%d: the record of file id %d (%q) names content %d",
+				strong, cid, id, id, rec.path, rec.cid)
+		case cr == nil:
+			c.problem("copy key %x/%d/%d: content %d has no record", strong, cid, id, cid)
+		case cr.broken:
+			rec.hasStrong = true
+		case cr.rec.Strong != strong:
+			c.problem("copy key %x/%d/%d: content %d (of %q) has strong hash %x",
+				strong, cid, id, cid, rec.path, cr.rec.Strong)
 		default:
 			rec.hasStrong = true
 		}
 		if len(v) != 0 {
-			c.problem("identical-content key %x/%d: value %x, want empty", strong, id, v)
+			c.problem("copy key %x/%d/%d: value %x, want empty", strong, cid, id, v)
 		}
 		return nil
 	})
@@ -273,39 +342,40 @@ func (c *checker) checkInodes() error {
 func (c *checker) checkForward() error {
 	lo, hi := keyspace(prefixForward)
 	return scan(c.r, lo, hi, func(k, v []byte) error {
-		id, err := parseIDKey(k, prefixForward)
+		cid, err := parseIDKey(k, prefixForward)
 		if err != nil {
 			c.problem("forward key %x: %v", k, err)
 			return nil
 		}
-		rec := c.records[id]
-		if rec == nil {
-			c.problem("forward list of file id %d: no record", id)
+		cr := c.contents[cid]
+		if cr == nil {
+			c.problem("forward list of content %d: no content record", cid)
 			return nil
 		}
-		rec.hasForward = true
+		cr.hasForward = true
 		es, err := decodeForward(v)
 		if err != nil {
-			c.problem("forward list of file id %d (%q): %v", id, rec.path, err)
-			rec.broken = true
+			c.problem("forward list of content %d: %v", cid, err)
+			cr.broken = true
 			return nil
 		}
-		if rec.path != "?" {
-			if w := totalWeight(es); w != rec.weight {
-				c.problem("file id %d (%q): record weight %d, forward list gives %d", id, rec.path, rec.weight, w)
+		if !cr.broken {
+			if w := totalWeight(es); w != cr.rec.Weight {
+				c.problem("content %d: record weight %d, forward list gives %d", cid, cr.rec.Weight, w)
 			}
-			if n := uint32(len(es)); n != rec.features {
-				c.problem("file id %d (%q): record says %d features, forward list holds %d", id, rec.path, rec.features, n)
+			if n := uint32(len(es)); n != cr.rec.Features {
+				c.problem("content %d: record says %d features, forward list holds %d", cid, cr.rec.Features, n)
 			}
 		}
-		rec.fwd = newForwardReader(bytes.Clone(v))
-		rec.cur, rec.curOK = rec.fwd.next()
+		cr.fwdHash, _ = forwardHash(v)
+		cr.fwd = newForwardReader(bytes.Clone(v))
+		cr.cur, cr.curOK = cr.fwd.next()
 		return nil
 	})
 }
 
 // checkPostings walks the postings in fingerprint-key order, matching each
-// posting with the next entry of its file's forward list, and counts the
+// posting with the next entry of its content's forward list, and counts the
 // distinct fingerprint keys.
 func (c *checker) checkPostings() error {
 	var (
@@ -315,7 +385,7 @@ func (c *checker) checkPostings() error {
 	lo, hi := keyspace(prefixPosting)
 	err := scan(c.r, lo, hi, func(k, v []byte) error {
 		c.rep.Postings++
-		key, id, err := parsePostingKey(k)
+		key, cid, err := parsePostingKey(k)
 		if err != nil {
 			c.problem("posting key %x: %v", k, err)
 			return nil
@@ -326,47 +396,47 @@ func (c *checker) checkPostings() error {
 		}
 		w, err := decodePosting(v)
 		if err != nil {
-			c.problem("posting %08x/%d: %v", key, id, err)
+			c.problem("posting %08x/%d: %v", key, cid, err)
 		}
-		rec := c.records[id]
+		cr := c.contents[cid]
 		switch {
-		case rec == nil:
-			c.problem("posting %08x/%d: file id %d has no record", key, id, id)
+		case cr == nil:
+			c.problem("posting %08x/%d: content %d has no record", key, cid, cid)
 			return nil
-		case !rec.hasForward || rec.broken:
-			return nil
-		}
-		c.forwardBefore(id, rec, key)
-		if !rec.curOK || rec.cur.key != key {
-			c.problem("posting %08x/%d: file id %d (%q) does not hold %08x in its forward list", key, id, id, rec.path, key)
+		case !cr.hasForward || cr.broken:
 			return nil
 		}
-		if err == nil && w != rec.cur.weight {
-			c.problem("posting %08x/%d: weight %d, the forward list of %q says %d", key, id, w, rec.path, rec.cur.weight)
+		c.forwardBefore(cid, cr, key)
+		if !cr.curOK || cr.cur.key != key {
+			c.problem("posting %08x/%d: content %d does not hold %08x in its forward list", key, cid, cid, key)
+			return nil
 		}
-		rec.cur, rec.curOK = rec.fwd.next()
+		if err == nil && w != cr.cur.weight {
+			c.problem("posting %08x/%d: weight %d, the forward list of content %d says %d", key, cid, w, cid, cr.cur.weight)
+		}
+		cr.cur, cr.curOK = cr.fwd.next()
 		return nil
 	})
 	if err != nil {
 		return err
 	}
 	// Forward entries never matched.
-	for _, id := range slices.Sorted(maps.Keys(c.records)) {
-		if rec := c.records[id]; rec.hasForward && !rec.broken {
-			for rec.curOK {
-				c.problem("file id %d (%q): forward entry %08x has no posting", id, rec.path, rec.cur.key)
-				rec.cur, rec.curOK = rec.fwd.next()
+	for _, cid := range slices.Sorted(maps.Keys(c.contents)) {
+		if cr := c.contents[cid]; cr.hasForward && !cr.broken {
+			for cr.curOK {
+				c.problem("content %d: forward entry %08x has no posting", cid, cr.cur.key)
+				cr.cur, cr.curOK = cr.fwd.next()
 			}
 		}
 	}
 	return nil
 }
 
-// forwardBefore reports and skips the forward entries of rec below key:
-// postings come in key order, so they have none.
-func (c *checker) forwardBefore(id uint32, rec *checkedRecord, key uint32) {
-	for rec.curOK && rec.cur.key < key {
-		c.problem("file id %d (%q): forward entry %08x has no posting", id, rec.path, rec.cur.key)
-		rec.cur, rec.curOK = rec.fwd.next()
+// forwardBefore reports and skips the forward entries of content cid below
+// key: postings come in key order, so they have none.
+func (c *checker) forwardBefore(cid uint32, cr *checkedContent, key uint32) {
+	for cr.curOK && cr.cur.key < key {
+		c.problem("content %d: forward entry %08x has no posting", cid, cr.cur.key)
+		cr.cur, cr.curOK = cr.fwd.next()
 	}
 }

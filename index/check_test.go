@@ -1,8 +1,10 @@
 package index_test
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,10 +12,11 @@ import (
 	"github.com/sif-dev/sif/index/fingerprint"
 )
 
-// corruptFixture is a small chunks index: /a (id 1, inode 1:10) holds
-// hashes 0x10, 0x20 (twice) and 0x30, of lengths 17, 33 and 49 (weight
-// 132); /b (id 2, inode 1:20) holds 0x20 and 0x40, of lengths 33 and 65
-// (weight 98).
+// corruptFixture is a small chunks index: /a (id 1, inode 1:10, content 1)
+// holds hashes 0x10, 0x20 (twice) and 0x30, of lengths 17, 33 and 49
+// (weight 132); /b (id 2, inode 1:20, content 2) holds 0x20 and 0x40, of
+// lengths 33 and 65 (weight 98); /c (id 3, inode 1:30) is a copy of /a and
+// shares its content.
 func corruptFixture(t *testing.T) *index.Index {
 	ix := openMem(t, nil, chunks)
 	a := sketchOf(chunks, "a", 100, fingerprint.Feature{Hash: 0x10, Count: 1}, fingerprint.Feature{Hash: 0x20, Count: 2}, fingerprint.Feature{Hash: 0x30, Count: 1})
@@ -24,13 +27,22 @@ func corruptFixture(t *testing.T) *index.Index {
 	if r, err := ix.Put(index.FileMeta{Path: "/b", Size: 200, Dev: 1, Ino: 20}, b); err != nil || r.ID != 2 {
 		t.Fatalf("put /b: %+v %v", r, err)
 	}
-	mustClean(t, ix)
+	if r, err := ix.Put(index.FileMeta{Path: "/c", Size: 100, Dev: 1, Ino: 30}, a); err != nil || r.ID != 3 {
+		t.Fatalf("put /c: %+v %v", r, err)
+	}
+	if rep := mustClean(t, ix); rep.Contents != 2 || rep.Postings != 5 {
+		t.Fatalf("fixture: %d contents, %d postings; want 2 and 5", rep.Contents, rep.Postings)
+	}
 	return ix
 }
 
 func TestCheckCatchesCorruption(t *testing.T) {
 	pv := index.PostingValue
 	k := index.FingerprintKey
+	fwd := func(es ...index.Entry) []byte {
+		slices.SortFunc(es, func(a, b index.Entry) int { return cmp.Compare(a.Key, b.Key) })
+		return index.EncodeForward(es)
+	}
 	rec := func(t *testing.T, ix *index.Index, path string) index.FileRecord {
 		r, err := ix.Lookup(path)
 		if err != nil {
@@ -43,18 +55,18 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		corrupt func(t *testing.T, ix *index.Index) error
 		want    []string // each must appear in some problem line
 	}{
-		{"posting of a fingerprint the file does not hold", func(t *testing.T, ix *index.Index) error {
+		{"posting of a fingerprint the content does not hold", func(t *testing.T, ix *index.Index) error {
 			return ix.RawSet(index.PostingKey(k(0x50), 1), pv(81))
-		}, []string{fmt.Sprintf("posting %08x/1: file id 1 (\"/a\") does not hold %08x", k(0x50), k(0x50))}},
-		{"posting of a missing file", func(t *testing.T, ix *index.Index) error {
+		}, []string{fmt.Sprintf("posting %08x/1: content 1 does not hold %08x", k(0x50), k(0x50))}},
+		{"posting of a missing content", func(t *testing.T, ix *index.Index) error {
 			return ix.RawSet(index.PostingKey(k(0x10), 7), pv(17))
-		}, []string{fmt.Sprintf("posting %08x/7: file id 7 has no record", k(0x10))}},
+		}, []string{fmt.Sprintf("posting %08x/7: content 7 has no record", k(0x10))}},
 		{"missing posting", func(t *testing.T, ix *index.Index) error {
 			return ix.RawDelete(index.PostingKey(k(0x30), 1))
-		}, []string{fmt.Sprintf("file id 1 (\"/a\"): forward entry %08x has no posting", k(0x30))}},
+		}, []string{fmt.Sprintf("content 1: forward entry %08x has no posting", k(0x30))}},
 		{"posting with the wrong weight", func(t *testing.T, ix *index.Index) error {
 			return ix.RawSet(index.PostingKey(k(0x20), 1), pv(99))
-		}, []string{fmt.Sprintf("posting %08x/1: weight 99, the forward list of \"/a\" says 66", k(0x20))}},
+		}, []string{fmt.Sprintf("posting %08x/1: weight 99, the forward list of content 1 says 66", k(0x20))}},
 		{"undecodable posting", func(t *testing.T, ix *index.Index) error {
 			return ix.RawSet(index.PostingKey(k(0x20), 2), []byte{0x80})
 		}, []string{fmt.Sprintf("posting %08x/2:", k(0x20)), "corrupt"}},
@@ -63,17 +75,17 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		}, []string{fmt.Sprintf("posting %08x/2:", k(0x20)), "corrupt"}},
 		{"missing forward list", func(t *testing.T, ix *index.Index) error {
 			return ix.RawDelete(index.ForwardKey(2))
-		}, []string{"file id 2 (\"/b\"): no forward list"}},
+		}, []string{"content 2: no forward list"}},
 		{"undecodable forward list", func(t *testing.T, ix *index.Index) error {
 			return ix.RawSet(index.ForwardKey(1), []byte{3, 1})
-		}, []string{"forward list of file id 1 (\"/a\")", "corrupt"}},
-		{"forward list of a missing file", func(t *testing.T, ix *index.Index) error {
+		}, []string{"forward list of content 1:", "corrupt"}},
+		{"forward list of a missing content", func(t *testing.T, ix *index.Index) error {
 			return ix.RawSet(index.ForwardKey(9), index.EncodeForward(nil))
-		}, []string{"forward list of file id 9: no record"}},
-		{"forward list that disagrees with the record", func(t *testing.T, ix *index.Index) error {
+		}, []string{"forward list of content 9: no content record"}},
+		{"forward list that disagrees with the content record", func(t *testing.T, ix *index.Index) error {
 			return ix.RawSet(index.ForwardKey(2), index.EncodeForward([]index.Entry{{Key: k(0x20), Weight: 33}}))
-		}, []string{"file id 2 (\"/b\"): record weight 98, forward list gives 33", "record says 2 features, forward list holds 1",
-			fmt.Sprintf("posting %08x/2: file id 2 (\"/b\") does not hold", k(0x40))}},
+		}, []string{"content 2: record weight 98, forward list gives 33", "record says 2 features, forward list holds 1",
+			fmt.Sprintf("posting %08x/2: content 2 does not hold", k(0x40))}},
 		{"key of format version 1's file-counts", func(t *testing.T, ix *index.Index) error {
 			return ix.RawSet([]byte{'d', 0, 0, 0, 0, 0, 0, 0, 0x20}, []byte{2})
 		}, []string{"key 640000000000000020: unknown prefix"}},
@@ -81,38 +93,86 @@ func TestCheckCatchesCorruption(t *testing.T) {
 			return ix.RawDelete(index.PathKey("/a"))
 		}, []string{"file id 1 (\"/a\"): no path key"}},
 		{"path key of a missing file", func(t *testing.T, ix *index.Index) error {
-			return ix.RawSet(index.PathKey("/c"), []byte{0, 0, 0, 5})
-		}, []string{"path \"/c\": file id 5 has no record"}},
+			return ix.RawSet(index.PathKey("/d"), []byte{0, 0, 0, 5})
+		}, []string{"path \"/d\": file id 5 has no record"}},
 		{"path key naming another file", func(t *testing.T, ix *index.Index) error {
-			return ix.RawSet(index.PathKey("/c"), []byte{0, 0, 0, 2})
-		}, []string{"path \"/c\": file id 2's record has path \"/b\"", "path \"/c\": file id 2 is named by path \"/b\" too"}},
+			return ix.RawSet(index.PathKey("/d"), []byte{0, 0, 0, 2})
+		}, []string{"path \"/d\": file id 2's record has path \"/b\"", "path \"/d\": file id 2 is named by path \"/b\" too"}},
 		{"undecodable path key value", func(t *testing.T, ix *index.Index) error {
 			return ix.RawSet(index.PathKey("/b"), []byte{1})
 		}, []string{"path \"/b\":", "file id 2 (\"/b\"): no path key"}},
 		{"missing record", func(t *testing.T, ix *index.Index) error {
 			return ix.RawDelete(index.RecordKey(2))
-		}, []string{"path \"/b\": file id 2 has no record", "forward list of file id 2: no record",
-			fmt.Sprintf("posting %08x/2: file id 2 has no record", k(0x40))}},
+		}, []string{"path \"/b\": file id 2 has no record", "content 2: no file holds it",
+			fmt.Sprintf("copy key %x/2/2: file id 2 has no record", strongOf("b"))}},
+		{"missing record of a copy", func(t *testing.T, ix *index.Index) error {
+			return ix.RawDelete(index.RecordKey(3))
+		}, []string{"path \"/c\": file id 3 has no record", fmt.Sprintf("copy key %x/1/3: file id 3 has no record", strongOf("a"))}},
 		{"undecodable record", func(t *testing.T, ix *index.Index) error {
 			return ix.RawSet(index.RecordKey(1), []byte{1, 5})
 		}, []string{"file id 1: record:", "corrupt"}},
-		{"record with the wrong weight", func(t *testing.T, ix *index.Index) error {
+		{"record naming a missing content", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.RecordKey(2), index.EncodeRecord(rec(t, ix, "/b"), 8))
+		}, []string{"file id 2 (\"/b\"): content 8 has no record", "content 2: no file holds it",
+			fmt.Sprintf("copy key %x/2/2: the record of file id 2 (\"/b\") names content 8", strongOf("b"))}},
+		{"missing content record", func(t *testing.T, ix *index.Index) error {
+			return ix.RawDelete(index.ContentKey(1))
+		}, []string{"file id 1 (\"/a\"): content 1 has no record", "file id 3 (\"/c\"): content 1 has no record",
+			"forward list of content 1: no content record", fmt.Sprintf("posting %08x/1: content 1 has no record", k(0x10))}},
+		{"undecodable content record", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.ContentKey(2), []byte{1, 5})
+		}, []string{"content 2: record:", "corrupt"}},
+		{"content record with the wrong weight", func(t *testing.T, ix *index.Index) error {
 			r := rec(t, ix, "/a")
 			r.Weight++
-			return ix.RawSet(index.RecordKey(1), index.EncodeRecord(r))
-		}, []string{"file id 1 (\"/a\"): record weight 133, forward list gives 132"}},
-		{"missing identical-content key", func(t *testing.T, ix *index.Index) error {
-			return ix.RawDelete(index.StrongKey(strongOf("a"), 1))
-		}, []string{"file id 1 (\"/a\"): no identical-content key"}},
-		{"orphan identical-content key", func(t *testing.T, ix *index.Index) error {
-			return ix.RawSet(index.StrongKey(strongOf("zz"), 2), nil)
-		}, []string{fmt.Sprintf("identical-content key %x/2: the record of file id 2 (\"/b\") has strong hash", strongOf("zz"))}},
+			return ix.RawSet(index.ContentKey(1), index.EncodeContent(r))
+		}, []string{"content 1: record weight 133, forward list gives 132"}},
+		{"content no file holds", func(t *testing.T, ix *index.Index) error {
+			r := rec(t, ix, "/b")
+			if err := ix.RawSet(index.ContentKey(5), index.EncodeContent(r)); err != nil {
+				return err
+			}
+			return ix.RawSet(index.ForwardKey(5), fwd(index.Entry{Key: k(0x20), Weight: 33}, index.Entry{Key: k(0x40), Weight: 65}))
+		}, []string{"content 5: no file holds it", fmt.Sprintf("content 5: forward entry %08x has no posting", k(0x20))}},
+		{"two equal contents", func(t *testing.T, ix *index.Index) error {
+			// /c moved to a content of its own, equal to /a's.
+			r := rec(t, ix, "/c")
+			for _, kv := range [][2][]byte{
+				{index.ContentKey(6), index.EncodeContent(r)},
+				{index.ForwardKey(6), fwd(index.Entry{Key: k(0x10), Weight: 17}, index.Entry{Key: k(0x20), Weight: 66}, index.Entry{Key: k(0x30), Weight: 49})},
+				{index.PostingKey(k(0x10), 6), pv(17)},
+				{index.PostingKey(k(0x20), 6), pv(66)},
+				{index.PostingKey(k(0x30), 6), pv(49)},
+				{index.RecordKey(3), index.EncodeRecord(r, 6)},
+				{index.StrongKey(strongOf("a"), 6, 3), nil},
+			} {
+				if err := ix.RawSet(kv[0], kv[1]); err != nil {
+					return err
+				}
+			}
+			return ix.RawDelete(index.StrongKey(strongOf("a"), 1, 3))
+		}, []string{fmt.Sprintf("content 6: equal to content 1 (strong hash %x): identical files must share one", strongOf("a"))}},
+		{"missing copy key", func(t *testing.T, ix *index.Index) error {
+			return ix.RawDelete(index.StrongKey(strongOf("a"), 1, 1))
+		}, []string{fmt.Sprintf("file id 1 (\"/a\"): no copy key %x/1", strongOf("a"))}},
+		{"copy key with the wrong strong hash", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.StrongKey(strongOf("zz"), 2, 2), nil)
+		}, []string{fmt.Sprintf("copy key %x/2/2: content 2 (of \"/b\") has strong hash", strongOf("zz"))}},
+		{"copy key naming another content", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.StrongKey(strongOf("a"), 1, 2), nil)
+		}, []string{fmt.Sprintf("copy key %x/1/2: the record of file id 2 (\"/b\") names content 2", strongOf("a"))}},
+		{"copy key of a missing content", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.StrongKey(strongOf("a"), 4, 1), nil)
+		}, []string{fmt.Sprintf("copy key %x/4/1: the record of file id 1 (\"/a\") names content 1", strongOf("a"))}},
+		{"copy key with a value", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.StrongKey(strongOf("a"), 1, 3), []byte{7})
+		}, []string{fmt.Sprintf("copy key %x/1/3: value 07, want empty", strongOf("a"))}},
 		{"missing inode key", func(t *testing.T, ix *index.Index) error {
 			return ix.RawDelete(index.InodeKey(1, 10, 1))
 		}, []string{"file id 1 (\"/a\"): no inode key 1:10"}},
 		{"inode key of a missing file", func(t *testing.T, ix *index.Index) error {
-			return ix.RawSet(index.InodeKey(1, 30, 7), nil)
-		}, []string{"inode key 1:30/7: file id 7 has no record"}},
+			return ix.RawSet(index.InodeKey(1, 40, 7), nil)
+		}, []string{"inode key 1:40/7: file id 7 has no record"}},
 		{"inode key with the wrong device and inode", func(t *testing.T, ix *index.Index) error {
 			if err := ix.RawDelete(index.InodeKey(1, 20, 2)); err != nil {
 				return err
@@ -165,11 +225,11 @@ func TestCheckCapsProblems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each bad posting gives one problem: no record.
+	// Each bad posting gives one problem: no content record.
 	if len(rep.Problems) != index.MaxProblems || rep.More != 20 {
 		t.Fatalf("%d problems and %d more, want %d and 20", len(rep.Problems), rep.More, index.MaxProblems)
 	}
-	if rep.Postings != uint64(5+index.MaxProblems+20) || rep.Fingerprints != uint64(4+index.MaxProblems+20) || rep.Files != 2 {
+	if rep.Postings != uint64(5+index.MaxProblems+20) || rep.Fingerprints != uint64(4+index.MaxProblems+20) || rep.Files != 3 || rep.Contents != 2 {
 		t.Fatalf("report counts %+v", rep)
 	}
 }

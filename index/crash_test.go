@@ -93,6 +93,9 @@ func testCrash(t *testing.T, p fingerprint.Params, ops int) {
 		switch k := rng.IntN(10); {
 		case k < 6:
 			sk := randSketch(rng, p, rng.IntN(80), 300)
+			if len(m) > 0 && rng.IntN(3) == 0 {
+				sk = m[slices.Sorted(maps.Keys(m))[rng.IntN(len(m))]].sk // an identical copy
+			}
 			meta := metaFor(path, sk, rng)
 			if _, err := ix.Put(meta, sk); err != nil {
 				t.Fatal(err)

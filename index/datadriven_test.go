@@ -196,7 +196,7 @@ func runScript(t *testing.T, file string) {
 			case err != nil:
 				got = "error: " + err.Error()
 			case rep.OK():
-				got = fmt.Sprintf("ok: %d files, %d postings, %d fingerprints", rep.Files, rep.Postings, rep.Fingerprints)
+				got = fmt.Sprintf("ok: %d files, %d contents, %d postings, %d fingerprints", rep.Files, rep.Contents, rep.Postings, rep.Fingerprints)
 			default:
 				got = strings.Join(rep.Problems, "\n")
 			}

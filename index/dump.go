@@ -25,9 +25,10 @@ import (
 // SHA-256 of the content in hex (all zeros when unknown); weight and
 // features are the file's total weight and number of fingerprint keys (see
 // doc.go). fwd is the 64-bit FNV-1a hash, as 16 hex digits, of the file's
-// forward list: per entry, in fingerprint-key order, the key as 4 bytes
-// and the weight as 8 bytes, both big-endian. Files with equal
-// fingerprints have equal fwd.
+// forward list (its content's: identical copies share one): per entry, in
+// fingerprint-key order, the key as 4 bytes and the weight as 8 bytes, both
+// big-endian. Files with equal fingerprints have equal fwd. Identical
+// copies share one content in the index, but each has its own line.
 //
 // Dump buffers its output and returns the first error of reading the index
 // or of writing to w.
@@ -48,23 +49,27 @@ func (ix *Index) dump(prefix string, w io.Writer) error {
 
 	bw := bufio.NewWriter(w)
 	var line []byte
-	err := scanFiles(snap, prefix, func(id uint32, rec FileRecord) error {
+	hashes := make(map[uint32]uint64) // content id → forwardHash, for copies
+	err := scanFiles(snap, prefix, func(rec FileRecord, cid uint32) error {
 		if !InTree(rec.Path, prefix) {
 			return nil
 		}
-		fwd, found, err := getValue(snap, forwardKey(id))
-		if err != nil {
-			return err
-		}
-		if !found {
-			return fmt.Errorf("%w: file id %d (%q) has no forward list", ErrCorrupt, id, rec.Path)
-		}
-		sum, err := forwardHash(fwd)
-		if err != nil {
-			return fmt.Errorf("forward list of file id %d (%q): %w", id, rec.Path, err)
+		sum, ok := hashes[cid]
+		if !ok {
+			fwd, found, err := getValue(snap, forwardKey(cid))
+			if err != nil {
+				return err
+			}
+			if !found {
+				return fmt.Errorf("%w: content %d of file id %d (%q) has no forward list", ErrCorrupt, cid, rec.ID, rec.Path)
+			}
+			if sum, err = forwardHash(fwd); err != nil {
+				return fmt.Errorf("forward list of content %d (%q): %w", cid, rec.Path, err)
+			}
+			hashes[cid] = sum
 		}
 		line = appendDumpLine(line[:0], &rec, sum)
-		_, err = bw.Write(line)
+		_, err := bw.Write(line)
 		return err
 	})
 	if err != nil {

@@ -31,20 +31,35 @@ func (ix *Index) dupes(prefix string) ([]DupeSet, error) {
 	var (
 		sets   []DupeSet
 		strong [32]byte
-		ids    []uint32
+		keys   []copyKey // the copy keys of strong
 	)
 	flush := func() error {
-		if len(ids) < 2 || strong == ([32]byte{}) {
+		if len(keys) < 2 || strong == ([32]byte{}) {
 			return nil
 		}
 		bySize := make(map[int64][]FileMeta)
-		for _, id := range ids {
-			rec, found, err := readRecord(snap, id)
+		var (
+			cur  uint32
+			size int64
+		)
+		for i, k := range keys {
+			if i == 0 || k.cid != cur {
+				var c FileRecord
+				found, err := readContent(snap, k.cid, &c)
+				if err != nil {
+					return err
+				}
+				if !found {
+					return fmt.Errorf("%w: copy key of file id %d names content %d, which has no record", ErrCorrupt, k.id, k.cid)
+				}
+				cur, size = k.cid, c.Summary.Size
+			}
+			meta, _, found, err := readMeta(snap, k.id)
 			if err != nil {
 				return err
 			}
-			if found && InTree(rec.Path, prefix) {
-				bySize[rec.Summary.Size] = append(bySize[rec.Summary.Size], rec.FileMeta)
+			if found && InTree(meta.Path, prefix) {
+				bySize[size] = append(bySize[size], meta)
 			}
 		}
 		for size, files := range bySize {
@@ -57,7 +72,7 @@ func (ix *Index) dupes(prefix string) ([]DupeSet, error) {
 	}
 	lo, hi := keyspace(prefixStrong)
 	err := scan(snap, lo, hi, func(k, _ []byte) error {
-		s, id, err := parseStrongKey(k)
+		s, cid, id, err := parseStrongKey(k)
 		if err != nil {
 			return err
 		}
@@ -65,9 +80,9 @@ func (ix *Index) dupes(prefix string) ([]DupeSet, error) {
 			if err := flush(); err != nil {
 				return err
 			}
-			strong, ids = s, ids[:0]
+			strong, keys = s, keys[:0]
 		}
-		ids = append(ids, id)
+		keys = append(keys, copyKey{cid, id})
 		return nil
 	})
 	if err == nil {
@@ -81,6 +96,9 @@ func (ix *Index) dupes(prefix string) ([]DupeSet, error) {
 	})
 	return sets, nil
 }
+
+// copyKey is a parsed copy key, without its strong hash.
+type copyKey struct{ cid, id uint32 }
 
 // Inodes returns the number of distinct files on disk in the set: files
 // with the same device and inode are hard links to one file, which takes

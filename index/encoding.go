@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/sif-dev/sif/index/fingerprint"
 )
@@ -14,11 +15,16 @@ import (
 // forward lists, and a keyspace of fingerprint file-counts kept by a merge
 // operator. Version 2 had no inode keys. Version 3 sampled every file at one
 // density, stored hashes shifted by Bits rather than MinBits, and had records
-// of version 1, without levels.
-const formatVersion = 4
+// of version 1, without levels. Version 4 had no contents: every file had
+// its own forward list and postings, and its record held its summary.
+const formatVersion = 5
 
-// recordVersion is the first byte of every encoded file record.
-const recordVersion = 2
+// recordVersion is the first byte of every encoded file record, and
+// contentVersion of every content record.
+const (
+	recordVersion  = 3
+	contentVersion = 1
+)
 
 // decoder reads varints from a value and remembers the first error, so a
 // decoding function can read every field and check once. It never panics on
@@ -98,24 +104,54 @@ func (d *decoder) done(what string) error {
 	return d.err
 }
 
-// encodeRecord appends the value of r's record key to dst. r.ID is not
-// encoded: it is the key.
+// encodeRecord appends the value of a file record to dst: the file's
+// metadata and its content id. The file id is not encoded: it is the key.
 //
-// Layout (version 2): version byte; path (uvarint length, bytes); size,
-// mtime (varints); dev, ino, mode (uvarints); summary size (varint); strong
-// hash (32 bytes); type (1 byte); 16 sum-table entries and the key
-// (uvarints); total weight and number of features, that is of forward
-// entries (uvarints); level (1 byte); the number of level weights and each
-// of them (uvarints).
-func encodeRecord(dst []byte, r *FileRecord) []byte {
+// Layout (version 3): version byte; path (uvarint length, bytes); size,
+// mtime (varints); dev, ino, mode, content id (uvarints).
+func encodeRecord(dst []byte, m *FileMeta, cid uint32) []byte {
 	dst = append(dst, recordVersion)
-	dst = binary.AppendUvarint(dst, uint64(len(r.Path)))
-	dst = append(dst, r.Path...)
-	dst = binary.AppendVarint(dst, r.FileMeta.Size)
-	dst = binary.AppendVarint(dst, r.MtimeNs)
-	dst = binary.AppendUvarint(dst, r.Dev)
-	dst = binary.AppendUvarint(dst, r.Ino)
-	dst = binary.AppendUvarint(dst, uint64(r.Mode))
+	dst = binary.AppendUvarint(dst, uint64(len(m.Path)))
+	dst = append(dst, m.Path...)
+	dst = binary.AppendVarint(dst, m.Size)
+	dst = binary.AppendVarint(dst, m.MtimeNs)
+	dst = binary.AppendUvarint(dst, m.Dev)
+	dst = binary.AppendUvarint(dst, m.Ino)
+	dst = binary.AppendUvarint(dst, uint64(m.Mode))
+	return binary.AppendUvarint(dst, uint64(cid))
+}
+
+// decodeRecord decodes a file record value into the file's metadata and
+// content id. The result does not alias v. Errors wrap ErrCorrupt.
+func decodeRecord(v []byte) (m FileMeta, cid uint32, err error) {
+	d := decoder{b: v}
+	if ver := d.byte("record version"); d.err == nil && ver != recordVersion {
+		return m, 0, fmt.Errorf("%w: record version %d, want %d", ErrCorrupt, ver, recordVersion)
+	}
+	n := d.uvarint("path length")
+	m.Path = string(d.bytes(n, "path"))
+	m.Size = d.varint("size")
+	m.MtimeNs = d.varint("mtime")
+	m.Dev = d.uvarint("dev")
+	m.Ino = d.uvarint("ino")
+	m.Mode = d.uint32("mode")
+	cid = d.uint32("content id")
+	if err := d.done("record"); err != nil {
+		return FileMeta{}, 0, err
+	}
+	return m, cid, nil
+}
+
+// encodeContent appends the value of the content record of r's content to
+// dst: what r says of its content, not of the file (FileMeta and ID are
+// left out).
+//
+// Layout (version 1): version byte; summary size (varint); strong hash (32
+// bytes); type (1 byte); 16 sum-table entries and the key (uvarints); total
+// weight and number of features, that is of forward entries (uvarints);
+// level (1 byte); the number of level weights and each of them (uvarints).
+func encodeContent(dst []byte, r *FileRecord) []byte {
+	dst = append(dst, contentVersion)
 	dst = binary.AppendVarint(dst, r.Summary.Size)
 	dst = append(dst, r.Strong[:]...)
 	dst = append(dst, byte(r.Type))
@@ -133,45 +169,46 @@ func encodeRecord(dst []byte, r *FileRecord) []byte {
 	return dst
 }
 
-// decodeRecord decodes a record value. The returned record does not alias v.
-// Errors wrap ErrCorrupt.
-func decodeRecord(id uint32, v []byte) (FileRecord, error) {
-	r := FileRecord{ID: id}
+// decodeContent decodes a content record value into r's content fields
+// (Summary, Weight, Features, Level, LevelWeights), leaving the others as
+// they are. The result does not alias v. Errors wrap ErrCorrupt.
+func decodeContent(v []byte, r *FileRecord) error {
 	d := decoder{b: v}
-	if ver := d.byte("record version"); d.err == nil && ver != recordVersion {
-		return r, fmt.Errorf("%w: record version %d, want %d", ErrCorrupt, ver, recordVersion)
+	if ver := d.byte("content version"); d.err == nil && ver != contentVersion {
+		return fmt.Errorf("%w: content record version %d, want %d", ErrCorrupt, ver, contentVersion)
 	}
-	n := d.uvarint("path length")
-	r.Path = string(d.bytes(n, "path"))
-	r.FileMeta.Size = d.varint("size")
-	r.MtimeNs = d.varint("mtime")
-	r.Dev = d.uvarint("dev")
-	r.Ino = d.uvarint("ino")
-	r.Mode = d.uint32("mode")
-	r.Summary.Size = d.varint("summary size")
-	copy(r.Strong[:], d.bytes(32, "strong hash"))
-	r.Type = fingerprint.Type(d.byte("type"))
-	for i := range r.Sum {
-		r.Sum[i] = d.uint32("sum table")
+	var c FileRecord
+	c.Summary.Size = d.varint("summary size")
+	copy(c.Strong[:], d.bytes(32, "strong hash"))
+	c.Type = fingerprint.Type(d.byte("type"))
+	for i := range c.Sum {
+		c.Sum[i] = d.uint32("sum table")
 	}
-	r.Key = d.uint32("key")
-	r.Weight = d.uvarint("weight")
-	r.Features = d.uint32("feature count")
-	r.Level = d.byte("level")
+	c.Key = d.uint32("key")
+	c.Weight = d.uvarint("weight")
+	c.Features = d.uint32("feature count")
+	c.Level = d.byte("level")
 	if n := d.uvarint("level weights"); n > 0 && d.err == nil {
 		if n > 64 {
 			d.fail("level weights")
 		} else {
-			r.LevelWeights = make([]uint64, n)
-			for i := range r.LevelWeights {
-				r.LevelWeights[i] = d.uvarint("level weight")
+			c.LevelWeights = make([]uint64, n)
+			for i := range c.LevelWeights {
+				c.LevelWeights[i] = d.uvarint("level weight")
 			}
 		}
 	}
-	if err := d.done("record"); err != nil {
-		return FileRecord{ID: id}, err
+	if err := d.done("content record"); err != nil {
+		return err
 	}
-	return r, nil
+	r.Summary, r.Weight, r.Features, r.Level, r.LevelWeights = c.Summary, c.Weight, c.Features, c.Level, c.LevelWeights
+	return nil
+}
+
+// sameContent reports whether a and b say the same of their content.
+func sameContent(a, b *FileRecord) bool {
+	return a.Summary == b.Summary && a.Weight == b.Weight && a.Features == b.Features &&
+		a.Level == b.Level && slices.Equal(a.LevelWeights, b.LevelWeights)
 }
 
 // encodeForward appends the forward list of es (canonical entries) to dst:

@@ -42,32 +42,72 @@ func randRecord(rng *rand.Rand) FileRecord {
 func TestRecordRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 200; i++ {
-		want := randRecord(rng)
+		r := randRecord(rng)
 		if i == 0 {
-			want = FileRecord{ID: 7} // the zero record, with an empty path
+			r = FileRecord{ID: 7} // the zero record, with an empty path
 		}
-		v := encodeRecord(nil, &want)
-		got, err := decodeRecord(want.ID, v)
+		cid := rng.Uint32()
+		v := encodeRecord(nil, &r.FileMeta, cid)
+		got, gcid, err := decodeRecord(v)
 		if err != nil {
 			t.Fatalf("decode %x: %v", v, err)
 		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
+		if got != r.FileMeta || gcid != cid {
+			t.Fatalf("round trip:\n got %+v %d\nwant %+v %d", got, gcid, r.FileMeta, cid)
 		}
 		// Every truncation and an extra byte must fail cleanly.
 		for n := 0; n < len(v); n++ {
-			if _, err := decodeRecord(want.ID, v[:n]); !errors.Is(err, ErrCorrupt) {
+			if _, _, err := decodeRecord(v[:n]); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("decode of %d of %d bytes: err %v, want ErrCorrupt", n, len(v), err)
 			}
 		}
-		if _, err := decodeRecord(want.ID, append(v, 0)); !errors.Is(err, ErrCorrupt) {
+		if _, _, err := decodeRecord(append(v, 0)); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("decode with a trailing byte: err %v, want ErrCorrupt", err)
 		}
 	}
-	v := encodeRecord(nil, &FileRecord{})
+	v := encodeRecord(nil, &FileMeta{}, 0)
 	v[0] = 9
-	if _, err := decodeRecord(1, v); !errors.Is(err, ErrCorrupt) {
+	if _, _, err := decodeRecord(v); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("record version 9: err %v, want ErrCorrupt", err)
+	}
+}
+
+func TestContentRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < 200; i++ {
+		r := randRecord(rng)
+		switch i {
+		case 0:
+			r = FileRecord{}
+		case 1:
+			r.Level, r.LevelWeights = 3, []uint64{5, 4, 1}
+		}
+		want := FileRecord{Summary: r.Summary, Weight: r.Weight, Features: r.Features, Level: r.Level, LevelWeights: r.LevelWeights}
+		v := encodeContent(nil, &r)
+		got := FileRecord{ID: 3, FileMeta: FileMeta{Path: "/kept"}}
+		if err := decodeContent(v, &got); err != nil {
+			t.Fatalf("decode %x: %v", v, err)
+		}
+		if got.ID != 3 || got.Path != "/kept" {
+			t.Fatalf("decodeContent changed the file's fields: %+v", got)
+		}
+		got.ID, got.FileMeta = 0, FileMeta{}
+		if !reflect.DeepEqual(got, want) || !sameContent(&got, &r) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
+		}
+		for n := 0; n < len(v); n++ {
+			if err := decodeContent(v[:n], &got); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("decode of %d of %d bytes: err %v, want ErrCorrupt", n, len(v), err)
+			}
+		}
+		if err := decodeContent(append(v, 0), &got); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("decode with a trailing byte: err %v, want ErrCorrupt", err)
+		}
+	}
+	v := encodeContent(nil, &FileRecord{})
+	v[0] = 9
+	if err := decodeContent(v, &FileRecord{}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("content version 9: err %v, want ErrCorrupt", err)
 	}
 }
 
@@ -169,7 +209,7 @@ func TestKeysRoundTrip(t *testing.T) {
 	if !bytes.HasPrefix(k, appendPostingPrefix(nil, key)) {
 		t.Fatalf("posting key %x lacks its prefix", k)
 	}
-	for _, p := range []byte{prefixRecord, prefixForward} {
+	for _, p := range []byte{prefixRecord, prefixContent, prefixForward} {
 		k := appendIDKey(nil, p, id)
 		if gid, err := parseIDKey(k, p); err != nil || gid != id {
 			t.Fatalf("%c key: %x %v", p, gid, err)
@@ -177,8 +217,18 @@ func TestKeysRoundTrip(t *testing.T) {
 	}
 	var strong [32]byte
 	strong[0], strong[31] = 1, 2
-	if s, gid, err := parseStrongKey(strongKey(strong, id)); err != nil || s != strong || gid != id {
-		t.Fatalf("strong key: %x %x %v", s, gid, err)
+	cid := uint32(0x13579bdf)
+	sk := strongKey(strong, cid, id)
+	if s, gcid, gid, err := parseStrongKey(sk); err != nil || s != strong || gcid != cid || gid != id {
+		t.Fatalf("copy key: %x %x %x %v", s, gcid, gid, err)
+	}
+	if !bytes.HasPrefix(sk, copyPrefix(nil, strong, cid)) || !bytes.HasPrefix(sk, strongPrefix(strong)) {
+		t.Fatalf("copy key %x lacks its prefixes", sk)
+	}
+	for _, bad := range [][]byte{sk[:strongKeyLen-1], append(sk, 0), {prefixStrong}} {
+		if _, _, _, err := parseStrongKey(bad); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("copy key %x: err %v", bad, err)
+		}
 	}
 	dev, ino := uint64(0x0102030405060708), uint64(0xf1f2f3f4f5f6f7f8)
 	ik := inodeKey(dev, ino, id)
@@ -188,7 +238,7 @@ func TestKeysRoundTrip(t *testing.T) {
 	if gdev, gino, gid, err := parseInodeKey(ik); err != nil || gdev != dev || gino != ino || gid != id {
 		t.Fatalf("inode key %x: %x %x %x %v", ik, gdev, gino, gid, err)
 	}
-	for _, bad := range [][]byte{{prefixInode}, ik[:20], append(ik, 0), strongKey(strong, id)} {
+	for _, bad := range [][]byte{{prefixInode}, ik[:20], append(ik, 0), strongKey(strong, cid, id)} {
 		if _, _, _, err := parseInodeKey(bad); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("inode key %x: err %v", bad, err)
 		}
@@ -312,19 +362,42 @@ func FuzzDecodeRecord(f *testing.F) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for i := 0; i < 4; i++ {
 		r := randRecord(rng)
-		f.Add(encodeRecord(nil, &r))
+		f.Add(encodeRecord(nil, &r.FileMeta, rng.Uint32()))
 	}
 	f.Add([]byte{1})
 	f.Fuzz(func(t *testing.T, v []byte) {
-		r, err := decodeRecord(3, v)
+		m, cid, err := decodeRecord(v)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error %v does not wrap ErrCorrupt", err)
 			}
 			return
 		}
-		again, err := decodeRecord(3, encodeRecord(nil, &r))
-		if err != nil || !reflect.DeepEqual(again, r) {
+		again, acid, err := decodeRecord(encodeRecord(nil, &m, cid))
+		if err != nil || again != m || acid != cid {
+			t.Fatalf("re-encoding: %+v %d, %v; want %+v %d", again, acid, err, m, cid)
+		}
+	})
+}
+
+func FuzzDecodeContent(f *testing.F) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for i := 0; i < 4; i++ {
+		r := randRecord(rng)
+		r.Level, r.LevelWeights = uint8(i), make([]uint64, i)
+		f.Add(encodeContent(nil, &r))
+	}
+	f.Add([]byte{1})
+	f.Fuzz(func(t *testing.T, v []byte) {
+		var r FileRecord
+		if err := decodeContent(v, &r); err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error %v does not wrap ErrCorrupt", err)
+			}
+			return
+		}
+		var again FileRecord
+		if err := decodeContent(encodeContent(nil, &r), &again); err != nil || !reflect.DeepEqual(again, r) {
 			t.Fatalf("re-encoding: %+v, %v; want %+v", again, err, r)
 		}
 	})

@@ -43,7 +43,7 @@ func importEntries(es []Entry) []entry {
 // ForwardList returns the stored forward list of the file at path (nil when
 // empty).
 func (ix *Index) ForwardList(path string) ([]Entry, error) {
-	_, es, found, err := ix.loadFile(ix.db, path)
+	_, _, es, found, err := ix.loadFile(ix.db, path)
 	if err == nil && !found {
 		err = ErrNotFound
 	}
@@ -116,20 +116,24 @@ func (ix *Index) RawKeys(prefix byte) (int, error) {
 }
 
 // Key builders.
-func PostingKey(key, id uint32) []byte { return appendPostingKey(nil, key, id) }
-func RecordKey(id uint32) []byte       { return recordKey(id) }
-func ForwardKey(id uint32) []byte      { return forwardKey(id) }
-func PathKey(path string) []byte       { return pathKey(path) }
-func StrongKey(strong [32]byte, id uint32) []byte {
-	return strongKey(strong, id)
+func PostingKey(key, cid uint32) []byte { return appendPostingKey(nil, key, cid) }
+func RecordKey(id uint32) []byte        { return recordKey(id) }
+func ContentKey(cid uint32) []byte      { return contentKey(cid) }
+func ForwardKey(cid uint32) []byte      { return forwardKey(cid) }
+func PathKey(path string) []byte        { return pathKey(path) }
+func StrongKey(strong [32]byte, cid, id uint32) []byte {
+	return strongKey(strong, cid, id)
 }
 func InodeKey(dev, ino uint64, id uint32) []byte { return inodeKey(dev, ino, id) }
 
 // PostingValue encodes a posting value.
 func PostingValue(weight uint64) []byte { return encodePosting(nil, weight) }
 
-// EncodeRecord encodes a record value.
-func EncodeRecord(r FileRecord) []byte { return encodeRecord(nil, &r) }
+// EncodeRecord encodes a file record value: r's metadata and content cid.
+func EncodeRecord(r FileRecord, cid uint32) []byte { return encodeRecord(nil, &r.FileMeta, cid) }
+
+// EncodeContent encodes a content record value: r's content fields.
+func EncodeContent(r FileRecord) []byte { return encodeContent(nil, &r) }
 
 // EncodeForward encodes a forward list of canonical entries.
 func EncodeForward(es []Entry) []byte { return encodeForward(nil, importEntries(es)) }

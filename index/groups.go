@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -193,21 +194,26 @@ func (n *groupNode) member(percent float64, via string) GroupMember {
 
 // groupNodes loads the records in the tree prefix (InTree) that visible
 // (when not nil) accepts and folds identical files into nodes. nodeOf maps
-// a file id to its node's index; files left out are absent.
+// a content id to its node's index; contents none of whose files are
+// considered are absent.
 func (ix *Index) groupNodes(r pebble.Reader, prefix string, visible func(string) bool) ([]groupNode, map[uint32]int, error) {
-	var recs []FileRecord
+	type file struct {
+		rec FileRecord
+		cid uint32
+	}
+	var files []file
 	lo := pathKey(strings.TrimRight(prefix, "/"))
 	err := scan(r, lo, prefixEnd(lo), func(k, v []byte) error {
 		id, err := decodeID(v)
 		if err != nil {
 			return fmt.Errorf("path %q: %w", k[1:], err)
 		}
-		rec, found, err := readRecord(r, id)
+		rec, cid, found, err := readRecord(r, id)
 		if err != nil {
 			return err
 		}
 		if found && InTree(rec.Path, prefix) && (visible == nil || visible(rec.Path)) {
-			recs = append(recs, rec) // in path order
+			files = append(files, file{rec, cid}) // in path order
 		}
 		return nil
 	})
@@ -219,18 +225,18 @@ func (ix *Index) groupNodes(r pebble.Reader, prefix string, visible func(string)
 		size   int64
 	}
 	byContent := make(map[content]int)
-	nodeOf := make(map[uint32]int, len(recs))
+	nodeOf := make(map[uint32]int, len(files))
 	var nodes []groupNode
-	for _, rec := range recs {
-		c := content{rec.Strong, rec.Summary.Size}
-		if n, ok := byContent[c]; ok && rec.Strong != ([32]byte{}) {
-			nodes[n].copies = append(nodes[n].copies, rec.Path) // recs are in path order
-			nodeOf[rec.ID] = n
+	for _, f := range files {
+		c := content{f.rec.Strong, f.rec.Summary.Size}
+		if n, ok := byContent[c]; ok && f.rec.Strong != ([32]byte{}) {
+			nodes[n].copies = append(nodes[n].copies, f.rec.Path) // files are in path order
+			nodeOf[f.cid] = n
 			continue
 		}
 		byContent[c] = len(nodes)
-		nodeOf[rec.ID] = len(nodes)
-		nodes = append(nodes, groupNode{rec: rec, parent: len(nodes)})
+		nodeOf[f.cid] = len(nodes)
+		nodes = append(nodes, groupNode{rec: f.rec, parent: len(nodes)})
 	}
 	return nodes, nodeOf, nil
 }
@@ -253,9 +259,12 @@ func (ix *Index) pairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int) (
 	}
 	shared = make(map[uint64]pairShare)
 	common = make(map[int]uint64)
+	ix.copiesMu.RLock()
+	copies := maps.Clone(ix.copies)
+	ix.copiesMu.RUnlock()
 	var (
 		cur     []byte // posting prefix of the current fingerprint key
-		n       int    // its postings, all files
+		n       int    // the files holding it, all of them: a posting counts its content's
 		holders []holder
 	)
 	flush := func() {
@@ -283,7 +292,7 @@ func (ix *Index) pairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int) (
 	}
 	lo, hi := keyspace(prefixPosting)
 	err = scan(r, lo, hi, func(k, v []byte) error {
-		key, id, err := parsePostingKey(k)
+		key, cid, err := parsePostingKey(k)
 		if err != nil {
 			return err
 		}
@@ -293,13 +302,16 @@ func (ix *Index) pairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int) (
 			n, holders = 0, holders[:0]
 		}
 		n++
-		node, ok := nodeOf[id]
+		if c, ok := copies[cid]; ok {
+			n += int(c) - 1
+		}
+		node, ok := nodeOf[cid]
 		if !ok {
 			return nil
 		}
 		w, err := decodePosting(v)
 		if err != nil {
-			return fmt.Errorf("posting %08x/%d: %w", key, id, err)
+			return fmt.Errorf("posting %08x/%d: %w", key, cid, err)
 		}
 		holders = append(holders, holder{node, w})
 		return nil

@@ -48,11 +48,19 @@ type Index struct {
 
 	// wmu serializes writes: a write reads the old state of a file and
 	// commits its batch while holding it.
-	wmu    sync.Mutex
-	nextID uint64 // guarded by wmu; > math.MaxUint32 when ids are exhausted
+	wmu     sync.Mutex
+	nextID  uint64 // guarded by wmu; > math.MaxUint32 when file ids are exhausted
+	nextCID uint64 // guarded by wmu; > math.MaxUint32 when content ids are exhausted
 
 	countsMu sync.Mutex
 	counts   counts // guarded by countsMu
+
+	// copies counts the files of every content held by two or more (the
+	// others hold one), for document frequencies, which count files. It is
+	// built from the copy keys at Open and kept current by every write,
+	// after its batch commits.
+	copiesMu sync.RWMutex
+	copies   map[uint32]uint32 // guarded by copiesMu
 }
 
 var _ Querier = (*Index)(nil)
@@ -292,23 +300,16 @@ func (ix *Index) initNew(want fingerprint.Params) (fingerprint.Params, error) {
 	return want, nil
 }
 
-// loadState computes the next file id and the counts from the database.
-func (ix *Index) loadState() error {
-	lo, hi := keyspace(prefixRecord)
-	it, err := ix.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-	if err != nil {
+// loadState computes the next file and content ids and the counts from the
+// database.
+func (ix *Index) loadState() (err error) {
+	if ix.nextID, err = nextKeyID(ix.db, prefixRecord); err != nil {
 		return err
 	}
-	defer it.Close()
-	ix.nextID = 1
-	if it.Last() {
-		id, err := parseIDKey(it.Key(), prefixRecord)
-		if err != nil {
-			return err
-		}
-		ix.nextID = uint64(id) + 1
+	if ix.nextCID, err = nextKeyID(ix.db, prefixContent); err != nil {
+		return err
 	}
-	if err := it.Error(); err != nil {
+	if ix.copies, err = scanCopies(ix.db); err != nil {
 		return err
 	}
 	c, err := scanCounts(ix.db)
@@ -317,6 +318,26 @@ func (ix *Index) loadState() error {
 	}
 	ix.counts = c
 	return nil
+}
+
+// nextKeyID returns one more than the greatest id of the keyspace of
+// prefix (record or content keys), or 1 when it is empty.
+func nextKeyID(r pebble.Reader, prefix byte) (uint64, error) {
+	lo, hi := keyspace(prefix)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	next := uint64(1)
+	if it.Last() {
+		id, err := parseIDKey(it.Key(), prefix)
+		if err != nil {
+			return 0, err
+		}
+		next = uint64(id) + 1
+	}
+	return next, it.Error()
 }
 
 // Params returns the fingerprint parameters of the index. Queries must be

@@ -10,21 +10,24 @@ import (
 // Key prefixes: the first byte of every key names its keyspace. See doc.go
 // for what each keyspace holds.
 const (
-	prefixPosting = 'P' // 'P' key(4) id(4) → posting value
-	prefixForward = 'f' // 'f' id(4) → forward list
+	prefixPosting = 'P' // 'P' key(4) content(4) → posting value
+	prefixContent = 'c' // 'c' content(4) → content record
+	prefixForward = 'f' // 'f' content(4) → forward list
 	prefixInode   = 'i' // 'i' dev(8) ino(8) id(4) → empty
 	prefixMeta    = 'm' // 'm' name → metadata
 	prefixPath    = 'p' // 'p' path → id(4)
 	prefixRecord  = 'r' // 'r' id(4) → file record
-	prefixStrong  = 's' // 's' strong(32) id(4) → empty
+	prefixStrong  = 's' // 's' strong(32) content(4) id(4) → empty
 )
 
 // Key lengths of the fixed-size keyspaces.
 const (
 	postingKeyLen    = 1 + 4 + 4
 	postingPrefixLen = 1 + 4 // the prefix shared by the postings of one fingerprint key
-	idKeyLen         = 1 + 4 // record and forward keys
-	strongKeyLen     = 1 + 32 + 4
+	idKeyLen         = 1 + 4 // record, content and forward keys
+	strongPrefixLen  = 1 + 32
+	copyPrefixLen    = strongPrefixLen + 4 // the prefix shared by the copy keys of one content
+	strongKeyLen     = copyPrefixLen + 4
 	inodePrefixLen   = 1 + 8 + 8 // the prefix shared by the inode keys of one (device, inode)
 	inodeKeyLen      = inodePrefixLen + 4
 )
@@ -47,15 +50,19 @@ func appendIDKey(dst []byte, prefix byte, id uint32) []byte {
 	return binary.BigEndian.AppendUint32(dst, id)
 }
 
-func recordKey(id uint32) []byte  { return appendIDKey(make([]byte, 0, idKeyLen), prefixRecord, id) }
-func forwardKey(id uint32) []byte { return appendIDKey(make([]byte, 0, idKeyLen), prefixForward, id) }
+func recordKey(id uint32) []byte { return appendIDKey(make([]byte, 0, idKeyLen), prefixRecord, id) }
 
-// appendPostingKey appends the posting key of (fingerprint key, file id) to
-// dst.
-func appendPostingKey(dst []byte, key, id uint32) []byte {
+// contentKey and forwardKey are the keys of content cid's record and
+// forward list.
+func contentKey(cid uint32) []byte { return appendIDKey(make([]byte, 0, idKeyLen), prefixContent, cid) }
+func forwardKey(cid uint32) []byte { return appendIDKey(make([]byte, 0, idKeyLen), prefixForward, cid) }
+
+// appendPostingKey appends the posting key of (fingerprint key, content id)
+// to dst.
+func appendPostingKey(dst []byte, key, cid uint32) []byte {
 	dst = append(dst, prefixPosting)
 	dst = binary.BigEndian.AppendUint32(dst, key)
-	return binary.BigEndian.AppendUint32(dst, id)
+	return binary.BigEndian.AppendUint32(dst, cid)
 }
 
 // appendPostingPrefix appends the prefix shared by every posting of a
@@ -65,17 +72,27 @@ func appendPostingPrefix(dst []byte, key uint32) []byte {
 	return binary.BigEndian.AppendUint32(dst, key)
 }
 
-func strongKey(strong [32]byte, id uint32) []byte {
-	k := make([]byte, 0, strongKeyLen)
-	k = append(k, prefixStrong)
-	k = append(k, strong[:]...)
+// strongKey returns the copy key of file id, whose content cid has strong
+// hash strong.
+func strongKey(strong [32]byte, cid, id uint32) []byte {
+	k := copyPrefix(make([]byte, 0, strongKeyLen), strong, cid)
 	return binary.BigEndian.AppendUint32(k, id)
 }
 
+// strongPrefix returns the prefix shared by the copy keys of every content
+// with strong hash strong.
 func strongPrefix(strong [32]byte) []byte {
-	k := make([]byte, 0, 1+32)
+	k := make([]byte, 0, copyPrefixLen)
 	k = append(k, prefixStrong)
 	return append(k, strong[:]...)
+}
+
+// copyPrefix appends the prefix shared by the copy keys of content cid,
+// whose strong hash is strong, to dst.
+func copyPrefix(dst []byte, strong [32]byte, cid uint32) []byte {
+	dst = append(dst, prefixStrong)
+	dst = append(dst, strong[:]...)
+	return binary.BigEndian.AppendUint32(dst, cid)
 }
 
 // inodeKey returns the inode key of file id, whose record has device dev
@@ -93,15 +110,17 @@ func inodePrefix(dst []byte, dev, ino uint64) []byte {
 	return binary.BigEndian.AppendUint64(dst, ino)
 }
 
-// parsePostingKey splits a posting key into its fingerprint key and file id.
-func parsePostingKey(k []byte) (key, id uint32, err error) {
+// parsePostingKey splits a posting key into its fingerprint key and content
+// id.
+func parsePostingKey(k []byte) (key, cid uint32, err error) {
 	if len(k) != postingKeyLen || k[0] != prefixPosting {
 		return 0, 0, fmt.Errorf("%w: posting key %x: want %d bytes", ErrCorrupt, k, postingKeyLen)
 	}
 	return binary.BigEndian.Uint32(k[1:postingPrefixLen]), binary.BigEndian.Uint32(k[postingPrefixLen:]), nil
 }
 
-// parseIDKey returns the id of a record or forward key with the given prefix.
+// parseIDKey returns the id of a record, content or forward key with the
+// given prefix.
 func parseIDKey(k []byte, prefix byte) (uint32, error) {
 	if len(k) != idKeyLen || k[0] != prefix {
 		return 0, fmt.Errorf("%w: %c key %x: want %d bytes", ErrCorrupt, prefix, k, idKeyLen)
@@ -109,13 +128,13 @@ func parseIDKey(k []byte, prefix byte) (uint32, error) {
 	return binary.BigEndian.Uint32(k[1:]), nil
 }
 
-// parseStrongKey splits an identical-content key.
-func parseStrongKey(k []byte) (strong [32]byte, id uint32, err error) {
+// parseStrongKey splits a copy key into strong hash, content id and file id.
+func parseStrongKey(k []byte) (strong [32]byte, cid, id uint32, err error) {
 	if len(k) != strongKeyLen || k[0] != prefixStrong {
-		return strong, 0, fmt.Errorf("%w: identical-content key %x: want %d bytes", ErrCorrupt, k, strongKeyLen)
+		return strong, 0, 0, fmt.Errorf("%w: copy key %x: want %d bytes", ErrCorrupt, k, strongKeyLen)
 	}
-	copy(strong[:], k[1:33])
-	return strong, binary.BigEndian.Uint32(k[33:]), nil
+	copy(strong[:], k[1:strongPrefixLen])
+	return strong, binary.BigEndian.Uint32(k[strongPrefixLen:copyPrefixLen]), binary.BigEndian.Uint32(k[copyPrefixLen:]), nil
 }
 
 // parseInodeKey splits an inode key into device, inode and file id.

@@ -46,15 +46,16 @@ func (o QueryOptions) withDefaults() (QueryOptions, error) {
 // queryState is the scratch space of one query, pooled so a query allocates
 // little beyond its result.
 type queryState struct {
-	shared   map[uint32]uint64 // candidate file id → shared weight
+	shared   map[uint32]uint64 // candidate content id → shared weight
 	postings []posting
-	ids      []uint32
+	ids      []uint32 // candidate content ids
+	files    []uint32 // the file ids of one content
 	key      []byte
 	skipped  []bool
 }
 
 type posting struct {
-	id     uint32
+	cid    uint32
 	weight uint64
 }
 
@@ -144,9 +145,13 @@ type querySearch struct {
 	entries []entry
 	res     *Result
 
-	selfID  uint32
-	hasSelf bool
-	ext     string
+	// The query's own file, when indexed: its file and content ids, and
+	// whether it holds its content alone.
+	selfID    uint32
+	selfCID   uint32
+	hasSelf   bool
+	selfAlone bool
+	ext       string
 
 	// The query's level and the top level; per level l, the weight and
 	// number of the query's entries of level l or more that were not
@@ -183,15 +188,8 @@ func (s *querySearch) level(fl uint8) int { return max(s.lvl, int(fl)) }
 
 func (s *querySearch) run() error {
 	if s.q.Path != "" {
-		v, ok, err := s.get(pathKey(s.q.Path))
-		if err != nil {
+		if err := s.self(); err != nil {
 			return err
-		}
-		if ok {
-			if s.selfID, err = decodeID(v); err != nil {
-				return err
-			}
-			s.hasSelf = true
 		}
 	}
 	if s.opts.SameExt {
@@ -209,9 +207,12 @@ func (s *querySearch) run() error {
 			clear(s.st.shared)
 		}
 	}
-	s.res.Candidates = len(s.st.shared)
+	if s.hasSelf && s.selfAlone {
+		delete(s.st.shared, s.selfCID) // the query's own content, and no copy of it
+	}
+	s.res.Candidates = s.candidates()
 	s.levels()
-	identical, err := s.identical()
+	identical, done, err := s.identical()
 	if err != nil {
 		return err
 	}
@@ -233,44 +234,41 @@ func (s *querySearch) run() error {
 		qw = 1 // a candidate shares weight only at a level where the query has some
 	}
 
-	// Load the records of the candidates that can pass the threshold, in id
-	// order (so the seeks move forward).
+	// Load the records of the candidate contents that can pass the
+	// threshold, in content id order (so the seeks move forward), and list
+	// each of their files that passes the filters.
 	ids := s.st.ids[:0]
-	for id, shared := range s.st.shared {
-		if fingerprint.Ratio(shared, qw) >= s.opts.Threshold {
-			ids = append(ids, id)
+	for cid, shared := range s.st.shared {
+		if fingerprint.Ratio(shared, qw) >= s.opts.Threshold && !slices.Contains(done, cid) {
+			ids = append(ids, cid)
 		}
 	}
 	slices.Sort(ids)
 	s.st.ids = ids
-	listed := make(map[uint32]bool, len(identical))
-	for _, m := range identical {
-		listed[m.ID] = true
-	}
 	matches := identical
-	for _, id := range ids {
-		if listed[id] {
-			continue
-		}
-		rec, ok, err := s.record(id)
+	for _, cid := range ids {
+		var c FileRecord
+		ok, err := s.content(cid, &c)
 		if err != nil {
 			return err
 		}
-		if !ok || !s.keep(&rec) {
+		if !ok {
 			continue
 		}
-		l := s.level(rec.Level)
-		shared := s.st.shared[id]
+		l := s.level(c.Level)
+		shared := s.st.shared[cid]
 		isWeak := s.countAt[l] < s.opts.MinFeatures
 		if isWeak && (!weak || shared < uint64(s.opts.WeakShared)) {
 			continue // too few of the query's fingerprints at its level
 		}
-		m := s.match(rec, shared, false)
+		m := s.match(c, shared, false)
 		if m.Containment < s.opts.Threshold {
 			continue
 		}
 		m.Weak = isWeak
-		matches = append(matches, m)
+		if matches, err = s.appendFiles(matches, cid, m); err != nil {
+			return err
+		}
 	}
 	slices.SortFunc(matches, compareMatches)
 	if s.opts.Visible != nil {
@@ -283,49 +281,142 @@ func (s *querySearch) run() error {
 	return nil
 }
 
+// candidates counts the files of the candidate contents, the query's own
+// file aside.
+func (s *querySearch) candidates() int {
+	ix := s.ix
+	ix.copiesMu.RLock()
+	defer ix.copiesMu.RUnlock()
+	if len(ix.copies) == 0 {
+		return len(s.st.shared)
+	}
+	n := 0
+	for cid := range s.st.shared {
+		n += ix.filesOf(cid)
+	}
+	if _, ok := s.st.shared[s.selfCID]; ok && s.hasSelf {
+		n--
+	}
+	return n
+}
+
+// self finds the query's own file in the index, when it is indexed: its
+// file and content ids, and whether other files hold its content.
+func (s *querySearch) self() error {
+	v, ok, err := s.get(pathKey(s.q.Path))
+	if err != nil || !ok {
+		return err
+	}
+	if s.selfID, err = decodeID(v); err != nil {
+		return err
+	}
+	s.st.key = appendIDKey(s.st.key[:0], prefixRecord, s.selfID)
+	if v, ok, err = s.get(s.st.key); err != nil || !ok {
+		return err
+	}
+	if _, s.selfCID, err = decodeRecord(v); err != nil {
+		return fmt.Errorf("file id %d: %w", s.selfID, err)
+	}
+	var c FileRecord
+	if ok, err = s.content(s.selfCID, &c); err != nil || !ok {
+		return err
+	}
+	s.hasSelf = true
+	files, err := s.files(c.Strong, s.selfCID)
+	s.selfAlone = len(files) == 0
+	return err
+}
+
 // identical returns the files identical to the query that pass the filters,
-// with their shared weight computed from their forward lists.
-func (s *querySearch) identical() ([]Match, error) {
+// with their shared weight computed from their forward lists, and the
+// contents they hold (which need no other look).
+func (s *querySearch) identical() (matches []Match, done []uint32, err error) {
 	sum := &s.q.Sketch.Summary
 	if sum.Strong == ([32]byte{}) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	prefix := strongPrefix(sum.Strong)
-	var ids []uint32
-	for ok := s.it.SeekGE(prefix); ok && bytes.HasPrefix(s.it.Key(), prefix); ok = s.it.Next() {
-		_, id, err := parseStrongKey(s.it.Key())
+	var cids []uint32
+	for ok := s.it.SeekGE(prefix); ok && bytes.HasPrefix(s.it.Key(), prefix); {
+		_, cid, _, err := parseStrongKey(s.it.Key())
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if !s.hasSelf || id != s.selfID {
-			ids = append(ids, id)
+		cids = append(cids, cid)
+		next := prefixEnd(copyPrefix(s.st.key[:0], sum.Strong, cid))
+		if next == nil || !bytes.HasPrefix(next, prefix) {
+			break
 		}
+		ok = s.it.SeekGE(next)
 	}
 	if err := s.it.Error(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []Match
-	for _, id := range ids {
-		rec, ok, err := s.record(id)
+	for _, cid := range cids {
+		var c FileRecord
+		ok, err := s.content(cid, &c)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if !ok || rec.Summary.Size != sum.Size || !s.keep(&rec) {
+		if !ok || c.Summary.Size != sum.Size {
 			continue
 		}
-		v, ok, err := s.get(forwardKey(id))
+		done = append(done, cid)
+		v, ok, err := s.get(forwardKey(cid))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var shared uint64
 		if ok {
 			if shared, err = s.sharedWith(v); err != nil {
-				return nil, fmt.Errorf("forward list of file id %d: %w", id, err)
+				return nil, nil, fmt.Errorf("forward list of content %d: %w", cid, err)
 			}
 		}
-		out = append(out, s.match(rec, shared, true))
+		if matches, err = s.appendFiles(matches, cid, s.match(c, shared, true)); err != nil {
+			return nil, nil, err
+		}
 	}
-	return out, nil
+	return matches, done, nil
+}
+
+// appendFiles appends to ms a copy of m for every file of content cid
+// (m's content) that passes the filters, the query's own file aside.
+func (s *querySearch) appendFiles(ms []Match, cid uint32, m Match) ([]Match, error) {
+	files, err := s.files(m.Strong, cid)
+	if err != nil {
+		return ms, err
+	}
+	for _, id := range files {
+		meta, ok, err := s.meta(id)
+		if err != nil {
+			return ms, err
+		}
+		m.ID, m.FileMeta = id, meta
+		if ok && s.keep(&m.FileRecord) {
+			ms = append(ms, m)
+		}
+	}
+	return ms, nil
+}
+
+// files returns the ids of the files holding content cid, whose strong
+// hash is strong, the query's own file aside. The slice is scratch space,
+// valid until the next call.
+func (s *querySearch) files(strong [32]byte, cid uint32) ([]uint32, error) {
+	prefix := copyPrefix(s.st.key[:0], strong, cid)
+	s.st.key = prefix
+	files := s.st.files[:0]
+	for ok := s.it.SeekGE(prefix); ok && bytes.HasPrefix(s.it.Key(), prefix); ok = s.it.Next() {
+		_, _, id, err := parseStrongKey(s.it.Key())
+		if err != nil {
+			return nil, err
+		}
+		if !s.hasSelf || id != s.selfID {
+			files = append(files, id)
+		}
+	}
+	s.st.files = files
+	return files, s.it.Error()
 }
 
 // sharedWith returns the weight the query shares with a forward list.
@@ -354,18 +445,25 @@ func (s *querySearch) sharedWith(forward []byte) (uint64, error) {
 func (s *querySearch) accumulate() error {
 	maxDF := s.opts.MaxDF
 	st := s.st
+	ix := s.ix
+	ix.copiesMu.RLock()
+	defer ix.copiesMu.RUnlock()
+	copies := len(ix.copies) > 0
 	for i, e := range s.entries {
 		st.key = appendPostingPrefix(st.key[:0], e.key)
 		st.postings = st.postings[:0]
-		n := 0
+		n := 0 // files holding the key: a posting counts its content's
 		for ok := s.it.SeekPrefixGE(st.key); ok && bytes.HasPrefix(s.it.Key(), st.key); ok = s.it.Next() {
-			n++
-			if maxDF >= 0 && n > maxDF {
-				break
-			}
 			k := s.it.Key()
 			if len(k) != postingKeyLen {
 				return fmt.Errorf("%w: posting key %x", ErrCorrupt, k)
+			}
+			cid := binary.BigEndian.Uint32(k[postingPrefixLen:])
+			if n++; copies {
+				n += ix.filesOf(cid) - 1
+			}
+			if maxDF >= 0 && n > maxDF {
+				break
 			}
 			v, err := s.it.ValueAndErr()
 			if err != nil {
@@ -375,7 +473,7 @@ func (s *querySearch) accumulate() error {
 			if err != nil {
 				return fmt.Errorf("posting %x: %w", k, err)
 			}
-			st.postings = append(st.postings, posting{id: binary.BigEndian.Uint32(k[postingPrefixLen:]), weight: w})
+			st.postings = append(st.postings, posting{cid: cid, weight: w})
 		}
 		if err := s.it.Error(); err != nil {
 			return err
@@ -391,11 +489,8 @@ func (s *querySearch) accumulate() error {
 			continue
 		}
 		for _, p := range st.postings {
-			if s.hasSelf && p.id == s.selfID {
-				continue
-			}
 			// No overflow: shared weight is at most the query's weight.
-			st.shared[p.id] += min(e.weight, p.weight)
+			st.shared[p.cid] += min(e.weight, p.weight)
 		}
 	}
 	return nil
@@ -487,18 +582,32 @@ func (s *querySearch) get(key []byte) ([]byte, bool, error) {
 	return v, err == nil, err
 }
 
-// record reads the record of file id through the query's iterator. A
-// missing record (which only a corrupt index lacks) is skipped, not an
-// error, so one bad key does not fail every query.
-func (s *querySearch) record(id uint32) (FileRecord, bool, error) {
+// meta reads the record of file id through the query's iterator. A missing
+// record (which only a corrupt index lacks) is skipped, not an error, so
+// one bad key does not fail every query.
+func (s *querySearch) meta(id uint32) (FileMeta, bool, error) {
 	s.st.key = appendIDKey(s.st.key[:0], prefixRecord, id)
 	v, ok, err := s.get(s.st.key)
 	if err != nil || !ok {
-		return FileRecord{}, false, err
+		return FileMeta{}, false, err
 	}
-	rec, err := decodeRecord(id, v)
+	meta, _, err := decodeRecord(v)
 	if err != nil {
-		return FileRecord{}, false, fmt.Errorf("file id %d: %w", id, err)
+		return FileMeta{}, false, fmt.Errorf("file id %d: %w", id, err)
 	}
-	return rec, true, nil
+	return meta, true, nil
+}
+
+// content reads the record of content cid through the query's iterator
+// into rec's content fields. A missing record is skipped, as in meta.
+func (s *querySearch) content(cid uint32, rec *FileRecord) (bool, error) {
+	s.st.key = appendIDKey(s.st.key[:0], prefixContent, cid)
+	v, ok, err := s.get(s.st.key)
+	if err != nil || !ok {
+		return false, err
+	}
+	if err := decodeContent(v, rec); err != nil {
+		return false, fmt.Errorf("content %d: %w", cid, err)
+	}
+	return true, nil
 }

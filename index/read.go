@@ -14,7 +14,7 @@ func (ix *Index) Lookup(path string) (FileRecord, error) {
 		return FileRecord{}, fmt.Errorf("index.Lookup %q: %w", path, err)
 	}
 	defer ix.release()
-	rec, found, err := ix.lookup(ix.db, path)
+	rec, _, found, err := ix.lookup(ix.db, path)
 	if err == nil && !found {
 		err = ErrNotFound
 	}
@@ -53,7 +53,7 @@ func (ix *Index) lookupInode(dev, ino uint64) ([]FileRecord, error) {
 		if err != nil {
 			return err
 		}
-		rec, found, err := readRecord(snap, id)
+		rec, _, found, err := readRecord(snap, id)
 		if err != nil {
 			return err
 		}
@@ -69,57 +69,112 @@ func (ix *Index) lookupInode(dev, ino uint64) ([]FileRecord, error) {
 	return recs, nil
 }
 
-// lookup reads the record of the file at path from r.
-func (ix *Index) lookup(r pebble.Reader, path string) (FileRecord, bool, error) {
+// lookup reads the record of the file at path from r, with its content's,
+// and returns it and its content id.
+func (ix *Index) lookup(r pebble.Reader, path string) (FileRecord, uint32, bool, error) {
 	v, found, err := getValue(r, pathKey(path))
 	if err != nil || !found {
-		return FileRecord{}, false, err
+		return FileRecord{}, 0, false, err
 	}
 	id, err := decodeID(v)
 	if err != nil {
-		return FileRecord{}, false, err
+		return FileRecord{}, 0, false, err
 	}
-	rec, found, err := readRecord(r, id)
+	rec, cid, found, err := readRecord(r, id)
 	if err == nil && !found {
 		err = fmt.Errorf("%w: path %q names file id %d, which has no record", ErrCorrupt, path, id)
 	}
-	return rec, found, err
+	return rec, cid, found, err
 }
 
-// readRecord reads and decodes the record of file id from r.
-func readRecord(r pebble.Reader, id uint32) (FileRecord, bool, error) {
+// readRecord reads and decodes the record of file id from r, and its
+// content's record, and returns them as one FileRecord and the content id.
+// A file record whose content has no record is corrupt.
+func readRecord(r pebble.Reader, id uint32) (FileRecord, uint32, bool, error) {
+	meta, cid, found, err := readMeta(r, id)
+	if err != nil || !found {
+		return FileRecord{}, 0, found, err
+	}
+	rec := FileRecord{ID: id, FileMeta: meta}
+	found, err = readContent(r, cid, &rec)
+	if err == nil && !found {
+		err = fmt.Errorf("%w: file id %d (%q) names content %d, which has no record", ErrCorrupt, id, meta.Path, cid)
+	}
+	if err != nil {
+		return FileRecord{}, 0, false, err
+	}
+	return rec, cid, true, nil
+}
+
+// readMeta reads and decodes the record of file id from r, without its
+// content's record.
+func readMeta(r pebble.Reader, id uint32) (FileMeta, uint32, bool, error) {
 	v, closer, err := r.Get(recordKey(id))
 	if errors.Is(err, pebble.ErrNotFound) {
-		return FileRecord{}, false, nil
+		return FileMeta{}, 0, false, nil
 	}
 	if err != nil {
-		return FileRecord{}, false, err
+		return FileMeta{}, 0, false, err
 	}
 	defer closer.Close()
-	rec, err := decodeRecord(id, v)
+	meta, cid, err := decodeRecord(v)
 	if err != nil {
-		return FileRecord{}, false, fmt.Errorf("file id %d: %w", id, err)
+		return FileMeta{}, 0, false, fmt.Errorf("file id %d: %w", id, err)
 	}
-	return rec, true, nil
+	return meta, cid, true, nil
+}
+
+// readContent reads the record of content cid from r into rec's content
+// fields (decodeContent).
+func readContent(r pebble.Reader, cid uint32, rec *FileRecord) (bool, error) {
+	v, closer, err := r.Get(contentKey(cid))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer closer.Close()
+	if err := decodeContent(v, rec); err != nil {
+		return false, fmt.Errorf("content %d: %w", cid, err)
+	}
+	return true, nil
+}
+
+// readForward reads and decodes the forward list of content cid from r.
+func readForward(r pebble.Reader, cid uint32) ([]entry, bool, error) {
+	v, closer, err := r.Get(forwardKey(cid))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer closer.Close()
+	es, err := decodeForward(v)
+	if err != nil {
+		return nil, false, fmt.Errorf("forward list of content %d: %w", cid, err)
+	}
+	return es, true, nil
 }
 
 // scanFiles calls fn for every file in r whose path starts with prefix, in
-// path order, with its id and record.
-func scanFiles(r pebble.Reader, prefix string, fn func(id uint32, rec FileRecord) error) error {
+// path order, with its record and content id.
+func scanFiles(r pebble.Reader, prefix string, fn func(rec FileRecord, cid uint32) error) error {
 	lo := pathKey(prefix)
 	return scan(r, lo, prefixEnd(lo), func(k, v []byte) error {
 		id, err := decodeID(v)
 		if err != nil {
 			return fmt.Errorf("path %q: %w", k[1:], err)
 		}
-		rec, found, err := readRecord(r, id)
+		rec, cid, found, err := readRecord(r, id)
 		if err != nil {
 			return err
 		}
 		if !found {
 			return fmt.Errorf("%w: path %q names file id %d, which has no record", ErrCorrupt, k[1:], id)
 		}
-		return fn(id, rec)
+		return fn(rec, cid)
 	})
 }
 
@@ -135,7 +190,7 @@ func (ix *Index) Files(prefix string, fn func(FileRecord) error) error {
 	snap := ix.db.NewSnapshot()
 	defer snap.Close()
 	var fnErr error
-	err := scanFiles(snap, prefix, func(_ uint32, rec FileRecord) error {
+	err := scanFiles(snap, prefix, func(rec FileRecord, _ uint32) error {
 		fnErr = fn(rec)
 		return fnErr
 	})

@@ -2,6 +2,7 @@ package index
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -17,22 +18,39 @@ type counts struct {
 // fileBytes is what a file adds to counts.Bytes.
 func fileBytes(m FileMeta) uint64 { return uint64(max(m.Size, 0)) }
 
-// scanCounts computes counts from the records in r.
+// scanCounts computes counts from the file and content records in r.
 func scanCounts(r pebble.Reader) (counts, error) {
 	var c counts
-	lo, hi := keyspace(prefixRecord)
+	features := make(map[uint32]uint32) // content id → its number of features
+	lo, hi := keyspace(prefixContent)
 	err := scan(r, lo, hi, func(k, v []byte) error {
+		cid, err := parseIDKey(k, prefixContent)
+		if err != nil {
+			return err
+		}
+		var rec FileRecord
+		if err := decodeContent(v, &rec); err != nil {
+			return fmt.Errorf("content %d: %w", cid, err)
+		}
+		features[cid] = rec.Features
+		return nil
+	})
+	if err != nil {
+		return c, err
+	}
+	lo, hi = keyspace(prefixRecord)
+	err = scan(r, lo, hi, func(k, v []byte) error {
 		id, err := parseIDKey(k, prefixRecord)
 		if err != nil {
 			return err
 		}
-		rec, err := decodeRecord(id, v)
+		meta, cid, err := decodeRecord(v)
 		if err != nil {
 			return fmt.Errorf("file id %d: %w", id, err)
 		}
 		c.Files++
-		c.Features += uint64(rec.Features)
-		c.Bytes += fileBytes(rec.FileMeta)
+		c.Features += uint64(features[cid])
+		c.Bytes += fileBytes(meta)
 		return nil
 	})
 	return c, err
@@ -52,6 +70,55 @@ func scan(r pebble.Reader, lo, hi []byte, fn func(k, v []byte) error) error {
 			return err
 		}
 		if err := fn(it.Key(), v); err != nil {
+			_ = it.Close()
+			return err
+		}
+	}
+	return it.Close()
+}
+
+// scanCopies counts the files of every content held by two or more, from
+// the copy keys in r.
+func scanCopies(r pebble.Reader) (map[uint32]uint32, error) {
+	n := make(map[uint32]uint32)
+	lo, hi := keyspace(prefixStrong)
+	err := scan(r, lo, hi, func(k, _ []byte) error {
+		_, cid, _, err := parseStrongKey(k)
+		if err != nil {
+			return err
+		}
+		n[cid]++
+		return nil
+	})
+	maps.DeleteFunc(n, func(_, c uint32) bool { return c < 2 })
+	return n, err
+}
+
+// filesOf returns the number of files holding content cid, as far as the
+// writes committed so far say: at least 1. The caller holds copiesMu.
+func (ix *Index) filesOf(cid uint32) int {
+	if n, ok := ix.copies[cid]; ok {
+		return int(n)
+	}
+	return 1
+}
+
+// scanUntil calls fn for every key in [lo, hi) of r, in order, until fn
+// returns false or an error. fn must not retain k or v.
+func scanUntil(r pebble.Reader, lo, hi []byte, fn func(k, v []byte) (bool, error)) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		v, err := it.ValueAndErr()
+		if err == nil {
+			var more bool
+			if more, err = fn(it.Key(), v); err == nil && !more {
+				break
+			}
+		}
+		if err != nil {
 			_ = it.Close()
 			return err
 		}

@@ -1,9 +1,11 @@
 package index
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -11,15 +13,22 @@ import (
 )
 
 // Put adds the file at meta.Path with sketch sk, or replaces it when the
-// path is indexed already (keeping its file id). The old postings are
-// removed through the file's forward list; the new record, forward list,
-// postings, identical-content key and inode key are written (the old
-// identical-content and inode keys deleted when they change), all in one
-// atomic batch.
-// Put reads nothing but the file's old path key, record and forward list:
-// its writes are blind. sk's features need not be sorted (they are mapped to
-// fingerprint keys, sorted and merged); sk.Params must be zero or equal the
-// index's, else the error wraps ErrParamsMismatch. Put does not retain sk.
+// path is indexed already (keeping its file id), all in one atomic batch.
+//
+// Identical files share one content (doc.go): when the index holds a
+// content equal to sk's (same strong hash, summary and entries), the file
+// joins it and Put writes no posting. Otherwise the file gets a content of
+// its own, with its forward list and postings. The content the file held
+// before loses it; a content no file holds any more is deleted, postings
+// and all, except that a file that held its content alone and changed
+// keeps it and only the postings that differ are rewritten.
+//
+// Put reads the file's old path key and records, the copy keys of sk's
+// strong hash and of the old content, and the forward lists of the
+// contents it compares or replaces; the postings are written blind. sk's
+// features need not be sorted (they are mapped to fingerprint keys, sorted
+// and merged); sk.Params must be zero or equal the index's, else the error
+// wraps ErrParamsMismatch. Put does not retain sk.
 func (ix *Index) Put(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) {
 	rec, err := ix.put(meta, sk)
 	if err != nil {
@@ -44,7 +53,7 @@ func (ix *Index) put(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) 
 		return FileRecord{}, errors.New("too many features")
 	}
 
-	old, oldEntries, found, err := ix.loadFile(ix.db, meta.Path)
+	old, oldCID, found, err := ix.lookup(ix.db, meta.Path)
 	if err != nil {
 		return FileRecord{}, err
 	}
@@ -66,20 +75,59 @@ func (ix *Index) put(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) 
 		rec.Level = uint8(lvl)
 		rec.LevelWeights = levelWeights(entries, lvl, ix.params.Bits)
 	}
+	cid, shared, err := ix.findContent(&rec, entries)
+	if err != nil {
+		return FileRecord{}, err
+	}
 
 	w := ix.newBatch()
 	defer w.close()
-	w.diffPostings(id, oldEntries, entries)
-	if found && old.Strong != rec.Strong {
-		w.delete(strongKey(old.Strong, id))
+	newContent := false
+	if !found || !shared || cid != oldCID {
+		last := false // the file held its old content alone
+		var oldEntries []entry
+		if found {
+			if last, err = ix.lastCopy(old.Strong, oldCID, id); err != nil {
+				return FileRecord{}, err
+			}
+			if last {
+				if oldEntries, err = ix.readForward(oldCID); err != nil {
+					return FileRecord{}, err
+				}
+			}
+			w.delete(strongKey(old.Strong, oldCID, id))
+		}
+		switch {
+		case shared:
+			if found {
+				w.moves = append(w.moves, copyMove{oldCID, -1})
+			}
+			if last {
+				w.removeContent(oldCID, oldEntries)
+			}
+			w.moves = append(w.moves, copyMove{cid, +1})
+		case last:
+			// The file changed and nothing else held its content: keep the
+			// content id and rewrite only the postings that differ.
+			cid = oldCID
+			w.setContent(cid, &rec, oldEntries, entries)
+		default:
+			if ix.nextCID > math.MaxUint32 {
+				return FileRecord{}, errors.New("content ids exhausted: rebuild the index")
+			}
+			if found {
+				w.moves = append(w.moves, copyMove{oldCID, -1})
+			}
+			cid, newContent = uint32(ix.nextCID), true
+			w.setContent(cid, &rec, nil, entries)
+		}
+		w.set(strongKey(rec.Strong, cid, id), nil)
 	}
-	w.set(strongKey(rec.Strong, id), nil)
 	if found && (old.Dev != rec.Dev || old.Ino != rec.Ino) {
 		w.delete(inodeKey(old.Dev, old.Ino, id))
 	}
 	w.set(inodeKey(rec.Dev, rec.Ino, id), nil)
-	w.set(recordKey(id), encodeRecord(nil, &rec))
-	w.set(forwardKey(id), encodeForward(nil, entries))
+	w.set(recordKey(id), encodeRecord(nil, &rec.FileMeta, cid))
 	if !found {
 		w.set(pathKey(meta.Path), encodeID(id))
 		w.delta.Files++
@@ -92,11 +140,89 @@ func (ix *Index) put(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) 
 	if !found {
 		ix.nextID++
 	}
+	if newContent {
+		ix.nextCID++
+	}
 	return rec, nil
 }
 
-// Remove removes the file at path, in one atomic batch. It returns an
-// error wrapping ErrNotFound when path is not indexed.
+// findContent returns the content the index holds that equals rec's (same
+// strong hash, summary, weights and entries), if any. A file whose strong
+// hash is unknown (all zero) shares no content. It reads the copy keys of
+// rec's strong hash (one seek per content of that hash, however many
+// copies each has), and the records and forward lists of the contents it
+// compares.
+func (ix *Index) findContent(rec *FileRecord, es []entry) (cid uint32, found bool, err error) {
+	if rec.Strong == ([32]byte{}) {
+		return 0, false, nil
+	}
+	prefix := strongPrefix(rec.Strong)
+	it, err := ix.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return 0, false, err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; {
+		_, c, _, err := parseStrongKey(it.Key())
+		if err != nil {
+			return 0, false, err
+		}
+		var have FileRecord
+		found, err := readContent(ix.db, c, &have)
+		if err != nil {
+			return 0, false, err
+		}
+		if found && sameContent(&have, rec) {
+			hes, err := ix.readForward(c)
+			if err != nil {
+				return 0, false, err
+			}
+			if slices.EqualFunc(hes, es, func(a, b entry) bool { return a.key == b.key && a.weight == b.weight }) {
+				return c, true, nil
+			}
+		}
+		next := prefixEnd(copyPrefix(nil, rec.Strong, c))
+		if next == nil || !bytes.HasPrefix(next, prefix) {
+			break
+		}
+		ok = it.SeekGE(next)
+	}
+	return 0, false, it.Error()
+}
+
+// lastCopy reports whether file id is the only file holding content cid,
+// whose strong hash is strong: whether no copy key of cid names another
+// file.
+func (ix *Index) lastCopy(strong [32]byte, cid, id uint32) (bool, error) {
+	prefix := copyPrefix(nil, strong, cid)
+	last := true
+	err := scanUntil(ix.db, prefix, prefixEnd(prefix), func(k, _ []byte) (bool, error) {
+		_, _, other, err := parseStrongKey(k)
+		if err != nil {
+			return false, err
+		}
+		if other != id {
+			last = false
+			return false, nil
+		}
+		return true, nil
+	})
+	return last, err
+}
+
+// readForward reads the forward list of content cid from the database. A
+// missing list is corrupt.
+func (ix *Index) readForward(cid uint32) ([]entry, error) {
+	es, found, err := readForward(ix.db, cid)
+	if err == nil && !found {
+		err = fmt.Errorf("%w: content %d has no forward list", ErrCorrupt, cid)
+	}
+	return es, err
+}
+
+// Remove removes the file at path, in one atomic batch, and its content
+// when no other file holds it. It returns an error wrapping ErrNotFound
+// when path is not indexed.
 func (ix *Index) Remove(path string) error {
 	if err := ix.remove(path); err != nil {
 		return fmt.Errorf("index.Remove %q: %w", path, err)
@@ -109,7 +235,7 @@ func (ix *Index) remove(path string) error {
 		return err
 	}
 	defer ix.endWrite()
-	old, oldEntries, found, err := ix.loadFile(ix.db, path)
+	old, cid, found, err := ix.lookup(ix.db, path)
 	if err != nil {
 		return err
 	}
@@ -118,18 +244,21 @@ func (ix *Index) remove(path string) error {
 	}
 	w := ix.newBatch()
 	defer w.close()
-	w.removeFile(old, oldEntries)
+	if err := ix.removeFile(w, old, cid); err != nil {
+		return err
+	}
 	w.delete(pathKey(path))
 	return w.commit()
 }
 
 // Rename moves the file at oldPath to meta.Path, with meta as its new
 // metadata, in one atomic batch. The content is taken to be unchanged: the
-// file keeps its id, summary and postings. A rename within a filesystem
-// keeps the file's device and inode, and so its inode key; when meta names
-// another device or inode (a move across filesystems, which copies the
-// file), the inode key follows it. A file indexed at meta.Path already is
-// removed in the same batch, with all its keys. oldPath may equal
+// file keeps its id and its content, and no posting is touched. A rename
+// within a filesystem keeps the file's device and inode, and so its inode
+// key; when meta names another device or inode (a move across
+// filesystems, which copies the file), the inode key follows it. A file
+// indexed at meta.Path already is removed in the same batch, with all its
+// keys (and its content, when nothing else holds it). oldPath may equal
 // meta.Path, to update the metadata only. It returns an error wrapping
 // ErrNotFound when oldPath is not indexed.
 func (ix *Index) Rename(oldPath string, meta FileMeta) error {
@@ -147,7 +276,7 @@ func (ix *Index) rename(oldPath string, meta FileMeta) error {
 	if meta.Path == "" {
 		return errors.New("empty path")
 	}
-	rec, found, err := ix.lookup(ix.db, oldPath)
+	rec, cid, found, err := ix.lookup(ix.db, oldPath)
 	if err != nil {
 		return err
 	}
@@ -157,12 +286,16 @@ func (ix *Index) rename(oldPath string, meta FileMeta) error {
 	w := ix.newBatch()
 	defer w.close()
 	if meta.Path != oldPath {
-		target, targetEntries, found, err := ix.loadFile(ix.db, meta.Path)
+		// The renamed file keeps its copy key, so the target's content is
+		// deleted only when the renamed file does not hold it too.
+		target, tcid, found, err := ix.lookup(ix.db, meta.Path)
 		if err != nil {
 			return err
 		}
 		if found {
-			w.removeFile(target, targetEntries)
+			if err := ix.removeFile(w, target, tcid); err != nil {
+				return err
+			}
 		}
 		w.delete(pathKey(oldPath))
 		w.set(pathKey(meta.Path), encodeID(rec.ID))
@@ -172,8 +305,7 @@ func (ix *Index) rename(oldPath string, meta FileMeta) error {
 		w.set(inodeKey(meta.Dev, meta.Ino, rec.ID), nil)
 	}
 	w.delta.Bytes += int64(fileBytes(meta)) - int64(fileBytes(rec.FileMeta))
-	rec.FileMeta = meta
-	w.set(recordKey(rec.ID), encodeRecord(nil, &rec))
+	w.set(recordKey(rec.ID), encodeRecord(nil, &meta, cid))
 	return w.commit()
 }
 
@@ -202,6 +334,10 @@ type batch struct {
 	ix    *Index
 	b     *pebble.Batch
 	delta struct{ Files, Features, Bytes int64 }
+	// moves are the changes to the number of files of existing contents:
+	// +1 when a file joins one, -1 when one leaves (a new content holds one
+	// file, which needs no entry).
+	moves []copyMove
 	key   []byte
 	val   []byte
 	err   error // first error of a batch operation
@@ -225,37 +361,37 @@ func (w *batch) delete(k []byte) {
 	}
 }
 
-// setPosting writes the posting of entry e in file id.
-func (w *batch) setPosting(id uint32, e entry) {
-	w.key = appendPostingKey(w.key[:0], e.key, id)
+// setPosting writes the posting of entry e in content cid.
+func (w *batch) setPosting(cid uint32, e entry) {
+	w.key = appendPostingKey(w.key[:0], e.key, cid)
 	w.val = encodePosting(w.val[:0], e.weight)
 	w.set(w.key, w.val)
 }
 
-// deletePosting deletes the posting of fingerprint key in file id.
-func (w *batch) deletePosting(id, key uint32) {
-	w.key = appendPostingKey(w.key[:0], key, id)
+// deletePosting deletes the posting of fingerprint key in content cid.
+func (w *batch) deletePosting(cid, key uint32) {
+	w.key = appendPostingKey(w.key[:0], key, cid)
 	w.delete(w.key)
 }
 
-// diffPostings turns the postings of file id from those of old into those
-// of new (both canonical): it deletes the postings of keys only old holds,
-// and writes those of keys only new holds or whose weight changed. Nothing
-// is read: how many files hold a fingerprint is not stored anywhere but in
-// its postings.
-func (w *batch) diffPostings(id uint32, old, new []entry) {
+// diffPostings turns the postings of content cid from those of old into
+// those of new (both canonical): it deletes the postings of keys only old
+// holds, and writes those of keys only new holds or whose weight changed.
+// Nothing is read: how many contents hold a fingerprint is not stored
+// anywhere but in its postings.
+func (w *batch) diffPostings(cid uint32, old, new []entry) {
 	i, j := 0, 0
 	for i < len(old) || j < len(new) {
 		switch {
 		case j == len(new) || i < len(old) && old[i].key < new[j].key:
-			w.deletePosting(id, old[i].key)
+			w.deletePosting(cid, old[i].key)
 			i++
 		case i == len(old) || new[j].key < old[i].key:
-			w.setPosting(id, new[j])
+			w.setPosting(cid, new[j])
 			j++
 		default:
 			if old[i].weight != new[j].weight {
-				w.setPosting(id, new[j])
+				w.setPosting(cid, new[j])
 			}
 			i++
 			j++
@@ -263,16 +399,51 @@ func (w *batch) diffPostings(id uint32, old, new []entry) {
 	}
 }
 
-// removeFile deletes everything of file rec but its path key.
-func (w *batch) removeFile(rec FileRecord, es []entry) {
-	w.diffPostings(rec.ID, es, nil)
-	w.delete(strongKey(rec.Strong, rec.ID))
+// setContent writes content cid as rec's content, with entries new, over
+// a content with entries old (nil for a new content).
+func (w *batch) setContent(cid uint32, rec *FileRecord, old, new []entry) {
+	w.diffPostings(cid, old, new)
+	w.set(contentKey(cid), encodeContent(nil, rec))
+	w.set(forwardKey(cid), encodeForward(nil, new))
+}
+
+// removeContent deletes content cid, whose entries are es, and its
+// postings.
+func (w *batch) removeContent(cid uint32, es []entry) {
+	w.diffPostings(cid, es, nil)
+	w.delete(contentKey(cid))
+	w.delete(forwardKey(cid))
+}
+
+// removeFile adds to w the deletion of everything of file rec, which holds
+// content cid, but its path key; and of its content when no other file
+// holds it.
+func (ix *Index) removeFile(w *batch, rec FileRecord, cid uint32) error {
+	last, err := ix.lastCopy(rec.Strong, cid, rec.ID)
+	if err != nil {
+		return err
+	}
+	if last {
+		es, err := ix.readForward(cid)
+		if err != nil {
+			return err
+		}
+		w.removeContent(cid, es)
+	}
+	w.delete(strongKey(rec.Strong, cid, rec.ID))
+	w.moves = append(w.moves, copyMove{cid, -1})
 	w.delete(inodeKey(rec.Dev, rec.Ino, rec.ID))
 	w.delete(recordKey(rec.ID))
-	w.delete(forwardKey(rec.ID))
 	w.delta.Files--
 	w.delta.Features -= int64(rec.Features)
 	w.delta.Bytes -= int64(fileBytes(rec.FileMeta))
+	return nil
+}
+
+// copyMove is a change to the number of files holding content cid.
+type copyMove struct {
+	cid   uint32
+	delta int
 }
 
 // commit applies the batch without syncing and updates the counts.
@@ -289,6 +460,17 @@ func (w *batch) commit() error {
 	ix.counts.Features = addDelta(ix.counts.Features, w.delta.Features)
 	ix.counts.Bytes = addDelta(ix.counts.Bytes, w.delta.Bytes)
 	ix.countsMu.Unlock()
+	if len(w.moves) > 0 {
+		ix.copiesMu.Lock()
+		for _, m := range w.moves {
+			if n := ix.filesOf(m.cid) + m.delta; n >= 2 {
+				ix.copies[m.cid] = uint32(n)
+			} else {
+				delete(ix.copies, m.cid)
+			}
+		}
+		ix.copiesMu.Unlock()
+	}
 	return nil
 }
 
@@ -299,22 +481,19 @@ func addDelta(v uint64, d int64) uint64 {
 	return v + uint64(d)
 }
 
-// loadFile reads the record and forward list of the file at path.
-func (ix *Index) loadFile(r pebble.Reader, path string) (FileRecord, []entry, bool, error) {
-	rec, found, err := ix.lookup(r, path)
+// loadFile reads the record, content id and forward list of the file at
+// path.
+func (ix *Index) loadFile(r pebble.Reader, path string) (FileRecord, uint32, []entry, bool, error) {
+	rec, cid, found, err := ix.lookup(r, path)
 	if err != nil || !found {
-		return rec, nil, found, err
+		return rec, 0, nil, found, err
 	}
-	v, found, err := getValue(r, forwardKey(rec.ID))
+	es, found, err := readForward(r, cid)
+	if err == nil && !found {
+		err = fmt.Errorf("%w: content %d of file id %d (%q) has no forward list", ErrCorrupt, cid, rec.ID, path)
+	}
 	if err != nil {
-		return rec, nil, false, err
+		return rec, 0, nil, false, err
 	}
-	if !found {
-		return rec, nil, false, fmt.Errorf("%w: file id %d (%q) has no forward list", ErrCorrupt, rec.ID, path)
-	}
-	es, err := decodeForward(v)
-	if err != nil {
-		return rec, nil, false, fmt.Errorf("forward list of file id %d: %w", rec.ID, err)
-	}
-	return rec, es, true, nil
+	return rec, cid, es, true, nil
 }
