@@ -6,13 +6,31 @@
 // Vocabulary:
 //
 //   - A file record holds what sif knows of one indexed file: its metadata
-//     ([FileMeta]: path, size, mtime, device and inode, mode), its
-//     [fingerprint.Summary] (size, strong hash, type, SimiHash sum table and
-//     key), its total weight and its number of features.
+//     ([FileMeta]: path, size, mtime, device and inode, mode) and the id of
+//     its content.
 //   - A file id is a 32-bit number naming one file record. Ids are handed out
 //     in increasing order and never reused while the file lives; replacing
-//     or renaming a file keeps its id. Postings and forward lists name files
-//     by id, so a rename touches only the path key and the record.
+//     or renaming a file keeps its id, so a rename touches only the path
+//     key and the record.
+//   - A content is what identical files share: one content record (the
+//     [fingerprint.Summary]: size, strong hash, type, SimiHash sum table
+//     and key; the total weight, the number of features, the level and the
+//     level weights), one forward list and one set of postings, however
+//     many files hold it. Files are identical, and share a content, when
+//     their strong hashes (SHA-256), summaries and entries are equal; a
+//     file whose strong hash is unknown (all zero) has a content of its
+//     own. A content id is a 32-bit number naming a content, handed out in
+//     increasing order apart from file ids and never reused while the
+//     content lives. Adding or removing one of several copies touches no
+//     posting; a content is deleted, postings and all, in the batch that
+//     removes its last file, and a file that held its content alone and
+//     changes keeps the content id, so only the postings that differ are
+//     rewritten. A [FileRecord] joins a file record and its content's.
+//   - The copy key of a file joins its content's strong hash, its content id
+//     and its file id. The copy keys of a content are its reference count,
+//     kept in the same batches as everything else: the files holding it,
+//     and the identical files of a query, found by strong hash without
+//     reading any posting.
 //   - The fingerprint key of a 64-bit fingerprint hash is the high 32 bits of
 //     murmur3's fmix64 finalizer of it: a fixed bijective mixer, so the key
 //     draws on every bit of the hash (manber with mod_bits=30 makes hashes of
@@ -34,20 +52,21 @@
 //   - The shared weight of two files sums, over the fingerprint keys both
 //     hold, the lesser of their two weights. Without key collisions that is
 //     fingerprint.Compare's min(count in one, count in the other) × weight.
-//   - The forward list of a file is its entries, sorted by key. It is what
-//     lets a change remove the file's old postings without a scan.
-//   - A posting says "file id holds fingerprint key k, with this weight".
-//     There is one Pebble key per posting, and the postings of one
+//   - The forward list of a content is its entries, sorted by key. It is
+//     what lets a change remove the content's old postings without a scan.
+//   - A posting says "content id holds fingerprint key k, with this
+//     weight". There is one Pebble key per posting, and the postings of one
 //     fingerprint key are adjacent, so Manber's all-against-all sort of
 //     fingerprints is a scan of the posting keyspace, and a query reads one
 //     short range per entry.
 //   - The document frequency of a fingerprint key is the number of files
-//     that hold it: the length of its run of postings, which queries and
-//     groups count as they read it; it is not stored. Fingerprints held by
-//     very many files (licence blocks, templates, boilerplate) carry little
-//     evidence: queries and groups skip those above MaxDF.
-//   - The identical-content key of a file joins its strong hash to its id, so
-//     identical files are found without reading any posting.
+//     that hold it: over its run of postings, the number of files of each
+//     content, which queries and groups count as they read it; it is not
+//     stored. The index keeps in memory the number of files of every
+//     content held by two or more (built from the copy keys at Open,
+//     updated as each batch commits). Fingerprints held by very many files
+//     (licence blocks, templates, boilerplate) carry little evidence:
+//     queries and groups skip those above MaxDF.
 //   - The inode key of a file joins its device and inode numbers to its id,
 //     so a file renamed or moved where sif did not see it go is recognised
 //     by its inode (and its size and mtime) without being read again. Hard
@@ -72,18 +91,22 @@
 // fingerprint keys are 4 bytes, device and inode numbers 8 bytes, all
 // big-endian, so Pebble keys sort numerically:
 //
-//	'm' "version"         format version (decimal text, now 4)
-//	'm' "params"          the normalized fingerprint.Params, JSON
-//	'p' path              file id (4 bytes); paths are raw bytes
-//	'r' id                file record: version byte 1, then varints
-//	'f' id                forward list: n, then per entry the fingerprint
-//	                      key delta from the previous one (the first from
-//	                      0) and the weight (uvarints)
-//	'P' key id            posting (9 bytes): empty when the weight is 1
-//	                      (a manber fingerprint seen once in its file),
-//	                      else the weight (uvarint)
-//	's' strong(32) id     identical-content key, empty value
-//	'i' dev(8) ino(8) id  inode key, empty value
+//	'm' "version"          format version (decimal text, now 5)
+//	'm' "params"           the normalized fingerprint.Params, JSON
+//	'p' path               file id (4 bytes); paths are raw bytes
+//	'r' id                 file record: version byte 3, then the path
+//	                       and metadata, and the content id (varints)
+//	'c' content            content record: version byte 1, then the
+//	                       summary, weights and level (varints)
+//	'f' content            forward list: n, then per entry the fingerprint
+//	                       key delta from the previous one (the first from
+//	                       0) and the weight (uvarints)
+//	'P' key content        posting (9 bytes): empty when the weight is 1
+//	                       (a manber fingerprint seen once in its file),
+//	                       else the weight (uvarint)
+//	's' strong(32) content id
+//	                       copy key, empty value
+//	'i' dev(8) ino(8) id   inode key, empty value
 //
 // Pebble's comparer ("sif.keys.v2") orders keys bytewise but takes 'P' and
 // the fingerprint key of a posting key as its prefix, so a query's prefix
@@ -91,18 +114,21 @@
 // hold no posting of it.
 //
 // Every change to one file (Put, Remove, Rename) is one atomic batch
-// carrying all the keys it touches, so after a crash the index holds each
-// file as it was before or after a change, never between. A change reads
-// only the file's path key, record and forward list; its other writes are
-// blind. Batches commit without fsync: the index is a cache of the disk, and
+// carrying all the keys it touches, its content's among them, so after a
+// crash the index holds each file and each content as it was before or
+// after a change, never between. A change reads only the file's path key
+// and records, the copy keys of the contents it joins or leaves, and the
+// forward lists of the contents it compares, rewrites or deletes; its
+// postings are written blind. Batches commit without fsync: the index is a cache of the disk, and
 // Sync and Close make it durable. Writes are serialized by a mutex; reads
 // run concurrently, each on one consistent view. Only one process may open
 // the database (Pebble's LOCK file): Open fails with ErrLocked otherwise.
 // Check verifies every invariant above; on corruption, and for an index
 // written in another format (version 1 had 64-bit hashes in its keys and
 // stored document frequencies, version 2 no inode keys, version 3 one
-// sampling density and no levels in its records), the cure is to
-// move the index aside and rebuild it. Compact rewrites the database into
+// sampling density and no levels in its records, version 4 no contents:
+// postings and forward lists per file), the cure is to move the index
+// aside and rebuild it. Compact rewrites the database into
 // its most compact form after a bulk load. Dump lists the files in a
 // canonical text form, free of file ids and write history, so two indexes
 // of one tree can be compared.

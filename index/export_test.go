@@ -1,6 +1,8 @@
 package index
 
 import (
+	"fmt"
+
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/sif-dev/sif/index/fingerprint"
@@ -106,6 +108,22 @@ func (ix *Index) TableKeyRanges() ([][2][]byte, error) {
 	}
 	return out, nil
 }
+
+// RawDigest returns every key and value (in hex) of the keyspace of prefix,
+// one line each.
+func (ix *Index) RawDigest(prefix byte) (string, error) {
+	var b []byte
+	lo, hi := keyspace(prefix)
+	err := scan(ix.db, lo, hi, func(k, v []byte) error {
+		b = fmt.Appendf(b, "%x=%x\n", k, v)
+		return nil
+	})
+	return string(b), err
+}
+
+// PostingWrites returns the number of posting keys set or deleted since
+// Open.
+func (ix *Index) PostingWrites() uint64 { return ix.postingWrites.Load() }
 
 // RawKeys counts the keys (as readers see them) starting with prefix.
 func (ix *Index) RawKeys(prefix byte) (int, error) {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -61,6 +62,10 @@ type Index struct {
 	// after its batch commits.
 	copiesMu sync.RWMutex
 	copies   map[uint32]uint32 // guarded by copiesMu
+
+	// postingWrites counts the posting keys set or deleted since Open, so
+	// tests can tell a write that touches no posting.
+	postingWrites atomic.Uint64
 }
 
 var _ Querier = (*Index)(nil)

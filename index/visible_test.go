@@ -13,7 +13,8 @@ import (
 
 // TestSimilarVisible checks that a query with Visible answers as the same
 // query without it whose matches are then filtered: hidden files are
-// neither listed, nor counted, nor take a place under the limit.
+// neither listed, nor counted, nor take a place under the limit. Copies
+// sharing one content are filtered each on its own.
 func TestSimilarVisible(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	ix := openMem(t, nil, manber)
@@ -21,6 +22,9 @@ func TestSimilarVisible(t *testing.T) {
 	sketches := map[string]*fingerprint.Sketch{}
 	for i := range 120 {
 		sk := randSketch(rng, manber, 5+rng.IntN(20), 150)
+		if len(paths) > 0 && rng.IntN(3) == 0 {
+			sk = sketches[paths[rng.IntN(len(paths))]] // an identical copy, sharing its content
+		}
 		path := fmt.Sprintf("/%c/%03d", 'a'+rng.IntN(3), i)
 		if _, err := ix.Put(metaFor(path, sk, rng), sk); err != nil {
 			t.Fatal(err)

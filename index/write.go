@@ -338,9 +338,11 @@ type batch struct {
 	// +1 when a file joins one, -1 when one leaves (a new content holds one
 	// file, which needs no entry).
 	moves []copyMove
-	key   []byte
-	val   []byte
-	err   error // first error of a batch operation
+	// postings counts the posting keys the batch sets or deletes.
+	postings int
+	key      []byte
+	val      []byte
+	err      error // first error of a batch operation
 }
 
 func (ix *Index) newBatch() *batch { return &batch{ix: ix, b: ix.db.NewBatch()} }
@@ -366,12 +368,14 @@ func (w *batch) setPosting(cid uint32, e entry) {
 	w.key = appendPostingKey(w.key[:0], e.key, cid)
 	w.val = encodePosting(w.val[:0], e.weight)
 	w.set(w.key, w.val)
+	w.postings++
 }
 
 // deletePosting deletes the posting of fingerprint key in content cid.
 func (w *batch) deletePosting(cid, key uint32) {
 	w.key = appendPostingKey(w.key[:0], key, cid)
 	w.delete(w.key)
+	w.postings++
 }
 
 // diffPostings turns the postings of content cid from those of old into
@@ -455,6 +459,7 @@ func (w *batch) commit() error {
 		return err
 	}
 	ix := w.ix
+	ix.postingWrites.Add(uint64(w.postings))
 	ix.countsMu.Lock()
 	ix.counts.Files = addDelta(ix.counts.Files, w.delta.Files)
 	ix.counts.Features = addDelta(ix.counts.Features, w.delta.Features)
