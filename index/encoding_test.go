@@ -200,11 +200,43 @@ func TestPostingRoundTrip(t *testing.T) {
 func TestKeysRoundTrip(t *testing.T) {
 	key, id := uint32(0x01234567), uint32(0xfedcba98)
 	k := appendPostingKey(nil, key, id)
-	if len(k) != 9 {
-		t.Fatalf("posting key %x: %d bytes, want 9", k, len(k))
+	if len(k) != 10 {
+		t.Fatalf("posting key %x: %d bytes, want 10", k, len(k))
 	}
 	if gk, gid, err := parsePostingKey(k); err != nil || gk != key || gid != id {
 		t.Fatalf("posting key %x: %x %x %v", k, gk, gid, err)
+	}
+	// Content ids take 2 to 5 bytes, sort numerically, and have one
+	// encoding each.
+	var prev []byte
+	for _, c := range []struct {
+		cid uint32
+		n   int
+	}{{0, 2}, {1, 2}, {1<<14 - 1, 2}, {1 << 14, 3}, {1<<22 - 1, 3}, {1 << 22, 4}, {1<<30 - 1, 4}, {1 << 30, 5}, {math.MaxUint32, 5}} {
+		pk := appendPostingKey(nil, key, c.cid)
+		if len(pk) != 5+c.n {
+			t.Fatalf("content id %d: posting key %x, want %d bytes", c.cid, pk, 5+c.n)
+		}
+		if gk, gid, err := parsePostingKey(pk); err != nil || gk != key || gid != c.cid {
+			t.Fatalf("posting key %x: %x %d %v", pk, gk, gid, err)
+		}
+		if prev != nil && bytes.Compare(prev, pk) >= 0 {
+			t.Fatalf("posting key %x sorts before %x", pk, prev)
+		}
+		prev = pk
+	}
+	for _, bad := range [][]byte{
+		{0x40, 0, 5},                   // 5 in 3 bytes
+		{0x80, 0, 0, 5},                // in 4
+		{0xc0, 0, 0, 0, 5},             // in 5
+		{0xc1, 0xff, 0xff, 0xff, 0xff}, // stray bits in the fifth form
+		{0x00},                         // too short
+		{0x00, 1, 2},                   // too long for its length
+	} {
+		pk := append(appendPostingPrefix(nil, key), bad...)
+		if _, _, err := parsePostingKey(pk); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("posting key %x: err %v, want ErrCorrupt", pk, err)
+		}
 	}
 	if !bytes.HasPrefix(k, appendPostingPrefix(nil, key)) {
 		t.Fatalf("posting key %x lacks its prefix", k)

@@ -22,7 +22,7 @@ const (
 
 // Key lengths of the fixed-size keyspaces.
 const (
-	postingKeyLen    = 1 + 4 + 4
+	postingKeyMax    = 1 + 4 + 5 // a posting key with the longest content id
 	postingPrefixLen = 1 + 4 // the prefix shared by the postings of one fingerprint key
 	idKeyLen         = 1 + 4 // record, content and forward keys
 	strongPrefixLen  = 1 + 32
@@ -58,11 +58,63 @@ func contentKey(cid uint32) []byte { return appendIDKey(make([]byte, 0, idKeyLen
 func forwardKey(cid uint32) []byte { return appendIDKey(make([]byte, 0, idKeyLen), prefixForward, cid) }
 
 // appendPostingKey appends the posting key of (fingerprint key, content id)
-// to dst.
+// to dst: 'P', the fingerprint key (4 bytes) and the content id as
+// appendOrderedID encodes it.
 func appendPostingKey(dst []byte, key, cid uint32) []byte {
 	dst = append(dst, prefixPosting)
 	dst = binary.BigEndian.AppendUint32(dst, key)
-	return binary.BigEndian.AppendUint32(dst, cid)
+	return appendOrderedID(dst, cid)
+}
+
+// appendOrderedID appends id to dst in 2 to 5 bytes whose bytewise order
+// is the numeric order of ids: the top two bits of the first byte give the
+// length, the rest is the id, big-endian: 00 and 14 bits below 2^14, 01
+// and 22 bits below 2^22, 10 and 30 bits below 2^30, and 11000000 then
+// 4 bytes above. Content ids are handed out from 1, so an index of fewer
+// than 16,384 contents spends 2 bytes on each, not 4.
+func appendOrderedID(dst []byte, id uint32) []byte {
+	switch {
+	case id < 1<<14:
+		return binary.BigEndian.AppendUint16(dst, uint16(id))
+	case id < 1<<22:
+		return append(dst, 0x40|byte(id>>16), byte(id>>8), byte(id))
+	case id < 1<<30:
+		return binary.BigEndian.AppendUint32(dst, 0x80<<24|id)
+	}
+	return binary.BigEndian.AppendUint32(append(dst, 0xc0), id)
+}
+
+// parseOrderedID decodes an id that appendOrderedID wrote as all of b; an
+// encoding longer than the id needs is corrupt, so each id has one.
+func parseOrderedID(b []byte) (uint32, bool) {
+	if len(b) < 2 {
+		return 0, false
+	}
+	var id uint32
+	var min uint32 // the least id of the length
+	switch b[0] >> 6 {
+	case 0:
+		if len(b) != 2 {
+			return 0, false
+		}
+		return uint32(binary.BigEndian.Uint16(b)), true
+	case 1:
+		if len(b) != 3 {
+			return 0, false
+		}
+		id, min = uint32(b[0]&0x3f)<<16|uint32(b[1])<<8|uint32(b[2]), 1<<14
+	case 2:
+		if len(b) != 4 {
+			return 0, false
+		}
+		id, min = binary.BigEndian.Uint32(b)&(1<<30-1), 1<<22
+	default:
+		if len(b) != 5 || b[0] != 0xc0 {
+			return 0, false
+		}
+		id, min = binary.BigEndian.Uint32(b[1:]), 1<<30
+	}
+	return id, id >= min
 }
 
 // appendPostingPrefix appends the prefix shared by every posting of a
@@ -113,10 +165,14 @@ func inodePrefix(dst []byte, dev, ino uint64) []byte {
 // parsePostingKey splits a posting key into its fingerprint key and content
 // id.
 func parsePostingKey(k []byte) (key, cid uint32, err error) {
-	if len(k) != postingKeyLen || k[0] != prefixPosting {
-		return 0, 0, fmt.Errorf("%w: posting key %x: want %d bytes", ErrCorrupt, k, postingKeyLen)
+	if len(k) < postingPrefixLen || k[0] != prefixPosting {
+		return 0, 0, fmt.Errorf("%w: posting key %x: too short", ErrCorrupt, k)
 	}
-	return binary.BigEndian.Uint32(k[1:postingPrefixLen]), binary.BigEndian.Uint32(k[postingPrefixLen:]), nil
+	cid, ok := parseOrderedID(k[postingPrefixLen:])
+	if !ok {
+		return 0, 0, fmt.Errorf("%w: posting key %x: bad content id", ErrCorrupt, k)
+	}
+	return binary.BigEndian.Uint32(k[1:postingPrefixLen]), cid, nil
 }
 
 // parseIDKey returns the id of a record, content or forward key with the

@@ -3,7 +3,6 @@ package index
 import (
 	"bytes"
 	"cmp"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -455,10 +454,10 @@ func (s *querySearch) accumulate() error {
 		n := 0 // files holding the key: a posting counts its content's
 		for ok := s.it.SeekPrefixGE(st.key); ok && bytes.HasPrefix(s.it.Key(), st.key); ok = s.it.Next() {
 			k := s.it.Key()
-			if len(k) != postingKeyLen {
+			cid, ok := parseOrderedID(k[postingPrefixLen:])
+			if !ok {
 				return fmt.Errorf("%w: posting key %x", ErrCorrupt, k)
 			}
-			cid := binary.BigEndian.Uint32(k[postingPrefixLen:])
 			if n++; copies {
 				n += ix.filesOf(cid) - 1
 			}
