@@ -266,7 +266,11 @@ type DupeSet struct {
 type Stats struct {
 	Params   fingerprint.Params
 	Files    uint64
-	Features uint64 // distinct (file, fingerprint key) postings
+	// Features sums the files' numbers of features (fingerprint keys),
+	// each copy counted: the postings, one per (content, fingerprint key),
+	// are fewer when files are identical (CheckReport.Postings counts
+	// them).
+	Features uint64
 	// Fingerprints is always 0: distinct fingerprints are not tracked (that
 	// would cost a read per write); sifd check counts them
 	// (CheckReport.Fingerprints).
