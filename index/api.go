@@ -264,8 +264,8 @@ type DupeSet struct {
 
 // Stats counts what an index holds.
 type Stats struct {
-	Params   fingerprint.Params
-	Files    uint64
+	Params fingerprint.Params
+	Files  uint64
 	// Features sums the files' numbers of features (fingerprint keys),
 	// each copy counted: the postings, one per (content, fingerprint key),
 	// are fewer when files are identical (CheckReport.Postings counts

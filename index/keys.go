@@ -22,7 +22,6 @@ const (
 
 // Key lengths of the fixed-size keyspaces.
 const (
-	postingKeyMax    = 1 + 4 + 5 // a posting key with the longest content id
 	postingPrefixLen = 1 + 4 // the prefix shared by the postings of one fingerprint key
 	idKeyLen         = 1 + 4 // record, content and forward keys
 	strongPrefixLen  = 1 + 32
