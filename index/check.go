@@ -217,7 +217,7 @@ func (c *checker) checkContents() error {
 			return nil
 		}
 		cr := &checkedContent{}
-		if err := decodeContent(v, &cr.rec); err != nil {
+		if _, err := decodeContent(v, &cr.rec); err != nil {
 			c.problem("content %d: record: %v", cid, err)
 			cr.broken = true
 		}

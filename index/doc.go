@@ -96,7 +96,10 @@
 //	'p' path               file id (4 bytes); paths are raw bytes
 //	'r' id                 file record: version byte 3, then the path
 //	                       and metadata, and the content id (varints)
-//	'c' content            content record: version byte 1, then the
+//	'c' content            content record: version byte 1, the holder
+//	                       hint (the id of the file that created it, which
+//	                       may have left: a query of a content held by one
+//	                       file reads that file's record first), then the
 //	                       summary, weights and level (varints)
 //	'f' content            forward list: n, then per entry the fingerprint
 //	                       key delta from the previous one (the first from

@@ -143,15 +143,19 @@ func decodeRecord(v []byte) (m FileMeta, cid uint32, err error) {
 }
 
 // encodeContent appends the value of the content record of r's content to
-// dst: what r says of its content, not of the file (FileMeta and ID are
-// left out).
+// dst: what r says of its content, and r.ID as the content's holder hint,
+// the file that created it: a query that finds the content held by one
+// file tries that file first, and looks for the others only when it has
+// left (FileMeta is left out).
 //
-// Layout (version 1): version byte; summary size (varint); strong hash (32
-// bytes); type (1 byte); 16 sum-table entries and the key (uvarints); total
-// weight and number of features, that is of forward entries (uvarints);
-// level (1 byte); the number of level weights and each of them (uvarints).
+// Layout (version 1): version byte; holder hint (uvarint); summary size
+// (varint); strong hash (32 bytes); type (1 byte); 16 sum-table entries and
+// the key (uvarints); total weight and number of features, that is of
+// forward entries (uvarints); level (1 byte); the number of level weights
+// and each of them (uvarints).
 func encodeContent(dst []byte, r *FileRecord) []byte {
 	dst = append(dst, contentVersion)
+	dst = binary.AppendUvarint(dst, uint64(r.ID))
 	dst = binary.AppendVarint(dst, r.Summary.Size)
 	dst = append(dst, r.Strong[:]...)
 	dst = append(dst, byte(r.Type))
@@ -171,12 +175,14 @@ func encodeContent(dst []byte, r *FileRecord) []byte {
 
 // decodeContent decodes a content record value into r's content fields
 // (Summary, Weight, Features, Level, LevelWeights), leaving the others as
-// they are. The result does not alias v. Errors wrap ErrCorrupt.
-func decodeContent(v []byte, r *FileRecord) error {
+// they are, and returns its holder hint. The result does not alias v.
+// Errors wrap ErrCorrupt.
+func decodeContent(v []byte, r *FileRecord) (holder uint32, err error) {
 	d := decoder{b: v}
 	if ver := d.byte("content version"); d.err == nil && ver != contentVersion {
-		return fmt.Errorf("%w: content record version %d, want %d", ErrCorrupt, ver, contentVersion)
+		return 0, fmt.Errorf("%w: content record version %d, want %d", ErrCorrupt, ver, contentVersion)
 	}
+	holder = d.uint32("holder")
 	var c FileRecord
 	c.Summary.Size = d.varint("summary size")
 	copy(c.Strong[:], d.bytes(32, "strong hash"))
@@ -199,10 +205,10 @@ func decodeContent(v []byte, r *FileRecord) error {
 		}
 	}
 	if err := d.done("content record"); err != nil {
-		return err
+		return 0, err
 	}
 	r.Summary, r.Weight, r.Features, r.Level, r.LevelWeights = c.Summary, c.Weight, c.Features, c.Level, c.LevelWeights
-	return nil
+	return holder, nil
 }
 
 // sameContent reports whether a and b say the same of their content.

@@ -85,8 +85,9 @@ func TestContentRoundTrip(t *testing.T) {
 		want := FileRecord{Summary: r.Summary, Weight: r.Weight, Features: r.Features, Level: r.Level, LevelWeights: r.LevelWeights}
 		v := encodeContent(nil, &r)
 		got := FileRecord{ID: 3, FileMeta: FileMeta{Path: "/kept"}}
-		if err := decodeContent(v, &got); err != nil {
-			t.Fatalf("decode %x: %v", v, err)
+		holder, err := decodeContent(v, &got)
+		if err != nil || holder != r.ID {
+			t.Fatalf("decode %x: holder %d, %v; want holder %d", v, holder, err, r.ID)
 		}
 		if got.ID != 3 || got.Path != "/kept" {
 			t.Fatalf("decodeContent changed the file's fields: %+v", got)
@@ -96,17 +97,17 @@ func TestContentRoundTrip(t *testing.T) {
 			t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
 		}
 		for n := 0; n < len(v); n++ {
-			if err := decodeContent(v[:n], &got); !errors.Is(err, ErrCorrupt) {
+			if _, err := decodeContent(v[:n], &got); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("decode of %d of %d bytes: err %v, want ErrCorrupt", n, len(v), err)
 			}
 		}
-		if err := decodeContent(append(v, 0), &got); !errors.Is(err, ErrCorrupt) {
+		if _, err := decodeContent(append(v, 0), &got); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("decode with a trailing byte: err %v, want ErrCorrupt", err)
 		}
 	}
 	v := encodeContent(nil, &FileRecord{})
 	v[0] = 9
-	if err := decodeContent(v, &FileRecord{}); !errors.Is(err, ErrCorrupt) {
+	if _, err := decodeContent(v, &FileRecord{}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("content version 9: err %v, want ErrCorrupt", err)
 	}
 }
@@ -422,14 +423,18 @@ func FuzzDecodeContent(f *testing.F) {
 	f.Add([]byte{1})
 	f.Fuzz(func(t *testing.T, v []byte) {
 		var r FileRecord
-		if err := decodeContent(v, &r); err != nil {
+		holder, err := decodeContent(v, &r)
+		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error %v does not wrap ErrCorrupt", err)
 			}
 			return
 		}
+		r.ID = holder
 		var again FileRecord
-		if err := decodeContent(encodeContent(nil, &r), &again); err != nil || !reflect.DeepEqual(again, r) {
+		h, err := decodeContent(encodeContent(nil, &r), &again)
+		again.ID = h
+		if err != nil || !reflect.DeepEqual(again, r) {
 			t.Fatalf("re-encoding: %+v, %v; want %+v", again, err, r)
 		}
 	})

@@ -379,14 +379,33 @@ func (s *querySearch) identical() (matches []Match, done []uint32, err error) {
 }
 
 // appendFiles appends to ms a copy of m for every file of content cid
-// (m's content) that passes the filters, the query's own file aside.
+// (m's content; m.ID its holder hint) that passes the filters, the query's
+// own file aside. A content held by one file is most often held by the
+// file that created it: then its record is the one read.
 func (s *querySearch) appendFiles(ms []Match, cid uint32, m Match) ([]Match, error) {
+	ix := s.ix
+	ix.copiesMu.RLock()
+	alone := ix.filesOf(cid) == 1
+	ix.copiesMu.RUnlock()
+	if holder := m.ID; alone && holder != 0 {
+		meta, hcid, ok, err := s.meta(holder)
+		if err != nil {
+			return ms, err
+		}
+		if ok && hcid == cid {
+			m.FileMeta = meta
+			if !(s.hasSelf && holder == s.selfID) && s.keep(&m.FileRecord) {
+				ms = append(ms, m)
+			}
+			return ms, nil
+		}
+	}
 	files, err := s.files(m.Strong, cid)
 	if err != nil {
 		return ms, err
 	}
 	for _, id := range files {
-		meta, ok, err := s.meta(id)
+		meta, _, ok, err := s.meta(id)
 		if err != nil {
 			return ms, err
 		}
@@ -581,31 +600,33 @@ func (s *querySearch) get(key []byte) ([]byte, bool, error) {
 	return v, err == nil, err
 }
 
-// meta reads the record of file id through the query's iterator. A missing
-// record (which only a corrupt index lacks) is skipped, not an error, so
-// one bad key does not fail every query.
-func (s *querySearch) meta(id uint32) (FileMeta, bool, error) {
+// meta reads the record of file id through the query's iterator: its
+// metadata and content id. A missing record (which only a corrupt index
+// lacks) is skipped, not an error, so one bad key does not fail every
+// query.
+func (s *querySearch) meta(id uint32) (FileMeta, uint32, bool, error) {
 	s.st.key = appendIDKey(s.st.key[:0], prefixRecord, id)
 	v, ok, err := s.get(s.st.key)
 	if err != nil || !ok {
-		return FileMeta{}, false, err
+		return FileMeta{}, 0, false, err
 	}
-	meta, _, err := decodeRecord(v)
+	meta, cid, err := decodeRecord(v)
 	if err != nil {
-		return FileMeta{}, false, fmt.Errorf("file id %d: %w", id, err)
+		return FileMeta{}, 0, false, fmt.Errorf("file id %d: %w", id, err)
 	}
-	return meta, true, nil
+	return meta, cid, true, nil
 }
 
 // content reads the record of content cid through the query's iterator
-// into rec's content fields. A missing record is skipped, as in meta.
+// into rec's content fields, and sets rec.ID to its holder hint. A missing
+// record is skipped, as in meta.
 func (s *querySearch) content(cid uint32, rec *FileRecord) (bool, error) {
 	s.st.key = appendIDKey(s.st.key[:0], prefixContent, cid)
 	v, ok, err := s.get(s.st.key)
 	if err != nil || !ok {
 		return false, err
 	}
-	if err := decodeContent(v, rec); err != nil {
+	if rec.ID, err = decodeContent(v, rec); err != nil {
 		return false, fmt.Errorf("content %d: %w", cid, err)
 	}
 	return true, nil

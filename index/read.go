@@ -135,7 +135,7 @@ func readContent(r pebble.Reader, cid uint32, rec *FileRecord) (bool, error) {
 		return false, err
 	}
 	defer closer.Close()
-	if err := decodeContent(v, rec); err != nil {
+	if _, err := decodeContent(v, rec); err != nil {
 		return false, fmt.Errorf("content %d: %w", cid, err)
 	}
 	return true, nil

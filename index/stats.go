@@ -29,7 +29,7 @@ func scanCounts(r pebble.Reader) (counts, error) {
 			return err
 		}
 		var rec FileRecord
-		if err := decodeContent(v, &rec); err != nil {
+		if _, err := decodeContent(v, &rec); err != nil {
 			return fmt.Errorf("content %d: %w", cid, err)
 		}
 		features[cid] = rec.Features
