@@ -111,12 +111,20 @@ func BenchmarkPut(b *testing.B) {
 // features each), and plants, for each of the queries, files holding 90,
 // 60, 40 and 20 % of it.
 func similarIndex(b *testing.B, n, queries int) (*index.Index, []*fingerprint.Sketch) {
+	return similarIndexCopies(b, n, queries, 1)
+}
+
+// similarIndexCopies is similarIndex with each of the n random files, and
+// each planted file, indexed under copies paths, as in a tree of releases.
+func similarIndexCopies(b *testing.B, n, queries, copies int) (*index.Index, []*fingerprint.Sketch) {
 	ix := openBench(b)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range n {
 		sk := benchSketch(rng, 10_000+rng.IntN(20_000))
-		if _, err := ix.Put(index.FileMeta{Path: fmt.Sprintf("/src/%02d/%05d.go", i%97, i), Size: sk.Size}, sk); err != nil {
-			b.Fatal(err)
+		for c := range copies {
+			if _, err := ix.Put(index.FileMeta{Path: fmt.Sprintf("/v%d/src/%02d/%05d.go", c, i%97, i), Size: sk.Size}, sk); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 	qs := make([]*fingerprint.Sketch, queries)
@@ -124,9 +132,11 @@ func similarIndex(b *testing.B, n, queries int) (*index.Index, []*fingerprint.Sk
 		qs[i] = benchSketch(rng, 15_000)
 		for _, share := range []float64{0.9, 0.6, 0.4, 0.2} {
 			sk := derive(rng, qs[i], share)
-			path := fmt.Sprintf("/planted/%03d/%.0f.go", i, 100*share)
-			if _, err := ix.Put(index.FileMeta{Path: path, Size: sk.Size}, sk); err != nil {
-				b.Fatal(err)
+			for c := range copies {
+				path := fmt.Sprintf("/v%d/planted/%03d/%.0f.go", c, i, 100*share)
+				if _, err := ix.Put(index.FileMeta{Path: path, Size: sk.Size}, sk); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
 	}
@@ -156,6 +166,28 @@ func BenchmarkSimilar(b *testing.B) {
 	b.ReportMetric(float64(matches)/float64(i), "matches/op")
 	if matches < 2*i {
 		b.Fatalf("%d matches in %d queries: the planted files were not found", matches, i)
+	}
+}
+
+// BenchmarkSimilarCopies is BenchmarkSimilar on a tree of 4 releases of
+// 2,500 files: 10,000 files, every one with 3 identical copies.
+func BenchmarkSimilarCopies(b *testing.B) {
+	ix, qs := similarIndexCopies(b, 2_500, 64, 4)
+	b.SetBytes(15_000)
+	b.ReportAllocs()
+	var matches int
+	i := 0
+	for b.Loop() {
+		res, err := ix.Similar(index.Query{Path: "/query.go", Sketch: qs[i%len(qs)]}, index.QueryOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		matches += len(res.Matches)
+		i++
+	}
+	b.ReportMetric(float64(matches)/float64(i), "matches/op")
+	if matches < 8*i {
+		b.Fatalf("%d matches in %d queries: the planted files and their copies were not found", matches, i)
 	}
 }
 
