@@ -48,7 +48,7 @@ func derive(rng *rand.Rand, base *fingerprint.Sketch, share float64) *fingerprin
 
 func openBench(b *testing.B) *index.Index {
 	dir := filepath.Join(b.TempDir(), "db")
-	opts := &index.Options{}
+	opts := &index.Options{Params: manber} // the parameters benchSketch makes sketches with
 	if *benchMem {
 		opts.FS = vfs.NewMem()
 	}
