@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -108,8 +109,9 @@ func unmount(t *testing.T, dir string) {
 	}
 }
 
-// A table damaged while sifd was stopped: found by the verification pass
-// after start (or by the first read), the index is moved aside to
+// A table damaged while sifd was stopped: found when the index is opened
+// (its totals are counted from every record), by the verification pass
+// after start, or by the first read, the index is moved aside to
 // DB.corrupt-TIME and rebuilt; answers are right again and the new index
 // passes sifd check.
 func TestFaultDamagedTable(t *testing.T) {
@@ -142,7 +144,9 @@ func TestFaultDamagedTable(t *testing.T) {
 	}
 	e.waitApplied()
 	e.allFound(files)
-	if n := strings.Count(e.logs.String(), "moved aside and rebuilt"); n != 1 {
+	// Logged once, at open ("moved aside and is rebuilt") or at run time
+	// ("moved aside and rebuilt").
+	if n := len(regexp.MustCompile(`moved aside and (is )?rebuilt`).FindAllString(e.logs.String(), -1)); n != 1 {
 		t.Errorf("the rebuild was logged %d times, want once", n)
 	}
 	e.stop()
