@@ -454,12 +454,7 @@ func printAccuracy(res *accuracyResult, tools int) {
 			}
 			row := []string{label, res.Buckets[0].Tools[ti].Tool}
 			for _, b := range res.Buckets {
-				f := b.Tools[ti].F1[ri]
-				thr := f.Threshold
-				if b.Tools[ti].Tool == "tlsh" {
-					thr = -thr
-				}
-				row = append(row, fmt.Sprintf("%.3f @%s", f.F1, strconv.FormatFloat(thr, 'f', -1, 64)))
+				row = append(row, f1Cell(b.Tools[ti].F1[ri], b.Tools[ti].Tool))
 			}
 			rows = append(rows, row)
 		}
@@ -474,12 +469,7 @@ func printAccuracy(res *accuracyResult, tools int) {
 					row = append(row, "(same)")
 					continue
 				}
-				f := b.NoBoilerplateF1[ti][ri]
-				thr := f.Threshold
-				if b.Tools[ti].Tool == "tlsh" {
-					thr = -thr
-				}
-				row = append(row, fmt.Sprintf("%.3f @%s", f.F1, strconv.FormatFloat(thr, 'f', -1, 64)))
+				row = append(row, f1Cell(b.NoBoilerplateF1[ti][ri], b.Tools[ti].Tool))
 			}
 			rows = append(rows, row)
 		}
@@ -524,4 +514,14 @@ func printAccuracy(res *accuracyResult, tools int) {
 		}
 	}
 	fmt.Printf("time: %v\n", parts)
+}
+
+// f1Cell renders a best F1 with the score threshold that reaches it (TLSH's
+// distance shown as it is, not negated).
+func f1Cell(f f1Result, tool string) string {
+	thr := f.Threshold
+	if tool == "tlsh" {
+		thr = -thr
+	}
+	return fmt.Sprintf("%.3f @%s", f.F1, strconv.FormatFloat(thr, 'f', -1, 64))
 }
