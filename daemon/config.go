@@ -93,6 +93,10 @@ type Config struct {
 	// MaxSettleDelay bounds how long a file that keeps changing waits
 	// after its first change; 0 means the watcher's default.
 	MaxSettleDelay time.Duration
+	// MaxSettling bounds the paths settling one by one; past it, changes
+	// are kept per directory and the directory rescanned once it settles.
+	// 0 means watcher.DefaultMaxPending.
+	MaxSettling int
 	// RescanInterval is how often roots on filesystems without change
 	// events, and directories that could not be watched, are rescanned; 0
 	// means DefaultRescanInterval.

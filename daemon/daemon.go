@@ -37,25 +37,30 @@ type Daemon struct {
 	unclean bool          // the previous run did not shut down cleanly
 
 	runCtx context.Context
-	ctlMu  sync.Mutex // serialises root changes and reloads, and guards cfg.Roots
-	rmu    sync.RWMutex
-	roots  []*rootState
-	filt   atomic.Pointer[filter]
+	// group is Run's errgroup, and groupCtx its context: spawn runs the
+	// goroutines that walk trees on request under it. spawnClosed is set
+	// once the daemon stops; spawnMu guards both.
+	spawnMu     sync.Mutex
+	group       *errgroup.Group
+	groupCtx    context.Context
+	spawnClosed bool
+	ctlMu       sync.Mutex // serialises root changes and reloads, and guards cfg.Roots
+	rmu         sync.RWMutex
+	roots       []*rootState
+	filt        atomic.Pointer[filter]
 
 	lanes      *lanes
 	claims     claims
 	track      *tracker
 	live, bulk *scanner
-	settle     *watcher.Settler // changed paths
-	settleGone *watcher.Settler // removed paths, which settle a little later
+	settle     *watcher.Settler // changed and removed paths, tagged with their epoch
 	watch      *watcher.Watcher // nil with NoWatch
 	cookies    cookieJar
 	notes      notifier // the service manager
 
 	pmu       sync.Mutex
-	pend      map[string]uint64 // settling path → tracker epoch
-	retries   map[string]int    // path → reads that found it changing
-	deferrals map[string]int    // vanished directory → removals put off
+	retries   map[string]int // path → reads that found it changing
+	deferrals map[string]int // vanished directory → removals put off
 
 	// racySince, when not 0, is a time (Unix ns) from which files are read
 	// even if their metadata match their records (see racy).
@@ -84,7 +89,7 @@ func open(cfg Config) (*Daemon, error) {
 		cfg: cfg, log: cfg.Logger, started: time.Now(), ready: make(chan struct{}),
 		lanes: newLanes(cfg.Workers), track: newTracker(),
 		live: newScanner(true), bulk: newScanner(false),
-		pend: make(map[string]uint64), retries: make(map[string]int), deferrals: make(map[string]int),
+		retries: make(map[string]int), deferrals: make(map[string]int),
 	}
 	f, err := newFilter(cfg)
 	if err != nil {
@@ -92,14 +97,13 @@ func open(cfg Config) (*Daemon, error) {
 	}
 	d.filt.Store(f)
 	d.notes = notifier{n: cfg.Notifier, log: cfg.Logger}
-	settle := watcher.SettleOptions{Delay: cfg.SettleDelay, MaxDelay: cfg.MaxSettleDelay}
-	d.settle = watcher.NewSettler(settle)
-	settle.Delay = goneDelay(cfg.SettleDelay)
-	settle.MaxDelay = max(settle.MaxDelay, settle.Delay)
-	d.settleGone = watcher.NewSettler(settle)
+	d.settle = watcher.NewSettler(watcher.SettleOptions{Delay: cfg.SettleDelay, MaxDelay: cfg.MaxSettleDelay, MaxPending: cfg.MaxSettling})
 
 	if err := os.MkdirAll(cfg.DB, 0o700); err != nil {
 		return nil, fmt.Errorf("db %s: %w", cfg.DB, err)
+	}
+	if err := d.migrateState(); err != nil {
+		return nil, err
 	}
 	d.faults.init(cfg.MinFreeSpace)
 	ix, err := d.openIndex(cfg.Params)
@@ -123,17 +127,6 @@ func (d *Daemon) access() (*server.Access, error) {
 		a.Operators = []uint32{gid}
 	}
 	return a, nil
-}
-
-// goneDelay is the settle delay of removals: a quarter longer than that of
-// changes (at least 100ms more), so that when a file or directory is
-// moved, its new name is dealt with first and its record moved, not read
-// again.
-func goneDelay(delay time.Duration) time.Duration {
-	if delay <= 0 {
-		delay = watcher.DefaultSettleDelay
-	}
-	return delay + max(delay/4, 100*time.Millisecond)
 }
 
 func (d *Daemon) run(ctx context.Context) (err error) {
@@ -166,7 +159,7 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 		return err
 	}
 	d.log.Info("sifd started", "version", d.cfg.Version, "pid", os.Getpid(), "db", d.cfg.DB,
-		"socket", d.cfg.Socket, "params", d.ix.Params().String(), "roots", d.rootPaths(), "workers", d.cfg.Workers,
+		"state", d.stateDir(), "socket", d.cfg.Socket, "params", d.ix.Params().String(), "roots", d.rootPaths(), "workers", d.cfg.Workers,
 		"watch", d.watch != nil)
 	if err := d.dropOutsideRoots(); err != nil {
 		ln.Close()
@@ -195,11 +188,18 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 	srv := server.New(server.Backend{Query: answers{d}, Control: d, Content: d},
 		server.Options{Version: d.cfg.Version, Logger: d.log.With("component", "ipc"), Access: access})
 	g, gctx := errgroup.WithContext(ctx)
+	d.spawnMu.Lock()
+	d.group, d.groupCtx = g, gctx
+	d.spawnMu.Unlock()
 	g.Go(func() error { return srv.Serve(gctx, ln) })
 	// The socket listens, and from now on its requests are served.
 	d.notes.notify("READY=1", "STATUS=serving queries; first scan starting")
 	g.Go(func() error {
 		<-gctx.Done()
+		// From now on spawn starts nothing, so g.Wait cannot miss one.
+		d.spawnMu.Lock()
+		d.spawnClosed = true
+		d.spawnMu.Unlock()
 		d.notes.notify("STOPPING=1", "STATUS=stopping: finishing the work in flight")
 		return nil
 	})
@@ -211,8 +211,7 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 			return nil
 		})
 	}
-	g.Go(func() error { d.settle.Run(gctx, func(p string, _ uint64) { d.settled(gctx, p) }); return nil })
-	g.Go(func() error { d.settleGone.Run(gctx, func(p string, _ uint64) { d.settled(gctx, p) }); return nil })
+	g.Go(func() error { d.settle.Run(gctx, func(s watcher.Settled) { d.settled(gctx, s) }); return nil })
 	g.Go(func() error { d.live.run(gctx, d); return nil })
 	g.Go(func() error { d.bulk.run(gctx, d); return nil })
 	g.Go(func() error { d.periodic(gctx); return nil })
@@ -242,6 +241,23 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 	return err
 }
 
+// spawn runs f under Run's errgroup, so that Run returns only after f
+// has: a root's watches and first scan when it is added, the records of a
+// removed root queued for removal, the verification of the index. f gets
+// the group's context and must return soon once it is done. Before Run
+// has started its group, and once it stops, spawn starts nothing and
+// returns false.
+func (d *Daemon) spawn(f func(ctx context.Context)) bool {
+	d.spawnMu.Lock()
+	defer d.spawnMu.Unlock()
+	if d.group == nil || d.spawnClosed {
+		return false
+	}
+	ctx := d.groupCtx
+	d.group.Go(func() error { f(ctx); return nil })
+	return true
+}
+
 // setUpRoots creates the watcher and the roots in effect: those of the
 // configuration, with the changes made by sifctl roots.
 func (d *Daemon) setUpRoots(ctx context.Context) error {
@@ -254,6 +270,7 @@ func (d *Daemon) setUpRoots(ctx context.Context) error {
 			return err
 		}
 		d.watch = w
+		d.setUpCookieDir(ctx)
 	}
 	rf, err := d.loadRootsFile()
 	if err != nil {
@@ -267,20 +284,15 @@ func (d *Daemon) setUpRoots(ctx context.Context) error {
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil || !st.IsDir() {
-			if source[p] == "added" {
+			if source[p] == sourceAdded {
 				d.log.Warn("root added with sifctl roots add is gone; ignoring it", "root", p, "err", err)
 				continue
 			}
 			return fmt.Errorf("root %s: not a directory", p)
 		}
-		r := newRootState(ctx, p, source[p])
-		if err := d.classifyRoot(r); err != nil {
+		if _, err := d.addRoot(ctx, p, source[p]); err != nil {
 			return err
 		}
-		if d.watch == nil {
-			r.polled = true
-		}
-		d.roots = append(d.roots, r)
 	}
 	return nil
 }
@@ -413,7 +425,7 @@ func (d *Daemon) Status() ipc.Status {
 		LastError:    d.errs.get(),
 		UncleanStart: d.unclean,
 		Queue: ipc.QueueStatus{
-			Settling: d.settle.Pending() + d.settleGone.Pending(),
+			Settling: d.settle.Pending(),
 			Live:     len(d.lanes.live),
 			Scan:     len(d.lanes.bulk),
 			Scans:    d.live.size() + d.bulk.size(),
@@ -426,7 +438,7 @@ func (d *Daemon) Status() ipc.Status {
 	default:
 	}
 	if s, err := d.ix.Stats(); err == nil {
-		st.Index = ipc.IndexStats{Files: s.Files, Bytes: s.Bytes, Postings: s.Features, Fingerprints: s.Fingerprints, DiskBytes: s.DiskBytes}
+		st.Index = ipc.IndexStats{Files: s.Files, Bytes: s.Bytes, Contents: s.Contents, Postings: s.Postings, Fingerprints: s.Fingerprints, DiskBytes: s.DiskBytes}
 	}
 	d.faultStatus(&st)
 	return st

@@ -13,7 +13,7 @@
 //     dropped, since the outer one covers it. The roots in effect are the
 //     configured ones (Config.Roots: the configuration file or --root),
 //     plus those added and minus those removed at run time (sifctl roots),
-//     which the roots file (roots.json in the index directory) keeps and
+//     which the roots file (roots.json in the state directory) keeps and
 //     which win over the configuration. Each root's source is logged at
 //     start and shown in the status, as are configured roots left out.
 //   - A scan walks a root without following symlinks and hands every regular
@@ -36,9 +36,65 @@
 //   - Skips (unreadable files, special files, symlinks, files that vanish
 //     mid-scan, files above the size limit) are counted in the status and
 //     never stop a scan.
+//   - A polled root is on a filesystem that sends no change events (NFS,
+//     SMB, FUSE; or any root under --no-watch): it is not watched but
+//     rescanned every rescan interval, and Wait rescans it.
+//   - A reconcile is a full scan of a root that is already indexed: after
+//     events were lost (an overflow; repeated ones back off, 1 s doubling
+//     up to 5 min), when a missing root is back, after the index was
+//     rebuilt, or asked for (sifctl rescan). Its walk is merged with the
+//     records under the root read in path order: an unchanged file (size,
+//     mtime, ctime, device, inode) costs a stat and no lookup, and the
+//     records the walk did not meet are queued for removal once its
+//     files are done (reconcile.go).
+//   - A change settles before it is applied: its path goes on the live lane
+//     once quiet for the settle delay (a removal a little longer, so a
+//     moved file's new name comes first and its record moves without a
+//     read). Past Config.MaxSettling paths settling, further changes are
+//     kept per directory, which is rescanned once it settles
+//     (watcher.Settler; changes.go).
+//   - A lane is one of the two bounded queues of items (paths to bring up
+//     to date) between producers and workers: the live lane carries
+//     settled changes and the files of new directories, the bulk lane
+//     those of full scans. Workers take live items first (queue.go).
+//   - A claim is a worker's hold on one path while it brings it up to
+//     date: another worker that gets the same path hands its work over
+//     and has the claimant look once more, so the last look follows the
+//     last change (claims.go).
+//   - An epoch numbers a span of time in the tracker (tracker.go). Each
+//     unit of work (a settling path, a queued scan, an item) is
+//     registered at the epoch current when it was caused, or at the epoch
+//     of the work it continues (a retry), and released when done. Wait
+//     closes the current epoch and waits until the applied epoch, the last
+//     one with nothing open at or before it, reaches it. The settler
+//     carries each path's epoch as its tag.
+//   - A cookie is a file Wait creates and the watcher reports (never
+//     indexed): events arrive in order, so once it is reported every
+//     earlier change has been seen. On Linux one cookie in the daemon's
+//     own watched directory, StateDir(DB)/cookies, answers for every
+//     watched root; elsewhere each root gets one, .sifd-cookie-PID-N
+//     (cookies.go).
+//   - The state directory, DB.state beside the index directory, holds the
+//     roots file and the run marker; the index directory is Pebble's alone
+//     (statedir.go).
+//   - The run marker (sifd.running) exists while sifd runs; found at start
+//     it means the previous run ended uncleanly, and files changed since
+//     that run started are read again even when their metadata match
+//     (marker.go).
 //   - The first scan of a root is its full scan at start. The daemon serves
 //     queries during it (and tells a Notifier, such as systemd, that it is
 //     ready); a root shows as scanning while a full scan of it is queued
 //     or running, and Wait counts every scan registered before it was
 //     called, so a wait made during the first scan returns after it.
+//
+// Time: the daemon reads the real clock. Its unit tests of timing (Wait,
+// the tracker, overflow back-off) run in testing/synctest bubbles, where
+// time is virtual and "still waiting" is checked once every goroutine is
+// blocked, so none sleeps; the settler takes a watcher.Clock.
+//
+// Goroutines: Run's parts run under one errgroup; those that walk trees on
+// request (a root added, a removed root's records, the index's
+// verification) join it through spawn, so Run returns only after they
+// have. Workers stay outside it, so a shutdown can give up on a stuck
+// read after Config.ShutdownTimeout.
 package daemon

@@ -87,20 +87,37 @@ type faults struct {
 	dbDev     uint64
 	dbIno     uint64
 	changing  map[string]time.Time // path → last found still changing
-	// burst holds when the settling of each pending path began; guarded
-	// by Daemon.pmu.
-	burst map[string]time.Time
+	liftCh    chan struct{}        // closed when the hold is lifted; nil until asked for
 }
 
 func (f *faults) init(minFree int64) {
 	f.minFree = uint64(max(minFree, 0))
 	f.heldPaths = make(map[string]struct{})
 	f.changing = make(map[string]time.Time)
-	f.burst = make(map[string]time.Time)
 	f.rebuildRq = make(chan string, 1)
 }
 
 func (f *faults) onHold() bool { return f.onHoldB.Load() }
+
+// lifted returns a channel closed the next time the hold is lifted.
+func (f *faults) lifted() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.liftCh == nil {
+		f.liftCh = make(chan struct{})
+	}
+	return f.liftCh
+}
+
+// liftLocked ends the hold on writes and wakes those waiting for it; f.mu
+// is held.
+func (f *faults) liftLocked() {
+	f.onHoldB.Store(false)
+	if f.liftCh != nil {
+		close(f.liftCh)
+		f.liftCh = nil
+	}
+}
 
 func (f *faults) isPoisoned() bool {
 	f.mu.Lock()
@@ -139,20 +156,26 @@ func (f *faults) hold(paths ...string) {
 	}
 }
 
+// statFree is freeSpace, a variable so that tests can make a disk full.
+var statFree = freeSpace
+
 // checkSpace puts writes on hold when the index's filesystem has less
-// than the minimum free. It looks at most every 100ms.
-func (f *faults) checkSpace(d *Daemon) error {
+// than the minimum free. Before a write it looks at most every 100ms, so
+// a write can slip past a disk that filled since; the fault loop looks
+// every faultPoll with force set, so a disk below the minimum is shown
+// within that time even when no write follows.
+func (f *faults) checkSpace(d *Daemon, force bool) error {
 	if f.minFree == 0 {
 		return nil
 	}
 	f.mu.Lock()
-	if time.Since(f.lastCheck) < 100*time.Millisecond {
+	if !force && time.Since(f.lastCheck) < 100*time.Millisecond {
 		f.mu.Unlock()
 		return nil
 	}
 	f.lastCheck = time.Now()
 	f.mu.Unlock()
-	free, err := freeSpace(d.cfg.DB)
+	free, err := statFree(d.cfg.DB)
 	if err != nil || free >= f.minFree {
 		return nil
 	}
@@ -211,7 +234,7 @@ func (d *Daemon) retryWrites(ctx context.Context) {
 	f.mu.Unlock()
 
 	ok := true
-	if free, err := freeSpace(d.cfg.DB); err == nil && free < max(f.minFree, 1<<20) {
+	if free, err := statFree(d.cfg.DB); err == nil && free < max(f.minFree, 1<<20) {
 		ok = false
 		d.log.Debug("still no room for the index", "free", free, "db", d.cfg.DB)
 	}
@@ -245,7 +268,7 @@ func (d *Daemon) retryWrites(ctx context.Context) {
 	since := f.since
 	f.heldPaths = make(map[string]struct{})
 	f.overflow, f.poisoned, f.reason = false, false, ""
-	f.onHoldB.Store(false)
+	f.liftLocked()
 	f.mu.Unlock()
 	d.log.Info("index writes resumed", "on_hold_for", time.Since(since).Round(time.Millisecond),
 		"waiting", len(paths), "reconcile", overflow)
@@ -276,16 +299,12 @@ func (d *Daemon) backgroundError(err error) {
 	}
 }
 
-// noteMovedAside carries the roots file over from an index that Open
-// moved aside, and records and logs why it did.
+// noteMovedAside records and logs why Open moved the index aside. The
+// state directory, roots file included, is not the index's: it stays.
 func (d *Daemon) noteMovedAside(ix *index.Index) {
 	aside := ix.MovedAside()
 	if aside == "" {
 		return
-	}
-	// The roots changed with sifctl roots stay in force.
-	if err := os.Rename(filepath.Join(aside, rootsFileName), filepath.Join(d.cfg.DB, rootsFileName)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		d.log.Warn("cannot carry the roots file over from the old index", "err", err)
 	}
 	if reason := ix.MoveReason(); reason != "" {
 		d.setRebuilt("damaged: "+reason, aside)
@@ -331,16 +350,7 @@ func (d *Daemon) rebuild(reason string, deleted bool) {
 	if err := os.MkdirAll(d.cfg.DB, 0o700); err != nil {
 		d.log.Error("cannot recreate the index directory", "err", err)
 	}
-	if aside != "" {
-		if err := os.Rename(filepath.Join(aside, rootsFileName), filepath.Join(d.cfg.DB, rootsFileName)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			d.log.Warn("cannot carry the roots file over from the old index", "err", err)
-		}
-	} else {
-		d.saveCurrentRoots()
-	}
-	if err := d.writeMarker(); err != nil {
-		d.log.Warn("cannot write the run marker", "err", err)
-	}
+	d.restoreState()
 	ix, err := d.openIndex(old.Params())
 	if err != nil {
 		d.log.Error("cannot open a new index: retrying", "err", err)
@@ -355,34 +365,10 @@ func (d *Daemon) rebuild(reason string, deleted bool) {
 	d.faults.mu.Lock()
 	d.faults.poisoned, d.faults.overflow = false, false
 	d.faults.heldPaths = make(map[string]struct{})
+	d.faults.liftLocked()
 	d.faults.mu.Unlock()
-	d.faults.onHoldB.Store(false)
 	for _, r := range d.rootList() {
 		d.requestScan(r, r.path, false, "index rebuilt")
-	}
-}
-
-// saveCurrentRoots writes the roots file from the roots in effect, for an
-// index directory that was deleted with it.
-func (d *Daemon) saveCurrentRoots() {
-	var rf rootsFile
-	have := make(map[string]bool)
-	for _, r := range d.rootList() {
-		have[r.path] = true
-		if r.source == "added" {
-			rf.Added = append(rf.Added, r.path)
-		}
-	}
-	for _, p := range d.cfg.Roots {
-		if !have[p] {
-			rf.Removed = append(rf.Removed, p)
-		}
-	}
-	if len(rf.Added)+len(rf.Removed) == 0 {
-		return
-	}
-	if err := d.saveRootsFile(rf); err != nil {
-		d.log.Warn("cannot save the roots file", "err", err)
 	}
 }
 
@@ -404,7 +390,9 @@ func (d *Daemon) dbGone() string {
 	if dev, ino := fileID(st); ino != 0 && (dev != d.faults.dbDev || ino != d.faults.dbIno) {
 		return "the index directory was replaced"
 	}
-	if _, err := os.Stat(d.markerPath()); errors.Is(err, os.ErrNotExist) {
+	// Pebble keeps its LOCK file from open to close and never writes it
+	// again: gone, the directory was emptied under it.
+	if _, err := os.Stat(filepath.Join(d.cfg.DB, "LOCK")); errors.Is(err, os.ErrNotExist) {
 		return "the index directory was emptied"
 	}
 	return ""
@@ -429,7 +417,7 @@ func (d *Daemon) faultLoop(ctx context.Context) {
 			ready = nil
 			verify = make(chan error, 1)
 			ix := d.ix.cur()
-			go func() { verify <- ix.Verify(ctx) }()
+			d.spawn(func(ctx context.Context) { verify <- ix.Verify(ctx) })
 		case err := <-verify:
 			verify = nil
 			if index.IsCorrupt(err) {
@@ -441,6 +429,9 @@ func (d *Daemon) faultLoop(ctx context.Context) {
 				continue
 			}
 			d.retryWrites(ctx)
+			if !d.faults.onHold() {
+				_ = d.faults.checkSpace(d, true)
+			}
 			if d.faults.wrote.Swap(false) && !d.faults.onHold() {
 				_ = d.ix.Sync() // a failed write to the log shows here
 			}

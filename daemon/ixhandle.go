@@ -61,7 +61,7 @@ func (h *ixHandle) write(op string, f func(*index.Index) error, paths ...string)
 	if h.d.faults.held(paths...) {
 		return errWritesHeld
 	}
-	if err := h.d.faults.checkSpace(h.d); err != nil {
+	if err := h.d.faults.checkSpace(h.d, false); err != nil {
 		h.d.faults.hold(paths...)
 		return err
 	}
@@ -119,6 +119,13 @@ func (h *ixHandle) Put(meta index.FileMeta, sk *fingerprint.Sketch) (index.FileR
 	return rec, err
 }
 
+func (h *ixHandle) PutCopy(meta index.FileMeta, size int64, strong [32]byte) (index.FileRecord, bool, error) {
+	var rec index.FileRecord
+	var ok bool
+	err := h.write("put", func(ix *index.Index) (err error) { rec, ok, err = ix.PutCopy(meta, size, strong); return err }, meta.Path)
+	return rec, ok, err
+}
+
 func (h *ixHandle) Remove(path string) error {
 	return h.write("remove", func(ix *index.Index) error { return ix.Remove(path) }, path)
 }
@@ -131,8 +138,31 @@ func (h *ixHandle) Similar(q index.Query, o index.QueryOptions) (*index.Result, 
 	return call(h, "query", func(ix *index.Index) (*index.Result, error) { return ix.Similar(q, o) })
 }
 
-func (h *ixHandle) Groups(o index.GroupOptions) ([]index.Group, error) {
-	return call(h, "query", func(ix *index.Index) ([]index.Group, error) { return ix.Groups(o) })
+// EachGroup lists the groups of the current index, as call runs a
+// query, but tries the new index after a swap only when no group was
+// yielded yet. An error of fn is returned as is, and is not the index's.
+func (h *ixHandle) EachGroup(o index.GroupOptions, fn func(index.Group) error) error {
+	yielded := false
+	var fnErr error
+	each := func(g index.Group) error {
+		yielded = true
+		fnErr = fn(g)
+		return fnErr
+	}
+	ix := h.cur()
+	err := ix.EachGroup(o, each)
+	if err != nil && fnErr == nil && !yielded && errors.Is(err, index.ErrClosed) {
+		if now := h.cur(); now != ix {
+			err = now.EachGroup(o, each)
+		}
+	}
+	if fnErr != nil {
+		return fnErr
+	}
+	if err != nil {
+		h.d.indexError("query", err)
+	}
+	return err
 }
 
 func (h *ixHandle) Dupes(prefix string) ([]index.DupeSet, error) {
@@ -164,8 +194,17 @@ func (h *ixHandle) Compact(ctx context.Context) error {
 	if h.d.faults.onHold() {
 		return nil // a compaction needs room; the next one will do
 	}
-	_, err := call(h, "compaction", func(ix *index.Index) (struct{}, error) { return struct{}{}, ix.Compact(ctx) })
-	if err != nil && (isNoSpace(err) || index.IsCorrupt(err)) {
+	// A compaction rotates Pebble's log first, and Pebble panics when it
+	// cannot create the new one (the index directory deleted, say).
+	_, err := call(h, "compaction", func(ix *index.Index) (_ struct{}, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("compaction: pebble failed: %v: %w", p, errPebblePanic)
+			}
+		}()
+		return struct{}{}, ix.Compact(ctx)
+	})
+	if err != nil && (isNoSpace(err) || index.IsCorrupt(err) || errors.Is(err, errPebblePanic)) {
 		return nil // handled as a fault, not worth stopping the daemon
 	}
 	return err
@@ -179,4 +218,13 @@ func (h *ixHandle) Close() error {
 		return h.cur().Abandon()
 	}
 	return h.cur().Close()
+}
+
+func (h *ixHandle) MetasAfter(prefix, after string, n int, dst []index.FileMeta) ([]index.FileMeta, error) {
+	return call(h, "listing", func(ix *index.Index) ([]index.FileMeta, error) { return ix.MetasAfter(prefix, after, n, dst) })
+}
+
+func (h *ixHandle) Paths(lo, hi string, fn func(path string) error) error {
+	_, err := call(h, "listing", func(ix *index.Index) (struct{}, error) { return struct{}{}, ix.Paths(lo, hi, fn) })
+	return err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,8 +142,8 @@ func TestUnwatchedDirectoryIsRescanned(t *testing.T) {
 func TestRunMarker(t *testing.T) {
 	root := t.TempDir()
 	db := filepath.Join(t.TempDir(), "db")
-	os.MkdirAll(db, 0o700)
-	os.WriteFile(filepath.Join(db, markerName), []byte("123 1000000000\n"), 0o600)
+	os.MkdirAll(StateDir(db), 0o700)
+	os.WriteFile(filepath.Join(StateDir(db), markerName), []byte("123 1000000000\n"), 0o600)
 	cfg := Config{Roots: []string{root}, DB: db, Socket: filepath.Join(t.TempDir(), "s")}
 	d, err := open(cfg)
 	if err != nil {
@@ -159,7 +160,7 @@ func TestRunMarker(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(db, markerName)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(StateDir(db), markerName)); !os.IsNotExist(err) {
 		t.Errorf("marker after a clean shutdown: %v", err)
 	}
 	d, err = open(cfg)
@@ -174,4 +175,111 @@ func TestRunMarker(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// More changes than the settler keeps one by one: the rest are folded
+// into their directories, which are rescanned once they settle. Every
+// file created is indexed and every file removed forgotten, and Wait
+// covers the rescans.
+func TestSettleOverflowRescansDirectories(t *testing.T) {
+	root := t.TempDir()
+	for i := range 4 { // made before the start: no new-directory scans
+		os.MkdirAll(filepath.Join(root, fmt.Sprintf("d%d", i), "sub"), 0o755)
+	}
+	d, logs := startDaemon(t, Config{Roots: []string{root}, SettleDelay: 50 * time.Millisecond, MaxSettling: 4})
+	var paths []string
+	for i := range 40 {
+		dir := filepath.Join(root, fmt.Sprintf("d%d", i%4), "sub")
+		p := filepath.Join(dir, fmt.Sprintf("f%02d.txt", i))
+		if err := os.WriteFile(p, []byte(strings.Repeat(fmt.Sprintf("file %d has its own words; ", i), 40)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	wait := func() {
+		t.Helper()
+		if _, err := d.Wait(context.Background(), 20*time.Second); err != nil {
+			t.Fatalf("wait: %v\n%s", err, logs)
+		}
+	}
+	wait()
+	for _, p := range paths {
+		if _, err := d.ix.Lookup(p); err != nil {
+			t.Errorf("%s not indexed: %v", p, err)
+		}
+	}
+	for _, p := range paths {
+		os.Remove(p)
+	}
+	wait()
+	for _, p := range paths {
+		if _, err := d.ix.Lookup(p); err == nil {
+			t.Errorf("%s still indexed after its removal", p)
+		}
+	}
+	if !strings.Contains(logs.String(), "too many changes to keep one by one") {
+		t.Errorf("no directory was rescanned for settling too many changes\n%s", logs)
+	}
+}
+
+// The first full scan of a watched root into an index holding nothing
+// under it skips the removal pass (its records were all written with the
+// watches in place), and a file removed after it still leaves the index;
+// a later start, with records to check, makes the pass and removes the
+// record of a file deleted while the daemon was down; a polled root's
+// first scan makes it too.
+func TestFirstScanRemovalPass(t *testing.T) {
+	root := t.TempDir()
+	for _, n := range []string{"a", "b", "c"} {
+		os.WriteFile(filepath.Join(root, n), bytes.Repeat([]byte("content of "+n+" "), 300), 0o644)
+	}
+	cfg := Config{Roots: []string{root}, DB: filepath.Join(t.TempDir(), "db"), Socket: filepath.Join(t.TempDir(), "s")}
+	const skipped = "removal pass skipped"
+	run := func(want int, skip bool, between func(d *Daemon)) {
+		t.Helper()
+		logs := &lockedBuffer{}
+		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		d, err := open(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- d.run(ctx) }()
+		defer func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("run: %v", err)
+			}
+		}()
+		<-d.ready
+		if _, err := d.Wait(ctx, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(logs.String(), skipped); got != skip {
+			t.Errorf("removal pass skipped: %v, want %v\n%s", got, skip, logs.String())
+		}
+		if between != nil {
+			between(d)
+			if _, err := d.Wait(ctx, 10*time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for d.Status().Index.Files != uint64(want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d files indexed, want %d\n%s", d.Status().Index.Files, want, logs.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	run(2, true, func(*Daemon) { os.Remove(filepath.Join(root, "a")) })
+	os.Remove(filepath.Join(root, "b"))
+	run(1, false, nil)
+
+	fakeFS(t, watcher.NetworkFS, "nfs")
+	root = t.TempDir()
+	os.WriteFile(filepath.Join(root, "p"), bytes.Repeat([]byte("polled "), 300), 0o644)
+	cfg = Config{Roots: []string{root}, DB: filepath.Join(t.TempDir(), "db"), Socket: filepath.Join(t.TempDir(), "s")}
+	run(1, false, nil)
 }

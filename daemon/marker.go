@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// The run marker is a file in the index directory that exists while sifd
+// The run marker is a file in the state directory that exists while sifd
 // runs: written at start, removed after a clean shutdown. Finding it at
 // start means the previous run ended without one (killed, crashed, power
 // lost). Its content is when that run started.
@@ -22,7 +22,7 @@ import (
 // previous run started) are read again even when their metadata match.
 const markerName = "sifd.running"
 
-func (d *Daemon) markerPath() string { return filepath.Join(d.cfg.DB, markerName) }
+func (d *Daemon) markerPath() string { return filepath.Join(d.stateDir(), markerName) }
 
 // writeMarker notes an unclean previous run, if any, and writes this run's
 // marker.

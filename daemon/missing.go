@@ -15,7 +15,10 @@ import (
 // missing roots.
 type answers struct{ d *Daemon }
 
-var _ index.Querier = answers{}
+var (
+	_ index.Querier    = answers{}
+	_ index.DirTotaler = answers{}
+)
 
 func (a answers) Params() fingerprint.Params  { return a.d.ix.Params() }
 func (a answers) Stats() (index.Stats, error) { return a.d.ix.Stats() }
@@ -25,14 +28,32 @@ func (a answers) Similar(q index.Query, o index.QueryOptions) (*index.Result, er
 	return a.d.presentMatches(res), err
 }
 
-func (a answers) Groups(o index.GroupOptions) ([]index.Group, error) {
-	gs, err := a.d.ix.Groups(o)
-	return a.d.presentGroups(gs), err
+func (a answers) EachGroup(o index.GroupOptions, fn func(index.Group) error) error {
+	hide := a.d.hidden()
+	return a.d.ix.EachGroup(o, func(g index.Group) error {
+		if g, ok := presentGroup(g, hide); ok {
+			return fn(g)
+		}
+		return nil
+	})
 }
 
 func (a answers) Dupes(prefix string) ([]index.DupeSet, error) {
 	ds, err := a.d.ix.Dupes(prefix)
 	return a.d.presentDupes(ds), err
+}
+
+// DirTotals counts the files under missing roots out, as if they were
+// not indexed.
+func (a answers) DirTotals(dirs []string, o *index.DirTotalsOptions) ([]index.DirTotal, error) {
+	var opts index.DirTotalsOptions
+	if o != nil {
+		opts = *o
+	}
+	if hide, vis := a.d.hidden(), opts.Visible; hide != nil {
+		opts.Visible = func(p string) bool { return !hide(p) && (vis == nil || vis(p)) }
+	}
+	return call(a.d.ix, "dir totals", func(ix *index.Index) ([]index.DirTotal, error) { return ix.DirTotals(dirs, &opts) })
 }
 
 // hidden returns a predicate true for paths under a missing root, or nil
@@ -67,13 +88,13 @@ func (d *Daemon) presentMatches(res *index.Result) *index.Result {
 	return res
 }
 
-// presentGroups drops the members and copies under missing roots, and the
-// groups left with one file. A group whose reference is missing gets its
-// first remaining member as reference.
-func (d *Daemon) presentGroups(gs []index.Group) []index.Group {
-	hide := d.hidden()
+// presentGroup drops the members and copies of g under missing roots
+// (hide true; hide nil: none), and reports false when it is left with one
+// file. A group whose reference is missing gets its first remaining member
+// as reference.
+func presentGroup(g index.Group, hide func(string) bool) (index.Group, bool) {
 	if hide == nil {
-		return gs
+		return g, true
 	}
 	copies := func(ps []string) []string {
 		out := ps[:0]
@@ -84,30 +105,23 @@ func (d *Daemon) presentGroups(gs []index.Group) []index.Group {
 		}
 		return out
 	}
-	out := gs[:0]
-	for _, g := range gs {
-		members := g.Members[:0]
-		for _, m := range g.Members {
-			if !hide(m.Path) {
-				m.Copies = copies(m.Copies)
-				members = append(members, m)
-			}
+	members := g.Members[:0]
+	for _, m := range g.Members {
+		if !hide(m.Path) {
+			m.Copies = copies(m.Copies)
+			members = append(members, m)
 		}
-		g.Members = members
-		g.Reference.Copies = copies(g.Reference.Copies)
-		if hide(g.Reference.Path) {
-			if len(g.Members) == 0 {
-				continue
-			}
-			g.Reference, g.Members = g.Members[0], g.Members[1:]
-			g.Reference.Percent, g.Reference.Via = 1, ""
-		}
-		if len(g.Members)+len(g.Reference.Copies) == 0 {
-			continue
-		}
-		out = append(out, g)
 	}
-	return out
+	g.Members = members
+	g.Reference.Copies = copies(g.Reference.Copies)
+	if hide(g.Reference.Path) {
+		if len(g.Members) == 0 {
+			return g, false
+		}
+		g.Reference, g.Members = g.Members[0], g.Members[1:]
+		g.Reference.Percent, g.Reference.Via = 1, ""
+	}
+	return g, len(g.Members)+len(g.Reference.Copies) > 0
 }
 
 func (d *Daemon) presentDupes(ds []index.DupeSet) []index.DupeSet {

@@ -2,10 +2,10 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/sif-dev/sif/index/fingerprint"
@@ -99,28 +99,22 @@ func (d *Daemon) reload() {
 		}
 	}
 	for _, p := range want {
-		if d.rootOf(p) != nil && d.rootOf(p).path == p {
+		if x := d.rootOf(p); x != nil && x.path == p {
 			continue
 		}
-		if x := d.rootOf(p); x != nil {
-			d.log.Warn("reload: root inside another root: ignored", "root", p, "under", x.path)
+		r, err := d.addRoot(d.runCtx, p, source[p])
+		var overlap *rootOverlapError
+		if errors.As(err, &overlap) {
+			d.log.Warn("reload: root inside another root: ignored", "root", p, "under", overlap.other)
 			continue
 		}
-		r := newRootState(d.runCtx, p, source[p])
-		if err := d.classifyRoot(r); err != nil {
+		if err != nil {
 			d.errs.add("reload: " + err.Error())
 			d.log.Error("reload: root refused", "err", err)
 			continue
 		}
-		if d.watch == nil {
-			r.polled = true
-		}
-		d.rmu.Lock()
-		d.roots = append(d.roots, r)
-		sort.Slice(d.roots, func(i, j int) bool { return d.roots[i].path < d.roots[j].path })
-		d.rmu.Unlock()
 		added = append(added, p)
-		go d.startRoot(d.runCtx, r, "root added by reload")
+		d.spawn(func(ctx context.Context) { d.startRoot(ctx, r, "root added by reload") })
 	}
 	if filterChanged {
 		// Files now excluded or out of the size limits are dropped, and

@@ -2,8 +2,10 @@ package daemon
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,6 +26,14 @@ type scanRun struct {
 	dir  string
 	live bool
 	why  string
+	// fresh says the index held nothing under the root when this full
+	// scan began: no record its files could have can be older than it.
+	// Set before the walk queues the first item.
+	fresh bool
+	// contents, set when the index held no file at all as this full scan
+	// began, holds the strong hashes of the files the scan has read: one
+	// not among them is of a content the index cannot hold yet.
+	contents *strongSet
 	// epoch is the tracker epoch the request was registered at; merged
 	// holds the requests merged into this one. All are released when the
 	// scan ends, and their done channels closed.
@@ -192,7 +202,19 @@ func (s *scanRun) finish(track *tracker) {
 // after requestScan has returned waits for the scan; a full scan makes the
 // root show as scanning until it has ended.
 func (d *Daemon) requestScan(root *rootState, dir string, live bool, why string) *scanRun {
-	s := &scanRun{root: root, dir: dir, live: live, why: why, epoch: d.track.begin(), done: make(chan struct{})}
+	return d.requestScanAt(root, dir, live, why, 0)
+}
+
+// requestScanAt is requestScan registered at epoch, or at the current one
+// if 0: a scan that takes over older work keeps that work's waiters
+// waiting.
+func (d *Daemon) requestScanAt(root *rootState, dir string, live bool, why string, epoch uint64) *scanRun {
+	if epoch == 0 {
+		epoch = d.track.begin()
+	} else {
+		d.track.add(epoch)
+	}
+	s := &scanRun{root: root, dir: dir, live: live, why: why, epoch: epoch, done: make(chan struct{})}
 	if s.full() {
 		root.mu.Lock()
 		root.fullQueued++
@@ -223,8 +245,24 @@ func (d *Daemon) runScan(ctx context.Context, s *scanRun) {
 	} else {
 		d.log.Debug("scan started", "dir", s.dir, "why", s.why)
 	}
+	// A full scan of a watched root into an index that holds nothing
+	// under it needs no removal pass: every record it leaves was written
+	// after the watches were in place, and they report any removal since.
+	s.fresh = s.full() && !d.hasRecordsUnder(s.dir)
+	if st, err := d.ix.Stats(); s.fresh && err == nil && st.Files == 0 {
+		s.contents = &strongSet{m: make(map[uint64]struct{})}
+	}
+	fresh := s.fresh && !root.polled && d.watch != nil
 	f := d.filter()
-	err := watcher.Walk(ctx, s.dir, watcher.WalkOptions{Root: root.path, Exclude: f.exclude}, func(e watcher.Entry) error {
+	var merge *recordMerge
+	if s.full() && !s.fresh {
+		merge = newRecordMerge(d, s.dir) // reconcile.go
+	}
+	wo := watcher.WalkOptions{Root: root.path, Exclude: f.exclude}
+	if s.full() && d.watch != nil && root.watchBelow.Swap(false) {
+		wo.OnDir = d.watchOnWalk(root)
+	}
+	err := watcher.Walk(ctx, s.dir, wo, func(e watcher.Entry) error {
 		switch e.Kind {
 		case watcher.Symlink:
 			d.count.symlinks.Add(1)
@@ -244,6 +282,14 @@ func (d *Daemon) runScan(ctx context.Context, s *scanRun) {
 		if s.full() {
 			root.filesSeen.Add(1)
 			root.bytesSeen.Add(uint64(e.Info.Size()))
+		}
+		if merge != nil {
+			if rec, ok := merge.record(e.Path); ok && d.unchanged(rec, e.Info, f) {
+				d.count.unchanged.Add(1)
+				root.filesDone.Add(1)
+				root.bytesDone.Add(uint64(e.Info.Size()))
+				return nil
+			}
 		}
 		s.itemAdded()
 		if !d.lanes.push(ctx, s.live, item{path: e.Path, info: e.Info, t: ticket{scan: s}}) {
@@ -271,7 +317,12 @@ func (d *Daemon) runScan(ctx context.Context, s *scanRun) {
 	// Records of files no longer there: route them through the workers, so
 	// a removal is ordered with any read of the same path.
 	s2 := &scanRun{root: root, dir: s.dir, live: s.live}
-	if err == nil || !s.full() {
+	switch {
+	case fresh && err == nil && root.watchedWhole():
+		d.log.Debug("removal pass skipped: first scan of a watched root", "root", root.path)
+	case merge != nil && err == nil:
+		d.queueUnmet(ctx, s2, merge) // reconcile.go
+	case err == nil || !s.full():
 		d.queueVanished(ctx, s2)
 	}
 	if !waitChan(ctx, s2.drained()) {
@@ -284,6 +335,55 @@ func (d *Daemon) runScan(ctx context.Context, s *scanRun) {
 			"bytes_read", st.BytesRead, "elapsed", time.Duration(st.ScanSecs*float64(time.Second)).Round(time.Millisecond))
 	}
 }
+
+// strongSet is a set of strong hashes, by their first 8 bytes: a file
+// whose hash shares them with another's is taken to be a possible copy.
+type strongSet struct {
+	mu sync.Mutex
+	m  map[uint64]struct{}
+}
+
+// add adds h and reports whether it was not in the set.
+func (s *strongSet) add(h [32]byte) bool {
+	k := binary.LittleEndian.Uint64(h[:8])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.m[k]; ok {
+		return false
+	}
+	s.m[k] = struct{}{}
+	return true
+}
+
+// watchOnWalk returns the OnDir of a walk of root that watches the
+// directories below it (startRoot watched root alone), each before the
+// walk lists it. Below a directory the kernel refused to watch, none is
+// watched, as watcher.AddRoot leaves them.
+func (d *Daemon) watchOnWalk(root *rootState) func(dir string) error {
+	refused := root.unwatchedDirs()
+	h := d.handler()
+	return func(dir string) error {
+		if dir == root.path {
+			return nil
+		}
+		for _, u := range refused {
+			if under(dir, u) {
+				return nil
+			}
+		}
+		if testHookWatchDir != nil {
+			testHookWatchDir(dir)
+		}
+		if err := d.watch.WatchDir(dir, h); err != nil {
+			refused = append(refused, dir)
+		}
+		return nil
+	}
+}
+
+// testHookWatchDir, when set, is called by a first scan's walk just
+// before it watches a directory: tests change the tree there.
+var testHookWatchDir func(dir string)
 
 // queueVanished queues the records under s.dir whose files are no longer
 // regular files (or are now excluded) as items of s.
@@ -338,16 +438,30 @@ func waitChan(ctx context.Context, ch <-chan struct{}) bool {
 }
 
 // dropOutsideRoots removes records of files outside every root, left from a
-// run with other roots.
+// run with other roots. It reads only the paths between the roots.
 func (d *Daemon) dropOutsideRoots() error {
 	var drop []string
-	err := d.ix.Files("", func(rec index.FileRecord) error {
-		if d.rootOf(rec.Path) == nil {
-			drop = append(drop, rec.Path)
+	collect := func(p string) error {
+		if d.rootOf(p) == nil {
+			drop = append(drop, p)
 		}
 		return nil
-	})
-	if err != nil {
+	}
+	// Roots do not nest; their prefixes sort otherwise than their paths
+	// ("/a-b/" before "/a/").
+	var prefixes []string
+	for _, r := range d.rootList() {
+		prefixes = append(prefixes, dirPrefix(r.path))
+	}
+	slices.Sort(prefixes)
+	lo := ""
+	for _, prefix := range prefixes {
+		if err := d.ix.Paths(lo, prefix, collect); err != nil {
+			return err
+		}
+		lo = prefixEnd(prefix)
+	}
+	if err := d.ix.Paths(lo, "", collect); err != nil {
 		return err
 	}
 	for _, p := range drop {
@@ -357,6 +471,12 @@ func (d *Daemon) dropOutsideRoots() error {
 		d.log.Info("removed files outside the roots", "count", len(drop))
 	}
 	return nil
+}
+
+// prefixEnd returns the least string greater than every string that
+// starts with p, which ends with a separator.
+func prefixEnd(p string) string {
+	return p[:len(p)-1] + string(p[len(p)-1]+1)
 }
 
 // progress logs root's scan progress periodically until the returned func

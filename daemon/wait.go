@@ -2,10 +2,6 @@ package daemon
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/sif-dev/sif/ipc/server"
@@ -21,15 +17,17 @@ import (
 // what it waits for.
 //
 // Changes may still be on their way: in the kernel's event queue, in the
-// watcher, settling. Like watchman, Wait writes a cookie file in each root
-// and waits for the watcher to report it: events come in order, so every
-// earlier change has then been seen. It then closes the tracker's current
+// watcher, settling. Like watchman, Wait writes a cookie file and waits
+// for the watcher to report it: events come in order, so every earlier
+// change has then been seen. On Linux one cookie in the daemon's own
+// directory answers for every watched root; elsewhere each root gets one
+// (see cookieJar). It then closes the tracker's current
 // epoch and waits until all the work registered in it is done. Changes
 // kept while index writes are on hold count as not done: Wait returns once
 // writes have resumed and the kept changes are applied, or times out. Roots
-// without events, directories that could not be watched, and roots the
-// daemon cannot write to are rescanned instead, which is slower but as
-// sure.
+// without events, directories that could not be watched, and roots that
+// cannot take a cookie (not writable, or their exclusions would hide it)
+// are rescanned instead, which is slower but as sure.
 func (d *Daemon) Wait(ctx context.Context, timeout time.Duration) (server.WaitResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -48,6 +46,7 @@ func (d *Daemon) Wait(ctx context.Context, timeout time.Duration) (server.WaitRe
 			return resp, ctx.Err()
 		}
 	}
+	var watched []*rootState
 	for _, r := range d.rootList() {
 		if r.polled || d.watch == nil {
 			d.requestScan(r, r.path, false, "wait")
@@ -57,6 +56,26 @@ func (d *Daemon) Wait(ctx context.Context, timeout time.Duration) (server.WaitRe
 		for _, dir := range r.unwatchedDirs() {
 			d.requestScan(r, dir, false, "wait")
 		}
+		watched = append(watched, r)
+	}
+	synced := 0
+	if d.cookies.dir != "" && len(watched) > 0 {
+		// One cookie of the daemon's own answers for every watched root.
+		c, err := d.cookies.create(d.cookies.dir)
+		if err == nil {
+			pending = append(pending, c)
+			synced, watched = len(watched), nil
+		} else {
+			d.log.Warn("cannot write a cookie file for wait in the daemon's own directory: writing them in the roots", "err", err)
+		}
+	}
+	for _, r := range watched {
+		if d.cookieHidden(r) {
+			d.log.Debug("the exclusions hide wait's cookie file: rescanning the root instead", "root", r.path)
+			d.requestScan(r, r.path, false, "wait")
+			resp.Rescanned = append(resp.Rescanned, r.path)
+			continue
+		}
 		c, err := d.cookies.create(r.path)
 		if err != nil {
 			d.log.Warn("cannot write a cookie file for wait: rescanning the root instead", "root", r.path, "err", err)
@@ -65,6 +84,7 @@ func (d *Daemon) Wait(ctx context.Context, timeout time.Duration) (server.WaitRe
 			continue
 		}
 		pending = append(pending, c)
+		synced++
 	}
 	for _, c := range pending {
 		select {
@@ -73,7 +93,7 @@ func (d *Daemon) Wait(ctx context.Context, timeout time.Duration) (server.WaitRe
 			return resp, ctx.Err()
 		}
 	}
-	resp.Cookies = len(pending)
+	resp.Cookies = synced
 	// Directories created before the cookie may still be getting their
 	// watches; their scans are registered once they are reported.
 	if d.watch != nil {
@@ -107,69 +127,17 @@ func (d *Daemon) Wait(ctx context.Context, timeout time.Duration) (server.WaitRe
 		if !d.faults.keeping() {
 			break
 		}
-		for d.faults.keeping() {
+		for {
+			lifted := d.faults.lifted()
+			if !d.faults.keeping() {
+				break
+			}
 			select {
-			case <-time.After(50 * time.Millisecond):
+			case <-lifted:
 			case <-ctx.Done():
 				return resp, ctx.Err()
 			}
 		}
 	}
 	return resp, nil
-}
-
-// cookieJar tracks the cookie files written for waits.
-type cookieJar struct {
-	mu   sync.Mutex
-	seq  uint64
-	open map[string]*cookie
-}
-
-type cookie struct {
-	path string
-	seen chan struct{}
-}
-
-// create writes a new cookie file in dir.
-func (j *cookieJar) create(dir string) (*cookie, error) {
-	j.mu.Lock()
-	j.seq++
-	c := &cookie{
-		path: filepath.Join(dir, fmt.Sprintf("%s%d-%d", cookiePrefix, os.Getpid(), j.seq)),
-		seen: make(chan struct{}),
-	}
-	if j.open == nil {
-		j.open = make(map[string]*cookie)
-	}
-	j.open[c.path] = c
-	j.mu.Unlock()
-	f, err := os.OpenFile(c.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		j.forget(c)
-		return nil, err
-	}
-	f.Close()
-	return c, nil
-}
-
-// seen is called when the watcher reports path.
-func (j *cookieJar) seen(path string) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if c := j.open[path]; c != nil {
-		close(c.seen)
-		delete(j.open, path)
-	}
-}
-
-func (j *cookieJar) forget(c *cookie) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	delete(j.open, c.path)
-}
-
-// drop forgets c and removes its file.
-func (j *cookieJar) drop(c *cookie) {
-	j.forget(c)
-	os.Remove(c.path)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -84,6 +85,10 @@ type FileMeta struct {
 	Path    string // absolute; any bytes, not necessarily UTF-8
 	Size    int64
 	MtimeNs int64 // modification time, Unix nanoseconds
+	// CtimeNs is the status change time, Unix nanoseconds: it moves on
+	// every write and on a touch that sets the mtime back. 0 means
+	// unknown (no such time here, or a record written before sif kept it).
+	CtimeNs int64
 	Dev     uint64
 	Ino     uint64
 	Mode    uint32 // os.FileMode bits
@@ -202,6 +207,9 @@ type Result struct {
 	// query's weight when containment and resemblance are computed.
 	Skipped       int
 	SkippedWeight uint64
+	// SkippedKeys are the fingerprint keys of the skipped features,
+	// sorted; SkippedHash tells whether a query hash maps to one.
+	SkippedKeys []uint32
 	// TooFew is set when the query has fewer than MinFeatures features that
 	// were not skipped: no similarity evidence is possible, and only
 	// identical files are listed (and weak matches, with
@@ -211,6 +219,13 @@ type Result struct {
 	// QueryOptions.Visible, how many visible files passed the filters and
 	// the threshold (before Limit).
 	Candidates int
+}
+
+// SkippedHash reports whether the query feature of fingerprint hash h was
+// skipped for its document frequency: what explains a match's boilerplate.
+func (r *Result) SkippedHash(h uint64) bool {
+	_, ok := slices.BinarySearch(r.SkippedKeys, fingerprintKey(h))
+	return ok
 }
 
 // GroupOptions shape an all-against-all run.
@@ -267,10 +282,13 @@ type Stats struct {
 	Params fingerprint.Params
 	Files  uint64
 	// Features sums the files' numbers of features (fingerprint keys),
-	// each copy counted: the postings, one per (content, fingerprint key),
-	// are fewer when files are identical (CheckReport.Postings counts
-	// them).
+	// each copy counted.
 	Features uint64
+	// Contents counts the distinct contents (identical files share one),
+	// and Postings the postings stored: one per content and fingerprint
+	// key, fewer than Features when files are identical.
+	Contents uint64
+	Postings uint64
 	// Fingerprints is always 0: distinct fingerprints are not tracked (that
 	// would cost a read per write); sifd check counts them
 	// (CheckReport.Fingerprints).
@@ -299,7 +317,9 @@ func (r *CheckReport) OK() bool { return len(r.Problems) == 0 && r.More == 0 }
 type Querier interface {
 	Params() fingerprint.Params
 	Similar(q Query, opts QueryOptions) (*Result, error)
-	Groups(opts GroupOptions) ([]Group, error)
+	// EachGroup calls fn with each group Index.Groups would return, in
+	// its order, holding one at a time (see Index.EachGroup).
+	EachGroup(opts GroupOptions, fn func(Group) error) error
 	Dupes(prefix string) ([]DupeSet, error)
 	Stats() (Stats, error)
 }

@@ -382,39 +382,21 @@ func (c *checker) checkPostings() error {
 		curKey uint32
 		have   bool
 	)
+	var list []postingEntry
 	lo, hi := keyspace(prefixPosting)
 	err := scan(c.r, lo, hi, func(k, v []byte) error {
-		c.rep.Postings++
-		key, cid, err := parsePostingKey(k)
+		b, err := parseBucketKey(k)
 		if err != nil {
-			c.problem("posting key %x: %v", k, err)
+			c.problem("posting list key %x: %v", k, err)
 			return nil
 		}
-		if !have || key != curKey {
-			c.rep.Fingerprints++
-			curKey, have = key, true
-		}
-		w, err := decodePosting(v)
-		if err != nil {
-			c.problem("posting %08x/%d: %v", key, cid, err)
-		}
-		cr := c.contents[cid]
-		switch {
-		case cr == nil:
-			c.problem("posting %08x/%d: content %d has no record", key, cid, cid)
-			return nil
-		case !cr.hasForward || cr.broken:
+		if list, err = decodePostingList(list[:0], b, v, false); err != nil {
+			c.problem("posting list of bucket %x: %v", b, err)
 			return nil
 		}
-		c.forwardBefore(cid, cr, key)
-		if !cr.curOK || cr.cur.key != key {
-			c.problem("posting %08x/%d: content %d does not hold %08x in its forward list", key, cid, cid, key)
-			return nil
+		for _, p := range list {
+			c.checkPosting(p, &curKey, &have)
 		}
-		if err == nil && w != cr.cur.weight {
-			c.problem("posting %08x/%d: weight %d, the forward list of content %d says %d", key, cid, w, cid, cr.cur.weight)
-		}
-		cr.cur, cr.curOK = cr.fwd.next()
 		return nil
 	})
 	if err != nil {
@@ -430,6 +412,34 @@ func (c *checker) checkPostings() error {
 		}
 	}
 	return nil
+}
+
+// checkPosting matches posting p with the next entry of its content's
+// forward list, and counts the distinct fingerprint keys.
+func (c *checker) checkPosting(p postingEntry, curKey *uint32, have *bool) {
+	c.rep.Postings++
+	key, cid, w := p.key, p.cid, p.weight
+	if !*have || key != *curKey {
+		c.rep.Fingerprints++
+		*curKey, *have = key, true
+	}
+	cr := c.contents[cid]
+	switch {
+	case cr == nil:
+		c.problem("posting %08x/%d: content %d has no record", key, cid, cid)
+		return
+	case !cr.hasForward || cr.broken:
+		return
+	}
+	c.forwardBefore(cid, cr, key)
+	if !cr.curOK || cr.cur.key != key {
+		c.problem("posting %08x/%d: content %d does not hold %08x in its forward list", key, cid, cid, key)
+		return
+	}
+	if w != cr.cur.weight {
+		c.problem("posting %08x/%d: weight %d, the forward list of content %d says %d", key, cid, w, cid, cr.cur.weight)
+	}
+	cr.cur, cr.curOK = cr.fwd.next()
 }
 
 // forwardBefore reports and skips the forward entries of content cid below

@@ -37,7 +37,6 @@ func corruptFixture(t *testing.T) *index.Index {
 }
 
 func TestCheckCatchesCorruption(t *testing.T) {
-	pv := index.PostingValue
 	k := index.FingerprintKey
 	fwd := func(es ...index.Entry) []byte {
 		slices.SortFunc(es, func(a, b index.Entry) int { return cmp.Compare(a.Key, b.Key) })
@@ -56,23 +55,30 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		want    []string // each must appear in some problem line
 	}{
 		{"posting of a fingerprint the content does not hold", func(t *testing.T, ix *index.Index) error {
-			return ix.RawSet(index.PostingKey(k(0x50), 1), pv(81))
+			return ix.RawPosting(k(0x50), 1, 81)
 		}, []string{fmt.Sprintf("posting %08x/1: content 1 does not hold %08x", k(0x50), k(0x50))}},
 		{"posting of a missing content", func(t *testing.T, ix *index.Index) error {
-			return ix.RawSet(index.PostingKey(k(0x10), 7), pv(17))
+			return ix.RawPosting(k(0x10), 7, 17)
 		}, []string{fmt.Sprintf("posting %08x/7: content 7 has no record", k(0x10))}},
 		{"missing posting", func(t *testing.T, ix *index.Index) error {
-			return ix.RawDelete(index.PostingKey(k(0x30), 1))
+			return ix.RawPosting(k(0x30), 1, 0)
 		}, []string{fmt.Sprintf("content 1: forward entry %08x has no posting", k(0x30))}},
 		{"posting with the wrong weight", func(t *testing.T, ix *index.Index) error {
-			return ix.RawSet(index.PostingKey(k(0x20), 1), pv(99))
+			return ix.RawPosting(k(0x20), 1, 99)
 		}, []string{fmt.Sprintf("posting %08x/1: weight 99, the forward list of content 1 says 66", k(0x20))}},
-		{"undecodable posting", func(t *testing.T, ix *index.Index) error {
-			return ix.RawSet(index.PostingKey(k(0x20), 2), []byte{0x80})
-		}, []string{fmt.Sprintf("posting %08x/2:", k(0x20)), "corrupt"}},
-		{"posting of weight 1 not stored empty", func(t *testing.T, ix *index.Index) error {
-			return ix.RawSet(index.PostingKey(k(0x20), 2), []byte{1})
-		}, []string{fmt.Sprintf("posting %08x/2:", k(0x20)), "corrupt"}},
+		{"undecodable posting list", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.PostingListKey(k(0x20)), []byte{0x80})
+		}, []string{fmt.Sprintf("posting list of bucket %x:", k(0x20)>>16), "corrupt"}},
+		{"posting list with trailing bits", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.PostingListKey(k(0x20)), []byte{1, 0, 1, 0b0_1_0_00001})
+		}, []string{fmt.Sprintf("posting list of bucket %x:", k(0x20)>>16), "trailing bits"}},
+		{"removed posting left in a list", func(t *testing.T, ix *index.Index) error {
+			// A list as stored after a merge never holds a tombstone.
+			return ix.RawSet(index.PostingListKey(k(0x20)), []byte{1, 0, 1, 0b0_1_11_0000})
+		}, []string{fmt.Sprintf("posting list of bucket %x:", k(0x20)>>16), "removed posting"}},
+		{"posting list under a malformed key", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet([]byte{'P', 1, 2, 3}, []byte{1, 0, 1, 0b0_1_0_00000})
+		}, []string{"posting list key 50010203:"}},
 		{"missing forward list", func(t *testing.T, ix *index.Index) error {
 			return ix.RawDelete(index.ForwardKey(2))
 		}, []string{"content 2: no forward list"}},
@@ -140,13 +146,15 @@ func TestCheckCatchesCorruption(t *testing.T) {
 			for _, kv := range [][2][]byte{
 				{index.ContentKey(6), index.EncodeContent(r)},
 				{index.ForwardKey(6), fwd(index.Entry{Key: k(0x10), Weight: 17}, index.Entry{Key: k(0x20), Weight: 66}, index.Entry{Key: k(0x30), Weight: 49})},
-				{index.PostingKey(k(0x10), 6), pv(17)},
-				{index.PostingKey(k(0x20), 6), pv(66)},
-				{index.PostingKey(k(0x30), 6), pv(49)},
 				{index.RecordKey(3), index.EncodeRecord(r, 6)},
 				{index.StrongKey(strongOf("a"), 6, 3), nil},
 			} {
 				if err := ix.RawSet(kv[0], kv[1]); err != nil {
+					return err
+				}
+			}
+			for _, e := range []index.Entry{{Key: k(0x10), Weight: 17}, {Key: k(0x20), Weight: 66}, {Key: k(0x30), Weight: 49}} {
+				if err := ix.RawPosting(e.Key, 6, e.Weight); err != nil {
 					return err
 				}
 			}
@@ -217,7 +225,7 @@ func TestCheckCatchesCorruption(t *testing.T) {
 func TestCheckCapsProblems(t *testing.T) {
 	ix := corruptFixture(t)
 	for i := 0; i < index.MaxProblems+20; i++ {
-		if err := ix.RawSet(index.PostingKey(uint32(0x1000+i), 9), index.PostingValue(5)); err != nil {
+		if err := ix.RawPosting(uint32(0x1000+i), 9, 5); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -247,7 +255,7 @@ func TestCorruptionIsAnError(t *testing.T) {
 	if _, err := ix.Put(index.FileMeta{Path: "/a"}, sketchOf(chunks, "x", 1)); !errors.Is(err, index.ErrCorrupt) {
 		t.Fatalf("put over a corrupt record: %v", err)
 	}
-	if err := ix.RawSet(index.PostingKey(index.FingerprintKey(0x40), 2), []byte{0}); err != nil {
+	if err := ix.RawSet(index.PostingListKey(index.FingerprintKey(0x40)), []byte{0}); err != nil {
 		t.Fatal(err)
 	}
 	q := sketchOf(chunks, "q", 100, fingerprint.Feature{Hash: 0x40, Count: 1})

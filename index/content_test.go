@@ -1,8 +1,12 @@
 package index_test
 
 import (
+	"errors"
 	"path/filepath"
+	"sync"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
@@ -154,4 +158,174 @@ func feats(ns ...int) []fingerprint.Feature {
 		fs = append(fs, fingerprint.Feature{Hash: poolHash(n), Count: 1})
 	}
 	return fs
+}
+
+// TestPutCopy: a file whose size and strong hash match a content the index
+// holds joins it without a sketch, writing no posting, and is then what
+// Put of the same sketch would have made it (the same dump, the same query
+// answers); it can leave its old content for the copy; with no such
+// content (another size, an unknown hash, an empty index) nothing is
+// written.
+func TestPutCopy(t *testing.T) {
+	a := sketchOf(manber, "A", 1000, feats(1, 2, 3, 4, 5, 6)...)
+	b := sketchOf(manber, "B", 1000, feats(5, 6, 7, 8)...)
+	viaCopy, viaPut := openMem(t, nil, manber), openMem(t, nil, manber)
+	meta := func(path string) index.FileMeta {
+		return index.FileMeta{Path: path, Size: 1000, MtimeNs: 7, Dev: 1, Ino: 9}
+	}
+	for _, ix := range []*index.Index{viaCopy, viaPut} {
+		if _, ok, err := ix.PutCopy(meta("/a0"), a.Size, a.Strong); err != nil || ok {
+			t.Fatalf("PutCopy on an empty index: %v, %v; want false, nil", ok, err)
+		}
+		for _, p := range []string{"/a1", "/b1", "/b2"} {
+			sk := a
+			if p != "/a1" {
+				sk = b
+			}
+			if _, err := ix.Put(meta(p), sk); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	before := viaCopy.PostingWrites()
+	for _, p := range []string{"/a2", "/b2"} { // a new path, and a path leaving b (held by /b1 too)
+		rec, ok, err := viaCopy.PutCopy(meta(p), a.Size, a.Strong)
+		if err != nil || !ok {
+			t.Fatalf("PutCopy %s: %v, %v; want true, nil", p, ok, err)
+		}
+		if rec.Path != p || rec.Strong != a.Strong || rec.Features != 6 {
+			t.Fatalf("PutCopy %s: record %+v", p, rec)
+		}
+		if _, err := viaPut.Put(meta(p), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := viaCopy.PostingWrites() - before; got != 0 {
+		t.Errorf("PutCopy wrote %d postings, want 0", got)
+	}
+	for what, miss := range map[string]struct {
+		size   int64
+		strong [32]byte
+	}{"another size": {999, a.Strong}, "an unknown hash": {1000, [32]byte{}}, "a hash not held": {1000, strongOf("C")}} {
+		if _, ok, err := viaCopy.PutCopy(meta("/c"), miss.size, miss.strong); err != nil || ok {
+			t.Errorf("PutCopy of %s: %v, %v; want false, nil", what, ok, err)
+		}
+	}
+	if _, err := viaCopy.Lookup("/c"); !errors.Is(err, index.ErrNotFound) {
+		t.Errorf("a PutCopy that found nothing wrote /c: %v", err)
+	}
+	rc, rp := mustClean(t, viaCopy), mustClean(t, viaPut)
+	if rc.Contents != 2 || rc.Postings != rp.Postings || rc.Contents != rp.Contents {
+		t.Errorf("through PutCopy %d contents, %d postings; through Put %d, %d", rc.Contents, rc.Postings, rp.Contents, rp.Postings)
+	}
+	dc, dp := dumpOf(t, viaCopy, ""), dumpOf(t, viaPut, "")
+	if dc != dp {
+		t.Errorf("dump through PutCopy:\n%s\nthrough Put:\n%s", dc, dp)
+	}
+	rescopy, err := viaCopy.Similar(index.Query{Sketch: a}, index.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resput, err := viaPut.Similar(index.Query{Sketch: a}, index.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The copies of a first, then /b1, which shares 5 and 6 with it.
+	if got, want := matchPaths(rescopy.Matches), matchPaths(resput.Matches); got != want || got != "/a1 /a2 /b2 /b1" {
+		t.Errorf("matches %q through PutCopy, %q through Put; want /a1 /a2 /b2 /b1", got, want)
+	}
+}
+
+// TestPutCopyRacesRemove: a PutCopy that races the removal of the last
+// file of its content either joins it before the removal (and keeps it
+// alive) or finds it gone and writes nothing; the index stays consistent.
+func TestPutCopyRacesRemove(t *testing.T) {
+	ix := openMem(t, nil, manber)
+	a := sketchOf(manber, "A", 1000, feats(1, 2, 3, 4, 5, 6)...)
+	joined, missed := 0, 0
+	for i := range 200 {
+		if _, err := ix.Put(index.FileMeta{Path: "/a1", Size: 1000}, a); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var ok bool
+		var perr, rerr error
+		wg.Go(func() { rerr = ix.Remove("/a1") })
+		wg.Go(func() { _, ok, perr = ix.PutCopy(index.FileMeta{Path: "/a2", Size: 1000}, 1000, a.Strong) })
+		wg.Wait()
+		if perr != nil || rerr != nil {
+			t.Fatalf("round %d: PutCopy %v, Remove %v", i, perr, rerr)
+		}
+		_, err := ix.Lookup("/a2")
+		if ok != (err == nil) {
+			t.Fatalf("round %d: PutCopy said %v, lookup of /a2: %v", i, ok, err)
+		}
+		rep := mustClean(t, ix)
+		if want := map[bool]uint64{true: 1, false: 0}[ok]; rep.Contents != want || rep.Postings != 6*want {
+			t.Fatalf("round %d: %d contents, %d postings after PutCopy %v", i, rep.Contents, rep.Postings, ok)
+		}
+		if ok {
+			joined++
+			if err := ix.Remove("/a2"); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			missed++
+		}
+	}
+	t.Logf("%d joined, %d missed", joined, missed)
+}
+
+// TestStatsCountStoredPostings: Stats counts the distinct contents and the
+// postings stored, one set per content however many copies hold it, while
+// Features counts every file's; the counts match Check's and survive a
+// reopen.
+func TestStatsCountStoredPostings(t *testing.T) {
+	fs := vfs.NewMem()
+	ix := openMem(t, fs, manber)
+	a := sketchOf(manber, "A", 1000, feats(1, 2, 3, 4, 5, 6)...)
+	b := sketchOf(manber, "B", 1000, feats(5, 6, 7, 8)...)
+	check := func(what string, files, features, contents, postings uint64) {
+		t.Helper()
+		st, err := ix.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Files != files || st.Features != features || st.Contents != contents || st.Postings != postings {
+			t.Fatalf("%s: stats %+v; want %d files, %d features, %d contents, %d postings", what, st, files, features, contents, postings)
+		}
+		if rep := mustClean(t, ix); rep.Contents != st.Contents || rep.Postings != st.Postings {
+			t.Fatalf("%s: Check counts %d contents and %d postings, Stats %d and %d", what, rep.Contents, rep.Postings, st.Contents, st.Postings)
+		}
+	}
+	for _, p := range []string{"/a1", "/a2", "/a3"} {
+		if _, err := ix.Put(index.FileMeta{Path: p, Size: a.Size}, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok, err := ix.PutCopy(index.FileMeta{Path: "/a4", Size: a.Size}, a.Size, a.Strong); err != nil || !ok {
+		t.Fatalf("PutCopy: %v %v", ok, err)
+	}
+	check("four copies", 4, 24, 1, 6)
+	if _, err := ix.Put(index.FileMeta{Path: "/b", Size: b.Size}, b); err != nil {
+		t.Fatal(err)
+	}
+	check("and another content", 5, 28, 2, 10)
+	if _, err := ix.Put(index.FileMeta{Path: "/b", Size: b.Size}, sketchOf(manber, "B2", 1000, feats(5, 6, 7)...)); err != nil {
+		t.Fatal(err)
+	}
+	check("that content changed", 5, 27, 2, 9)
+	for _, p := range []string{"/a1", "/a2", "/a3"} {
+		if err := ix.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("one copy left", 2, 9, 2, 9)
+	if err := ix.Remove("/a4"); err != nil {
+		t.Fatal(err)
+	}
+	check("the last copy gone", 1, 3, 1, 3)
+	ix.Close()
+	ix = openMem(t, fs, manber)
+	check("reopened", 1, 3, 1, 3)
 }

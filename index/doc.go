@@ -14,18 +14,21 @@
 //     key and the record.
 //   - A content is what identical files share: one content record (the
 //     [fingerprint.Summary]: size, strong hash, type, SimiHash sum table
-//     and key; the total weight, the number of features, the level and the
-//     level weights), one forward list and one set of postings, however
-//     many files hold it. Files are identical, and share a content, when
+//     and key, which sifd leaves zero as nothing here uses them; the
+//     total weight, the number of features, the level and the level
+//     weights), one forward list and one set of postings, however many
+//     files hold it. Files are identical, and share a content, when
 //     their strong hashes (SHA-256), summaries and entries are equal; a
 //     file whose strong hash is unknown (all zero) has a content of its
-//     own. A content id is a 32-bit number naming a content, handed out in
-//     increasing order apart from file ids and never reused while the
-//     content lives. Adding or removing one of several copies touches no
-//     posting; a content is deleted, postings and all, in the batch that
-//     removes its last file, and a file that held its content alone and
-//     changes keeps the content id, so only the postings that differ are
-//     rewritten. A [FileRecord] joins a file record and its content's.
+//     own; [Index.PutCopy] joins a file to the content of its size and
+//     strong hash without its sketch. A content id is a 32-bit number
+//     naming a content, handed out in increasing order apart from file
+//     ids and never reused while the content lives. Adding or removing
+//     one of several copies touches no posting; a content is deleted,
+//     postings and all, in the batch that removes its last file, and a
+//     file that held its content alone and changes keeps the content id,
+//     so only the postings that differ are rewritten. A [FileRecord]
+//     joins a file record and its content's.
 //   - The copy key of a file joins its content's strong hash, its content id
 //     and its file id. The copy keys of a content are its reference count,
 //     kept in the same batches as everything else: the files holding it,
@@ -55,16 +58,23 @@
 //   - The forward list of a content is its entries, sorted by key. It is
 //     what lets a change remove the content's old postings without a scan.
 //   - A posting says "content id holds fingerprint key k, with this
-//     weight". There is one Pebble key per posting, and the postings of one
-//     fingerprint key are adjacent, so Manber's all-against-all sort of
-//     fingerprints is a scan of the posting keyspace, and a query reads one
-//     short range per entry.
+//     weight". The postings of every fingerprint key whose top 16 bits are
+//     equal (a bucket) make one posting list, one Pebble value, sorted by
+//     fingerprint key and content id, so Manber's all-against-all sort of
+//     fingerprints is a scan of the posting lists, and a query reads one
+//     list per bucket its entries fall in. Writes stay blind: a change
+//     merges into each bucket it touches an operand with the postings it
+//     sets and tombstones for those it removes; Pebble's merge operator
+//     folds the operands, newest first, when it reads or compacts them,
+//     and drops a tombstone once the merge reaches the bucket's oldest
+//     operand. A list left empty is deleted by Compact.
 //   - The document frequency of a fingerprint key is the number of files
 //     that hold it: over its run of postings, the number of files of each
 //     content, which queries and groups count as they read it; it is not
 //     stored. The index keeps in memory the number of files of every
 //     content held by two or more (built from the copy keys at Open,
-//     updated as each batch commits). Fingerprints held by very many files
+//     updated as each batch commits); Groups counts them from the copy
+//     keys of the view it reads. Fingerprints held by very many files
 //     (licence blocks, templates, boilerplate) carry little evidence:
 //     queries and groups skip those above MaxDF.
 //   - The inode key of a file joins its device and inode numbers to its id,
@@ -91,7 +101,7 @@
 // fingerprint keys are 4 bytes, device and inode numbers 8 bytes, all
 // big-endian, so Pebble keys sort numerically:
 //
-//	'm' "version"          format version (decimal text, now 5)
+//	'm' "version"          format version (decimal text, now 6)
 //	'm' "params"           the normalized fingerprint.Params, JSON
 //	'p' path               file id (4 bytes); paths are raw bytes
 //	'r' id                 file record: version byte 3, then the path
@@ -104,17 +114,22 @@
 //	'f' content            forward list: n, then per entry the fingerprint
 //	                       key delta from the previous one (the first from
 //	                       0) and the weight (uvarints)
-//	'P' key content        posting (9 bytes): empty when the weight is 1
-//	                       (a manber fingerprint seen once in its file),
-//	                       else the weight (uvarint)
+//	'P' bucket(2)          posting list: n (uvarint), the Rice parameter k
+//	                       and the content-id width cb (a byte each),
+//	                       then per posting, bit-packed: a new-key bit
+//	                       (not for the first), the gap from the previous
+//	                       key's low 16 bits Rice-coded with k (for a new
+//	                       key), the content id in cb bits, and the
+//	                       weight: 0 for 1, 10 and Elias gamma of
+//	                       weight−1, or 11 for a tombstone (in merge
+//	                       operands only); see postings.go
 //	's' strong(32) content id
 //	                       copy key, empty value
 //	'i' dev(8) ino(8) id   inode key, empty value
 //
-// Pebble's comparer ("sif.keys.v2") orders keys bytewise but takes 'P' and
-// the fingerprint key of a posting key as its prefix, so a query's prefix
-// seek on a fingerprint key skips, on their bloom filters, the tables that
-// hold no posting of it.
+// Pebble's comparer ("sif.keys.v3") orders keys bytewise and takes every
+// key as its own prefix; its merge operator ("sif.postings.v1") is the
+// posting lists'.
 //
 // Every change to one file (Put, Remove, Rename) is one atomic batch
 // carrying all the keys it touches, its content's among them, so after a
@@ -122,7 +137,7 @@
 // after a change, never between. A change reads only the file's path key
 // and records, the copy keys of the contents it joins or leaves, and the
 // forward lists of the contents it compares, rewrites or deletes; its
-// postings are written blind. Batches commit without fsync: the index is a cache of the disk, and
+// postings are merged blind. Batches commit without fsync: the index is a cache of the disk, and
 // Sync and Close make it durable. Writes are serialized by a mutex; reads
 // run concurrently, each on one consistent view. Only one process may open
 // the database (Pebble's LOCK file): Open fails with ErrLocked otherwise.
@@ -130,7 +145,8 @@
 // written in another format (version 1 had 64-bit hashes in its keys and
 // stored document frequencies, version 2 no inode keys, version 3 one
 // sampling density and no levels in its records, version 4 no contents:
-// postings and forward lists per file), the cure is to move the index
+// postings and forward lists per file, version 5 one Pebble key per
+// posting), the cure is to move the index
 // aside and rebuild it. Compact rewrites the database into
 // its most compact form after a bulk load. Dump lists the files in a
 // canonical text form, free of file ids and write history, so two indexes

@@ -17,13 +17,19 @@ import (
 // density, stored hashes shifted by Bits rather than MinBits, and had records
 // of version 1, without levels. Version 4 had no contents: every file had
 // its own forward list and postings, and its record held its summary.
-const formatVersion = 5
+// Version 5 had one Pebble key per posting ('P', fingerprint key, content
+// id) rather than posting lists.
+const formatVersion = 6
 
 // recordVersion is the first byte of every encoded file record, and
 // contentVersion of every content record.
+// Records of version 3 were written before sif kept the status change
+// time, and are read with FileMeta.CtimeNs 0.
 const (
-	recordVersion  = 3
+	recordVersion  = 4
 	contentVersion = 1
+
+	recordVersionNoCtime = 3
 )
 
 // decoder reads varints from a value and remembers the first error, so a
@@ -107,8 +113,9 @@ func (d *decoder) done(what string) error {
 // encodeRecord appends the value of a file record to dst: the file's
 // metadata and its content id. The file id is not encoded: it is the key.
 //
-// Layout (version 3): version byte; path (uvarint length, bytes); size,
-// mtime (varints); dev, ino, mode, content id (uvarints).
+// Layout (version 4): version byte; path (uvarint length, bytes); size,
+// mtime (varints); dev, ino, mode, content id (uvarints); ctime (varint).
+// Version 3 had no ctime.
 func encodeRecord(dst []byte, m *FileMeta, cid uint32) []byte {
 	dst = append(dst, recordVersion)
 	dst = binary.AppendUvarint(dst, uint64(len(m.Path)))
@@ -118,14 +125,16 @@ func encodeRecord(dst []byte, m *FileMeta, cid uint32) []byte {
 	dst = binary.AppendUvarint(dst, m.Dev)
 	dst = binary.AppendUvarint(dst, m.Ino)
 	dst = binary.AppendUvarint(dst, uint64(m.Mode))
-	return binary.AppendUvarint(dst, uint64(cid))
+	dst = binary.AppendUvarint(dst, uint64(cid))
+	return binary.AppendVarint(dst, m.CtimeNs)
 }
 
 // decodeRecord decodes a file record value into the file's metadata and
 // content id. The result does not alias v. Errors wrap ErrCorrupt.
 func decodeRecord(v []byte) (m FileMeta, cid uint32, err error) {
 	d := decoder{b: v}
-	if ver := d.byte("record version"); d.err == nil && ver != recordVersion {
+	ver := d.byte("record version")
+	if d.err == nil && ver != recordVersion && ver != recordVersionNoCtime {
 		return m, 0, fmt.Errorf("%w: record version %d, want %d", ErrCorrupt, ver, recordVersion)
 	}
 	n := d.uvarint("path length")
@@ -136,6 +145,9 @@ func decodeRecord(v []byte) (m FileMeta, cid uint32, err error) {
 	m.Ino = d.uvarint("ino")
 	m.Mode = d.uint32("mode")
 	cid = d.uint32("content id")
+	if ver == recordVersion {
+		m.CtimeNs = d.varint("ctime")
+	}
 	if err := d.done("record"); err != nil {
 		return FileMeta{}, 0, err
 	}
@@ -302,27 +314,4 @@ func decodeForward(v []byte) ([]entry, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-// encodePosting appends a posting value to dst: nothing when weight is 1
-// (every manber posting of a fingerprint seen once in its file), else the
-// weight as a uvarint.
-func encodePosting(dst []byte, weight uint64) []byte {
-	if weight == 1 {
-		return dst
-	}
-	return binary.AppendUvarint(dst, weight)
-}
-
-// decodePosting decodes a posting value into its weight. A weight of 0, or
-// of 1 not stored as the empty value, is corrupt. Errors wrap ErrCorrupt.
-func decodePosting(v []byte) (uint64, error) {
-	if len(v) == 0 {
-		return 1, nil
-	}
-	w, n := binary.Uvarint(v)
-	if n != len(v) || w < 2 {
-		return 0, fmt.Errorf("%w: posting weight %x", ErrCorrupt, v)
-	}
-	return w, nil
 }

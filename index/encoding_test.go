@@ -10,6 +10,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/sif-dev/sif/index/fingerprint"
 )
 
@@ -177,71 +179,129 @@ func TestForwardRoundTrip(t *testing.T) {
 	}
 }
 
-func TestPostingRoundTrip(t *testing.T) {
-	for _, w := range []uint64{1, 2, 77, 1 << 20, math.MaxUint64} {
-		v := encodePosting(nil, w)
-		if w == 1 && len(v) != 0 {
-			t.Fatalf("posting of weight 1: %x, want empty", v)
+func TestPostingListRoundTrip(t *testing.T) {
+	const b = 0x1234
+	key := func(low uint32) uint32 { return b<<lowBits | low }
+	for _, es := range [][]postingEntry{
+		{{key(0), 1, 1}},
+		{{key(1<<lowBits - 1), math.MaxUint32, math.MaxUint64}},
+		{{key(5), 1, 1}, {key(5), 2, 2}, {key(5), 9, 77}, {key(6), 1, 1}, {key(900), 3, 1 << 20}},
+		{{key(7), 3, tombstone}, {key(8), 3, 1}},
+	} {
+		v, _ := encodePostingList(nil, es, nil)
+		tomb := slices.ContainsFunc(es, func(e postingEntry) bool { return e.weight == tombstone })
+		got, err := decodePostingList(nil, b, v, true)
+		if err != nil || !slices.Equal(got, es) {
+			t.Fatalf("list %v: encoded %x, decoded %v, %v", es, v, got, err)
 		}
-		got, err := decodePosting(v)
-		if err != nil || got != w {
-			t.Fatalf("posting %d: got %d, %v", w, got, err)
+		if _, err := decodePostingList(nil, b, v, false); tomb != (err != nil) {
+			t.Fatalf("list %v read as merged: %v", es, err)
 		}
-		if _, err := decodePosting(append(v, 0)); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("posting with a trailing byte: %v", err)
+		if _, err := decodePostingList(nil, b, append(v, 0), true); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("list with a trailing byte: %v", err)
+		}
+		if _, err := decodePostingList(nil, b, v[:len(v)-1], true); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("truncated list: %v", err)
 		}
 	}
-	for _, bad := range [][]byte{{0}, {1}, {0x80}, {0x80, 0x80}} {
-		if _, err := decodePosting(bad); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("posting %x: err %v, want ErrCorrupt", bad, err)
+	// Two postings of weight 1 whose keys differ by 1, ids of 1 bit:
+	// n=2, k, cb=1, then 0 (gap 0 in unary) + k zero bits, id 1, weight 0;
+	// new key 1, gap 0 again, id 1, weight 0.
+	v, _ := encodePostingList(nil, []postingEntry{{key(0), 1, 1}, {key(1), 1, 1}}, nil)
+	if want := []byte{2, 0, 1, 0b0_1_0_1_0_1_0_0}; !bytes.Equal(v, want) {
+		t.Fatalf("encoded %08b, want %08b", v, want)
+	}
+	if es, err := decodePostingList(nil, b, nil, false); err != nil || len(es) != 0 {
+		t.Fatalf("empty list: %v, %v", es, err)
+	}
+	for _, bad := range [][]byte{
+		{0, 0, 1},                    // no postings, not stored empty
+		{1, 0, 0, 0},                 // ids of 0 bits
+		{1, 0, 33, 0},                // ids of 33 bits
+		{1, lowBits + 1, 1, 0},       // Rice parameter above the low bits
+		{1, 0, 1, 0b1111_1111},       // truncated unary
+		{1, 0, 1, 0b0_1_0_0_0001},    // stray bits after the last posting
+		{2, 0, 1, 0b0_1_0_0_1_1_0_0}, // second posting of the same key and id
+	} {
+		if es, err := decodePostingList(nil, b, bad, true); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("decode %x: %v, %v; want ErrCorrupt", bad, es, err)
+		}
+	}
+	if got, err := parseBucketKey(appendBucketKey(nil, b)); err != nil || got != b {
+		t.Fatalf("bucket key: %x, %v", got, err)
+	}
+	for _, bad := range [][]byte{{prefixPosting}, {prefixPosting, 1, 2, 3}, {prefixContent, 1, 2}} {
+		if _, err := parseBucketKey(bad); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("bucket key %x: %v", bad, err)
 		}
 	}
 }
 
+// TestPostingMerger: operands merge newest first, tombstones stay until the
+// oldest operand is in the merge, and a bucket left with no posting has an
+// empty list; merging in either direction agrees.
+func TestPostingMerger(t *testing.T) {
+	const b = 7
+	key := func(low uint32) uint32 { return b<<lowBits | low }
+	enc := func(es ...postingEntry) []byte { v, _ := encodePostingList(nil, es, nil); return v }
+	bk := appendBucketKey(nil, b)
+	ops := [][]byte{ // oldest first
+		enc(postingEntry{key(1), 1, 1}, postingEntry{key(2), 1, 5}),
+		enc(postingEntry{key(1), 2, 3}),
+		enc(postingEntry{key(1), 1, tombstone}, postingEntry{key(2), 1, tombstone}),
+		enc(postingEntry{key(1), 1, 4}), // re-added after its removal
+	}
+	finish := func(base bool, newer bool, ops [][]byte) ([]postingEntry, bool) {
+		t.Helper()
+		var m pebble.ValueMerger
+		var err error
+		if newer {
+			m, err = postingMerger.Merge(bk, ops[0])
+			for _, op := range ops[1:] {
+				if err == nil {
+					err = m.MergeNewer(op)
+				}
+			}
+		} else {
+			m, err = postingMerger.Merge(bk, ops[len(ops)-1])
+			for i := len(ops) - 2; i >= 0 && err == nil; i-- {
+				err = m.MergeOlder(ops[i])
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _, err := m.Finish(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v) == 0 {
+			return nil, true
+		}
+		es, err := decodePostingList(nil, b, v, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return es, false
+	}
+	for _, newer := range []bool{true, false} {
+		if got, _ := finish(true, newer, ops); !slices.Equal(got, []postingEntry{{key(1), 1, 4}, {key(1), 2, 3}}) {
+			t.Fatalf("all operands (newer %v): %v", newer, got)
+		}
+		if got, _ := finish(false, newer, ops[1:]); !slices.Equal(got, []postingEntry{{key(1), 1, 4}, {key(1), 2, 3}, {key(2), 1, tombstone}}) {
+			t.Fatalf("without the base (newer %v): %v", newer, got)
+		}
+		if _, del := finish(true, newer, ops[:3][2:]); !del {
+			t.Fatalf("only tombstones, with the base: not an empty list")
+		}
+	}
+	if _, err := postingMerger.Merge(bk, []byte{0x80}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("merging an undecodable operand: %v", err)
+	}
+}
+
 func TestKeysRoundTrip(t *testing.T) {
-	key, id := uint32(0x01234567), uint32(0xfedcba98)
-	k := appendPostingKey(nil, key, id)
-	if len(k) != 10 {
-		t.Fatalf("posting key %x: %d bytes, want 10", k, len(k))
-	}
-	if gk, gid, err := parsePostingKey(k); err != nil || gk != key || gid != id {
-		t.Fatalf("posting key %x: %x %x %v", k, gk, gid, err)
-	}
-	// Content ids take 2 to 5 bytes, sort numerically, and have one
-	// encoding each.
-	var prev []byte
-	for _, c := range []struct {
-		cid uint32
-		n   int
-	}{{0, 2}, {1, 2}, {1<<14 - 1, 2}, {1 << 14, 3}, {1<<22 - 1, 3}, {1 << 22, 4}, {1<<30 - 1, 4}, {1 << 30, 5}, {math.MaxUint32, 5}} {
-		pk := appendPostingKey(nil, key, c.cid)
-		if len(pk) != 5+c.n {
-			t.Fatalf("content id %d: posting key %x, want %d bytes", c.cid, pk, 5+c.n)
-		}
-		if gk, gid, err := parsePostingKey(pk); err != nil || gk != key || gid != c.cid {
-			t.Fatalf("posting key %x: %x %d %v", pk, gk, gid, err)
-		}
-		if prev != nil && bytes.Compare(prev, pk) >= 0 {
-			t.Fatalf("posting key %x sorts before %x", pk, prev)
-		}
-		prev = pk
-	}
-	for _, bad := range [][]byte{
-		{0x40, 0, 5},                   // 5 in 3 bytes
-		{0x80, 0, 0, 5},                // in 4
-		{0xc0, 0, 0, 0, 5},             // in 5
-		{0xc1, 0xff, 0xff, 0xff, 0xff}, // stray bits in the fifth form
-		{0x00},                         // too short
-		{0x00, 1, 2},                   // too long for its length
-	} {
-		pk := append(appendPostingPrefix(nil, key), bad...)
-		if _, _, err := parsePostingKey(pk); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("posting key %x: err %v, want ErrCorrupt", pk, err)
-		}
-	}
-	if !bytes.HasPrefix(k, appendPostingPrefix(nil, key)) {
-		t.Fatalf("posting key %x lacks its prefix", k)
-	}
+	id := uint32(0xfedcba98)
 	for _, p := range []byte{prefixRecord, prefixContent, prefixForward} {
 		k := appendIDKey(nil, p, id)
 		if gid, err := parseIDKey(k, p); err != nil || gid != id {
@@ -278,15 +338,6 @@ func TestKeysRoundTrip(t *testing.T) {
 	}
 	if gid, err := decodeID(encodeID(id)); err != nil || gid != id {
 		t.Fatalf("id: %x %v", gid, err)
-	}
-	// Keys sort numerically.
-	if bytes.Compare(appendPostingKey(nil, 1, 0xffffffff), appendPostingKey(nil, 2, 0)) >= 0 {
-		t.Fatal("posting keys do not sort by fingerprint key first")
-	}
-	for _, bad := range [][]byte{nil, {prefixPosting}, append(appendPostingKey(nil, 1, 1), 0)} {
-		if _, _, err := parsePostingKey(bad); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("posting key %x: err %v", bad, err)
-		}
 	}
 	for _, c := range []struct{ in, want []byte }{
 		{[]byte("p/a"), []byte("p/b")},
@@ -465,61 +516,28 @@ func FuzzDecodeForward(f *testing.F) {
 	})
 }
 
-func FuzzDecodePosting(f *testing.F) {
-	f.Add([]byte{})
-	f.Add([]byte{2})
-	f.Add([]byte{0xff, 0x01})
+func FuzzDecodePostingList(f *testing.F) {
+	f.Add([]byte{1, 0, 1, 0b0_1_0_00000})
+	f.Add([]byte{2, 3, 4, 0xff, 0x01, 0x80})
 	f.Fuzz(func(t *testing.T, v []byte) {
-		w, err := decodePosting(v)
+		const b = 3
+		es, err := decodePostingList(nil, b, v, true)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error %v does not wrap ErrCorrupt", err)
 			}
 			return
 		}
-		if w == 0 {
-			t.Fatalf("posting %x decodes to weight 0", v)
+		for i, e := range es {
+			if bucketOf(e.key) != b || i > 0 && comparePostings(es[i-1], e) >= 0 {
+				t.Fatalf("decoded list %v is not canonical", es)
+			}
 		}
-		if again, err := decodePosting(encodePosting(nil, w)); err != nil || again != w {
-			t.Fatalf("re-encoding %d: %d, %v", w, again, err)
+		again, err := decodePostingList(nil, b, encodePostingListOf(es), true)
+		if err != nil || !slices.Equal(again, es) {
+			t.Fatalf("re-encoding: %v, %v; want %v", again, err, es)
 		}
 	})
 }
 
-// TestComparerIsBytewise: splitting posting keys after their fingerprint key
-// keeps the order bytewise, as Pebble requires of a Split (prefixes order
-// keys, and suffixes break ties), whatever the keys look like.
-func TestComparerIsBytewise(t *testing.T) {
-	rng := rand.New(rand.NewPCG(9, 9))
-	randKey := func() []byte {
-		k := make([]byte, rng.IntN(16))
-		for i := range k {
-			k[i] = byte(rng.IntN(4)) // few values, so prefixes collide
-		}
-		if len(k) > 0 && rng.IntN(2) == 0 {
-			k[0] = prefixPosting
-		}
-		return k
-	}
-	sign := func(n int) int { return min(max(n, -1), 1) }
-	for i := 0; i < 100000; i++ {
-		a, b := randKey(), randKey()
-		if i%3 == 0 {
-			a, b = appendPostingKey(nil, uint32(rng.IntN(3)), uint32(rng.IntN(3))), appendPostingKey(nil, uint32(rng.IntN(3)), uint32(rng.IntN(3)))
-		}
-		an, bn := splitKey(a), splitKey(b)
-		split := bytes.Compare(a[:an], b[:bn])
-		if split == 0 {
-			split = bytes.Compare(a[an:], b[bn:])
-		}
-		if sign(split) != sign(comparer.Compare(a, b)) {
-			t.Fatalf("keys %x and %x: split order %d, bytewise %d", a, b, split, comparer.Compare(a, b))
-		}
-		if an < len(a) && bytes.Compare(a[:an], a) >= 0 {
-			t.Fatalf("prefix of %x does not sort before it", a)
-		}
-	}
-	if n := splitKey(appendPostingKey(nil, 1, 2)); n != 5 {
-		t.Fatalf("posting key prefix %d bytes, want 5 ('P' and the fingerprint key)", n)
-	}
-}
+func encodePostingListOf(es []postingEntry) []byte { v, _ := encodePostingList(nil, es, nil); return v }

@@ -134,18 +134,26 @@ func (ix *Index) RawKeys(prefix byte) (int, error) {
 }
 
 // Key builders.
-func PostingKey(key, cid uint32) []byte { return appendPostingKey(nil, key, cid) }
-func RecordKey(id uint32) []byte        { return recordKey(id) }
-func ContentKey(cid uint32) []byte      { return contentKey(cid) }
-func ForwardKey(cid uint32) []byte      { return forwardKey(cid) }
-func PathKey(path string) []byte        { return pathKey(path) }
+func RecordKey(id uint32) []byte   { return recordKey(id) }
+func ContentKey(cid uint32) []byte { return contentKey(cid) }
+func ForwardKey(cid uint32) []byte { return forwardKey(cid) }
+func PathKey(path string) []byte   { return pathKey(path) }
 func StrongKey(strong [32]byte, cid, id uint32) []byte {
 	return strongKey(strong, cid, id)
 }
 func InodeKey(dev, ino uint64, id uint32) []byte { return inodeKey(dev, ino, id) }
 
-// PostingValue encodes a posting value.
-func PostingValue(weight uint64) []byte { return encodePosting(nil, weight) }
+// RawPosting merges into the index the posting of fingerprint key key in
+// content cid with weight weight, or its removal when weight is 0,
+// bypassing every invariant.
+func (ix *Index) RawPosting(key, cid uint32, weight uint64) error {
+	v, _ := encodePostingList(nil, []postingEntry{{key, cid, weight}}, nil)
+	return ix.db.Merge(appendBucketKey(nil, bucketOf(key)), v, pebble.NoSync)
+}
+
+// PostingListKey returns the key of the posting list holding fingerprint
+// key key.
+func PostingListKey(key uint32) []byte { return appendBucketKey(nil, bucketOf(key)) }
 
 // EncodeRecord encodes a file record value: r's metadata and content cid.
 func EncodeRecord(r FileRecord, cid uint32) []byte { return encodeRecord(nil, &r.FileMeta, cid) }
@@ -166,4 +174,5 @@ var (
 const (
 	ComparerName   = comparerName
 	ComparerNameV1 = comparerNameV1
+	ComparerNameV2 = comparerNameV2
 )

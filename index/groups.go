@@ -1,13 +1,13 @@
 package index
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -35,210 +35,400 @@ func (o GroupOptions) withDefaults() (GroupOptions, error) {
 	return o, nil
 }
 
-// groupNode is one distinct content among the files considered: a
-// representative file and its identical copies.
-type groupNode struct {
-	rec    FileRecord
-	copies []string
-	parent int // union-find
-	links  int
-}
-
 // Groups finds all groups of similar files (Manber §4): it scans the
-// postings once, in fingerprint-key order; for every fingerprint key held
-// by 2 to MaxDF files it adds min(weight in a, weight in b) to the shared
+// postings in fingerprint-key order; for every fingerprint key held by 2
+// to MaxDF files it adds min(weight in a, weight in b) to the shared
 // weight of every pair of those files; the weight of keys held by more
 // files is left out of each holder's weight, as Similar leaves it out of
 // the query's (template suppression, Forman et al. §4). A pair is linked
-// only when it shares at least MinShared fingerprint keys. Identical files (equal strong hash
-// and size) are folded into one node first, so copies do not multiply
-// links; they are listed under the member's Copies. Two nodes are linked
-// when either contains at least Threshold of the other (and, with SameType,
-// they have one type), and linked nodes are merged into groups with
-// union-find (Forman et al. §3), so a group can hold files that are not
-// similar to one another directly. Identical files with nothing else
-// similar form no group: Dupes reports them.
+// only when it shares at least MinShared fingerprint keys. Identical files
+// (equal strong hash and size) are folded into one node first, so copies
+// do not multiply links; they are listed under the member's Copies. Two
+// nodes are linked when either contains at least Threshold of the other
+// (and, with SameType, they have one type), and linked nodes are merged
+// into groups with union-find (Forman et al. §3), so a group can hold
+// files that are not similar to one another directly. Identical files with
+// nothing else similar form no group: Dupes reports them.
 //
 // Each group's reference is the member with the most links (then the larger
 // weight, then the first path). The output is deterministic: groups by
 // size, descending, then by reference path; members by Percent, descending,
-// then by path. Groups sees one consistent state of the index; it holds
-// every record under the prefix and every linked pair in memory.
+// then by path. Groups sees one consistent state of the index.
+//
+// Memory. Groups works on content ids (doc.go), not on records: it keeps
+// about 20 bytes per content considered and a bit per file id, the pairs
+// of one pass, the links, and the answer (EachGroup, instead of the
+// answer, a sort key per group and one group at a time). It reads no record but the file
+// records under the prefix (none without a prefix or Visible), the content
+// records of the pairs it judges, and the records of the files it lists.
+// The pairs that share a fingerprint are hash-partitioned (Forman et al.):
+// a pass over the postings holds about groupPairBudget of them at most,
+// and when a pass would hold more, it keeps half of its partition and
+// leaves the other half to a later pass, so an index whose files share
+// fingerprints with very many others is read several times rather than
+// held in memory at once.
 func (ix *Index) Groups(opts GroupOptions) ([]Group, error) {
-	gs, err := ix.groups(opts)
+	var gs []Group
+	err := ix.groups(opts, func(g Group) error {
+		gs = append(gs, g)
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("index.Groups: %w", err)
 	}
 	return gs, nil
 }
 
-func (ix *Index) groups(opts GroupOptions) ([]Group, error) {
+// EachGroup finds the groups Groups returns and calls fn with each, in
+// Groups' order, instead of returning them: it holds the sort keys of the
+// groups (about 40 bytes and the reference's path each) and one group's
+// files at a time, not the answer. fn is called on the caller's goroutine
+// and owns the Group it is given. EachGroup holds one view of the index
+// (a Pebble snapshot) until it returns, so a slow fn keeps that view's
+// files on disk and delays Close. When fn returns an error, EachGroup
+// stops and returns it as is; its own errors are wrapped with
+// "index.EachGroup".
+func (ix *Index) EachGroup(opts GroupOptions, fn func(Group) error) error {
+	var fnErr error
+	err := ix.groups(opts, func(g Group) error {
+		if err := fn(g); err != nil {
+			fnErr = err
+			return err
+		}
+		return nil
+	})
+	switch {
+	case fnErr != nil:
+		return fnErr
+	case err != nil:
+		return fmt.Errorf("index.EachGroup: %w", err)
+	}
+	return nil
+}
+
+// groupPairBudget is the most pairs of nodes sharing a fingerprint that a
+// pass of Groups holds (a little more, by the pairs of one fingerprint
+// key): about 16–32 MB of map.
+var groupPairBudget = 1 << 19
+
+// lastGroupPasses is the number of passes over the postings the last
+// Groups made, for tests.
+var lastGroupPasses atomic.Int32
+
+func (ix *Index) groups(opts GroupOptions, fn func(Group) error) error {
 	opts, err := opts.withDefaults()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := ix.acquire(); err != nil {
-		return nil, err
+		return err
 	}
 	defer ix.release()
 	snap := ix.db.NewSnapshot()
 	defer snap.Close()
 
-	nodes, nodeOf, err := ix.groupNodes(snap, opts.PathPrefix, opts.Visible)
-	if err != nil {
-		return nil, err
+	g := &grouping{r: snap, opts: opts, budget: groupPairBudget}
+	if err := g.selectContents(); err != nil {
+		return err
 	}
-	shared, common, err := ix.pairShares(snap, opts.MaxDF, nodeOf)
-	if err != nil {
-		return nil, err
+	if err := g.linkAll(); err != nil {
+		return err
 	}
-	// A node's distinctive weight at level l: its weight at that level
-	// without its keys held by too many files. Two files are compared at
-	// the higher of their levels (fingerprint.Compare); the keys they share
-	// are all of that level or more. The level of a key held by too many
-	// files is not stored: its weight is taken out at every level.
-	distinct := func(i, l int) uint64 {
-		w := nodes[i].rec.WeightAt(l)
-		return w - min(common[i], w)
-	}
+	return g.emit(fn)
+}
 
-	// Link the pairs that pass, and merge them with union-find.
-	type link struct {
-		a, b    int
-		percent float64
-	}
-	var links []link
-	for key, ps := range shared {
-		if int(ps.n) < opts.MinShared {
-			continue
-		}
-		sh := ps.weight
-		a, b := int(key>>32), int(key&math.MaxUint32)
-		na, nb := &nodes[a], &nodes[b]
-		if opts.SameType && na.rec.Type != nb.rec.Type {
-			continue
-		}
-		l := int(max(na.rec.Level, nb.rec.Level))
-		p := max(fingerprint.Ratio(sh, distinct(a, l)), fingerprint.Ratio(sh, distinct(b, l)))
-		if p < opts.Threshold {
-			continue
-		}
-		links = append(links, link{a, b, p})
-		na.links++
-		nb.links++
-		union(nodes, a, b)
-	}
-	slices.SortFunc(links, func(x, y link) int {
-		return cmp.Or(cmp.Compare(x.a, y.a), cmp.Compare(x.b, y.b))
-	})
+// grouping is the state of one Groups run. A node is named by the dense
+// number (the rank among the contents considered, in content id order) of
+// its content; when contents of one strong hash and size are folded into
+// one node, by the number of the one whose first file comes first.
+type grouping struct {
+	r      pebble.Reader
+	opts   GroupOptions
+	budget int
 
-	// Collect the groups, and each member's links.
-	members := make(map[int][]int) // root → node indexes
-	for i := range nodes {
-		if nodes[i].links > 0 {
-			r := find(nodes, i)
-			members[r] = append(members[r], i)
-		}
-	}
-	percentTo := make(map[int]map[int]float64) // node → linked node → percent
-	for _, l := range links {
-		for _, e := range [][2]int{{l.a, l.b}, {l.b, l.a}} {
-			m := percentTo[e[0]]
-			if m == nil {
-				m = make(map[int]float64)
-				percentTo[e[0]] = m
-			}
-			m[e[1]] = l.percent
-		}
-	}
+	// filtered: a prefix or Visible leaves files out; files holds the ids of
+	// the files considered then.
+	filtered bool
+	files    idSet
+	contents idSet    // the contents of the files considered
+	cids     []uint32 // node number → content id
+	multi    idSet    // the contents held by two or more files, all of them
+	nfiles   []uint32 // multi's rank → the number of files holding it
+	// alias maps the number of a content folded into another node to that
+	// node's; folded holds the node's other contents. Both are empty unless
+	// two contents have one strong hash and size.
+	alias  map[uint32]uint32
+	folded map[uint32][]uint32
 
-	groups := make([]Group, 0, len(members))
-	for _, ms := range members {
-		ref := slices.MinFunc(ms, func(x, y int) int {
-			nx, ny := &nodes[x], &nodes[y]
-			return cmp.Or(-cmp.Compare(nx.links, ny.links), -cmp.Compare(nx.rec.Weight, ny.rec.Weight),
-				strings.Compare(nx.rec.Path, ny.rec.Path))
-		})
-		g := Group{Reference: nodes[ref].member(1, "")}
-		for _, m := range ms {
-			if m == ref {
-				continue
+	common []uint64 // node → weight of its keys held by more than MaxDF files
+	parent []uint32 // union-find
+	nlinks []uint32
+	links  []groupLink
+}
+
+type groupLink struct {
+	a, b    uint32
+	percent float64
+}
+
+// fileOK reports whether the file with id is considered.
+func (g *grouping) fileOK(id uint32) bool { return !g.filtered || g.files.has(id) }
+
+// node returns the node of content cid, and whether it is considered.
+func (g *grouping) node(cid uint32) (uint32, bool) {
+	d, ok := g.contents.rank(cid)
+	if ok && len(g.alias) > 0 {
+		if a, folded := g.alias[d]; folded {
+			d = a
+		}
+	}
+	return d, ok
+}
+
+// filesOf returns the number of files holding content cid.
+func (g *grouping) filesOf(cid uint32) int {
+	if i, ok := g.multi.rank(cid); ok {
+		return int(g.nfiles[i])
+	}
+	return 1
+}
+
+// selectContents finds the files and contents considered, counts the files
+// of every content, and folds contents of one strong hash and size.
+func (g *grouping) selectContents() error {
+	prefix := strings.TrimRight(g.opts.PathPrefix, "/")
+	visible := g.opts.Visible
+	g.filtered = prefix != "" || visible != nil
+	if g.filtered {
+		keep := func(id, cid uint32, path string) {
+			if InTree(path, g.opts.PathPrefix) && (visible == nil || visible(path)) {
+				g.files.add(id)
+				g.contents.add(cid)
 			}
-			if p, ok := percentTo[m][ref]; ok {
-				g.Members = append(g.Members, nodes[m].member(p, ""))
-				continue
-			}
-			// Not linked to the reference: name the strongest link.
-			best, bestP := -1, -1.0
-			for o, p := range percentTo[m] {
-				if p > bestP || p == bestP && nodes[o].rec.Path < nodes[best].rec.Path {
-					best, bestP = o, p
+		}
+		var err error
+		if prefix == "" {
+			// Every file: the records in id order, without a read per file.
+			lo, hi := keyspace(prefixRecord)
+			err = scan(g.r, lo, hi, func(k, v []byte) error {
+				id, err := parseIDKey(k, prefixRecord)
+				if err != nil {
+					return err
 				}
-			}
-			g.Members = append(g.Members, nodes[m].member(0, nodes[best].rec.Path))
+				meta, cid, err := decodeRecord(v)
+				if err != nil {
+					return fmt.Errorf("file id %d: %w", id, err)
+				}
+				keep(id, cid, meta.Path)
+				return nil
+			})
+		} else {
+			lo := pathKey(prefix)
+			err = scan(g.r, lo, prefixEnd(lo), func(k, v []byte) error {
+				id, err := decodeID(v)
+				if err != nil {
+					return fmt.Errorf("path %q: %w", k[1:], err)
+				}
+				meta, cid, found, err := readMeta(g.r, id)
+				if err != nil {
+					return err
+				}
+				if found {
+					keep(id, cid, meta.Path)
+				}
+				return nil
+			})
 		}
-		slices.SortFunc(g.Members, func(x, y GroupMember) int {
-			return cmp.Or(-cmp.Compare(x.Percent, y.Percent), strings.Compare(x.Path, y.Path))
-		})
-		groups = append(groups, g)
-	}
-	slices.SortFunc(groups, func(x, y Group) int {
-		return cmp.Or(-cmp.Compare(len(x.Members), len(y.Members)), strings.Compare(x.Reference.Path, y.Reference.Path))
-	})
-	return groups, nil
-}
-
-func (n *groupNode) member(percent float64, via string) GroupMember {
-	return GroupMember{FileRecord: n.rec, Percent: percent, Via: via, Copies: n.copies}
-}
-
-// groupNodes loads the records in the tree prefix (InTree) that visible
-// (when not nil) accepts and folds identical files into nodes. nodeOf maps
-// a content id to its node's index; contents none of whose files are
-// considered are absent.
-func (ix *Index) groupNodes(r pebble.Reader, prefix string, visible func(string) bool) ([]groupNode, map[uint32]int, error) {
-	type file struct {
-		rec FileRecord
-		cid uint32
-	}
-	var files []file
-	lo := pathKey(strings.TrimRight(prefix, "/"))
-	err := scan(r, lo, prefixEnd(lo), func(k, v []byte) error {
-		id, err := decodeID(v)
-		if err != nil {
-			return fmt.Errorf("path %q: %w", k[1:], err)
-		}
-		rec, cid, found, err := readRecord(r, id)
 		if err != nil {
 			return err
 		}
-		if found && InTree(rec.Path, prefix) && (visible == nil || visible(rec.Path)) {
-			files = append(files, file{rec, cid}) // in path order
+	}
+
+	// The copy keys, in strong hash then content id order: the number of
+	// files of every content (the document frequency of a key counts
+	// them), and the strong hashes held by several contents considered.
+	type count struct{ cid, n uint32 }
+	type foldRun struct {
+		strong [32]byte
+		cids   []uint32
+	}
+	var (
+		counts  []count
+		runs    []foldRun
+		strong  [32]byte
+		cur, n  uint32
+		started bool
+		run     []uint32 // the contents considered of strong
+	)
+	endContent := func() {
+		if n >= 2 {
+			counts = append(counts, count{cur, n})
 		}
+	}
+	endStrong := func() {
+		if len(run) >= 2 && strong != ([32]byte{}) {
+			runs = append(runs, foldRun{strong, slices.Clone(run)})
+		}
+	}
+	lo, hi := keyspace(prefixStrong)
+	err := scan(g.r, lo, hi, func(k, _ []byte) error {
+		s, cid, _, err := parseStrongKey(k)
+		if err != nil {
+			return err
+		}
+		if !started || s != strong || cid != cur {
+			if started {
+				endContent()
+				if s != strong {
+					endStrong()
+				}
+			}
+			if !started || s != strong {
+				strong, run = s, run[:0]
+			}
+			cur, n, started = cid, 0, true
+			if !g.filtered {
+				g.contents.add(cid)
+			}
+			if g.contents.has(cid) {
+				run = append(run, cid)
+			}
+		}
+		n++
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	type content struct {
-		strong [32]byte
-		size   int64
+	if started {
+		endContent()
+		endStrong()
 	}
-	byContent := make(map[content]int)
-	nodeOf := make(map[uint32]int, len(files))
-	var nodes []groupNode
-	for _, f := range files {
-		c := content{f.rec.Strong, f.rec.Summary.Size}
-		if n, ok := byContent[c]; ok && f.rec.Strong != ([32]byte{}) {
-			nodes[n].copies = append(nodes[n].copies, f.rec.Path) // files are in path order
-			nodeOf[f.cid] = n
-			continue
+	slices.SortFunc(counts, func(x, y count) int { return cmp.Compare(x.cid, y.cid) })
+	g.nfiles = make([]uint32, len(counts))
+	for i, c := range counts {
+		g.multi.add(c.cid)
+		g.nfiles[i] = c.n
+	}
+	g.multi.freeze()
+	g.contents.freeze()
+	g.cids = make([]uint32, 0, g.contents.len())
+	g.contents.each(func(cid uint32) { g.cids = append(g.cids, cid) })
+
+	// Fold the contents of one strong hash and size into the node of the
+	// one whose first file (in path order) comes first, as identical files
+	// are folded.
+	for _, fr := range runs {
+		type cand struct {
+			cid   uint32
+			size  int64
+			first string
 		}
-		byContent[c] = len(nodes)
-		nodeOf[f.cid] = len(nodes)
-		nodes = append(nodes, groupNode{rec: f.rec, parent: len(nodes)})
+		var cs []cand
+		for _, cid := range fr.cids {
+			var c FileRecord
+			found, err := readContent(g.r, cid, &c)
+			if err != nil {
+				return err
+			}
+			if !found {
+				return fmt.Errorf("%w: copy key names content %d, which has no record", ErrCorrupt, cid)
+			}
+			fs, err := g.filesOfContent(fr.strong, cid)
+			if err != nil {
+				return err
+			}
+			if len(fs) > 0 {
+				cs = append(cs, cand{cid, c.Summary.Size, fs[0].meta.Path})
+			}
+		}
+		slices.SortFunc(cs, func(x, y cand) int { return cmp.Or(cmp.Compare(x.size, y.size), strings.Compare(x.first, y.first)) })
+		for i := 0; i < len(cs); {
+			j := i + 1
+			for j < len(cs) && cs[j].size == cs[i].size {
+				j++
+			}
+			for _, c := range cs[i+1 : j] {
+				if g.alias == nil {
+					g.alias, g.folded = make(map[uint32]uint32), make(map[uint32][]uint32)
+				}
+				rep, _ := g.contents.rank(cs[i].cid)
+				d, _ := g.contents.rank(c.cid)
+				g.alias[d] = rep
+				g.folded[rep] = append(g.folded[rep], c.cid)
+			}
+			i = j
+		}
 	}
-	return nodes, nodeOf, nil
+	return nil
+}
+
+// consideredFile is a file considered, with its id.
+type consideredFile struct {
+	id   uint32
+	meta FileMeta
+}
+
+// filesOfContent returns the files considered that hold content cid, of
+// strong hash strong, in path order.
+func (g *grouping) filesOfContent(strong [32]byte, cid uint32) ([]consideredFile, error) {
+	var fs []consideredFile
+	lo := copyPrefix(nil, strong, cid)
+	err := scan(g.r, lo, prefixEnd(lo), func(k, _ []byte) error {
+		_, _, id, err := parseStrongKey(k)
+		if err != nil {
+			return err
+		}
+		if !g.fileOK(id) {
+			return nil
+		}
+		meta, _, found, err := readMeta(g.r, id)
+		if err != nil {
+			return err
+		}
+		if found {
+			fs = append(fs, consideredFile{id, meta})
+		}
+		return nil
+	})
+	slices.SortFunc(fs, func(a, b consideredFile) int { return strings.Compare(a.meta.Path, b.meta.Path) })
+	return fs, err
+}
+
+// partition names the pairs of nodes whose key a<<32|b (a < b) mixes to
+// residue in its low bits bits.
+type partition struct {
+	bits    uint
+	residue uint64
+}
+
+// linkAll reads the postings once per partition of the pairs, the first
+// time for all of them, and links the pairs that pass.
+func (g *grouping) linkAll() error {
+	n := len(g.cids)
+	g.common = make([]uint64, n)
+	g.parent = make([]uint32, n)
+	for i := range g.parent {
+		g.parent[i] = uint32(i)
+	}
+	g.nlinks = make([]uint32, n)
+	todo := []partition{{}}
+	shared := newPairTable() // reused: its table stays allocated
+	for pass := 0; len(todo) > 0; pass++ {
+		p := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		shared.clear()
+		more, err := g.pairShares(shared, p, pass == 0)
+		if err != nil {
+			return err
+		}
+		todo = append(todo, more...)
+		if err := g.link(shared); err != nil {
+			return err
+		}
+		lastGroupPasses.Store(int32(pass + 1))
+	}
+	return nil
 }
 
 // pairShare is what two nodes share: weight, and the number of keys.
@@ -247,93 +437,484 @@ type pairShare struct {
 	n      uint32
 }
 
-// pairShares scans the postings once and returns, for every pair of nodes
-// that share a fingerprint key held by 2 to maxDF files, their shared
-// weight and key count, keyed by a<<32|b with a < b; and, for every node holding keys
-// held by more than maxDF files, the weight of those keys (its boilerplate,
-// left out of its weight when containments are computed).
-func (ix *Index) pairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int) (shared map[uint64]pairShare, common map[int]uint64, err error) {
+// pairTable holds the pairShares of pairs of nodes, keyed by a<<32|b.
+// Most fit in one word, 40 bits of weight and 24 of count: a pair that
+// outgrows it moves to big.
+type pairTable struct {
+	packed map[uint64]uint64
+	big    map[uint64]pairShare
+}
+
+const (
+	pairCountBits = 24
+	pairCountMax  = 1<<pairCountBits - 1
+	pairWeightMax = 1<<(64-pairCountBits) - 1
+)
+
+func newPairTable() *pairTable {
+	return &pairTable{packed: make(map[uint64]uint64), big: make(map[uint64]pairShare)}
+}
+
+func (t *pairTable) len() int { return len(t.packed) + len(t.big) }
+
+func (t *pairTable) clear() {
+	clear(t.packed)
+	clear(t.big)
+}
+
+// add adds weight w and one key to pair k. No overflow of the weight:
+// shared weight is at most either file's weight.
+func (t *pairTable) add(k, w uint64) {
+	if ps, ok := t.big[k]; ok {
+		ps.weight += w
+		ps.n++
+		t.big[k] = ps
+		return
+	}
+	v := t.packed[k]
+	weight, n := v>>pairCountBits+w, v&pairCountMax+1
+	if weight > pairWeightMax || n > pairCountMax {
+		delete(t.packed, k)
+		t.big[k] = pairShare{weight, uint32(n)}
+		return
+	}
+	t.packed[k] = weight<<pairCountBits | n
+}
+
+// each calls fn for every pair.
+func (t *pairTable) each(fn func(k uint64, ps pairShare)) {
+	for k, v := range t.packed {
+		fn(k, pairShare{v >> pairCountBits, uint32(v & pairCountMax)})
+	}
+	for k, ps := range t.big {
+		fn(k, ps)
+	}
+}
+
+// deleteFunc deletes the pairs for whose keys del returns true.
+func (t *pairTable) deleteFunc(del func(k uint64) bool) {
+	maps.DeleteFunc(t.packed, func(k, _ uint64) bool { return del(k) })
+	maps.DeleteFunc(t.big, func(k uint64, _ pairShare) bool { return del(k) })
+}
+
+// mixPair spreads a pair key over 64 bits (murmur3's fmix64).
+func mixPair(k uint64) uint64 {
+	k ^= k >> 33
+	k *= 0xff51afd7ed558ccd
+	k ^= k >> 33
+	k *= 0xc4ceb9fe1a85ec53
+	k ^= k >> 33
+	return k
+}
+
+// pairShares scans the postings once and puts in shared, for every pair of
+// nodes of partition p that share a fingerprint key held by 2 to MaxDF
+// files, their shared weight and key count, keyed by a<<32|b with a < b. When the
+// pairs outgrow the budget, it narrows p, and returns the partitions it
+// left out. With first, it also sums, for every node holding keys held by
+// more than MaxDF files, the weight of those keys (its boilerplate, left
+// out of its weight when containments are computed) into g.common.
+func (g *grouping) pairShares(shared *pairTable, p partition, first bool) ([]partition, error) {
 	type holder struct {
-		node   int
+		node   uint32
 		weight uint64
 	}
-	shared = make(map[uint64]pairShare)
-	common = make(map[int]uint64)
-	ix.copiesMu.RLock()
-	copies := maps.Clone(ix.copies)
-	ix.copiesMu.RUnlock()
+	maxDF := g.opts.MaxDF
 	var (
-		cur     []byte // posting prefix of the current fingerprint key
+		more    []partition
+		mask    = uint64(1)<<p.bits - 1
+		cur     uint32 // the current fingerprint key
+		started bool   // whether cur is set
 		n       int    // the files holding it, all of them: a posting counts its content's
 		holders []holder
 	)
 	flush := func() {
-		if n < 2 {
+		if n < 2 || len(holders) == 0 {
 			return
 		}
-		slices.SortFunc(holders, func(x, y holder) int { return cmp.Compare(x.node, y.node) })
+		slices.SortStableFunc(holders, func(x, y holder) int { return cmp.Compare(x.node, y.node) })
 		holders = slices.CompactFunc(holders, func(x, y holder) bool { return x.node == y.node })
 		if maxDF >= 0 && n > maxDF {
-			for _, h := range holders {
-				common[h.node] += h.weight
+			if first {
+				for _, h := range holders {
+					g.common[h.node] += h.weight
+				}
 			}
 			return
 		}
 		for i, a := range holders {
 			for _, b := range holders[i+1:] {
-				// No overflow: shared weight is at most either file's weight.
 				k := uint64(a.node)<<32 | uint64(b.node)
-				ps := shared[k]
-				ps.weight += min(a.weight, b.weight)
-				ps.n++
-				shared[k] = ps
+				if mixPair(k)&mask != p.residue {
+					continue
+				}
+				shared.add(k, min(a.weight, b.weight))
 			}
 		}
-	}
-	lo, hi := keyspace(prefixPosting)
-	err = scan(r, lo, hi, func(k, v []byte) error {
-		key, cid, err := parsePostingKey(k)
-		if err != nil {
-			return err
+		for shared.len() > g.budget && p.bits < 63 {
+			// Keep the half of the partition whose next bit is 0; the
+			// other half is read again later.
+			more = append(more, partition{p.bits + 1, p.residue | 1<<p.bits})
+			p.bits++
+			mask = uint64(1)<<p.bits - 1
+			shared.deleteFunc(func(k uint64) bool { return mixPair(k)&mask != p.residue })
 		}
-		if !bytes.Equal(k[:postingPrefixLen], cur) {
+	}
+	err := scanPostings(g.r, func(p postingEntry) error {
+		if !started || p.key != cur {
 			flush()
-			cur = append(cur[:0], k[:postingPrefixLen]...)
+			cur, started = p.key, true
 			n, holders = 0, holders[:0]
 		}
-		n++
-		if c, ok := copies[cid]; ok {
-			n += int(c) - 1
+		n += g.filesOf(p.cid)
+		if node, ok := g.node(p.cid); ok {
+			holders = append(holders, holder{node, p.weight})
 		}
-		node, ok := nodeOf[cid]
-		if !ok {
-			return nil
-		}
-		w, err := decodePosting(v)
-		if err != nil {
-			return fmt.Errorf("posting %08x/%d: %w", key, cid, err)
-		}
-		holders = append(holders, holder{node, w})
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	flush()
-	return shared, common, nil
+	return more, nil
 }
 
-func find(nodes []groupNode, i int) int {
-	for nodes[i].parent != i {
-		nodes[i].parent = nodes[nodes[i].parent].parent
-		i = nodes[i].parent
+// nodeWeights is what judging a pair needs of a node's content.
+type nodeWeights struct {
+	typ          fingerprint.Type
+	level        uint8
+	weight       uint64
+	levelWeights []uint64
+}
+
+// link judges the pairs of one pass: it links those that pass, and merges
+// them with union-find. It reads the content records of the nodes of the
+// pairs that share at least MinShared keys.
+func (g *grouping) link(shared *pairTable) error {
+	var need []uint32
+	shared.each(func(k uint64, ps pairShare) {
+		if int(ps.n) >= g.opts.MinShared {
+			need = append(need, uint32(k>>32), uint32(k))
+		}
+	})
+	slices.Sort(need)
+	need = slices.Compact(need)
+	ws := make([]nodeWeights, len(need))
+	for i, d := range need {
+		var c FileRecord
+		cid := g.cids[d]
+		found, err := readContent(g.r, cid, &c)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("%w: a posting names content %d, which has no record", ErrCorrupt, cid)
+		}
+		ws[i] = nodeWeights{c.Type, c.Level, c.Weight, c.LevelWeights}
+	}
+	weightsOf := func(d uint32) *nodeWeights {
+		i, _ := slices.BinarySearch(need, d)
+		return &ws[i]
+	}
+	// A node's distinctive weight at level l: its weight at that level
+	// without its keys held by too many files. Two files are compared at
+	// the higher of their levels (fingerprint.Compare); the keys they share
+	// are all of that level or more. The level of a key held by too many
+	// files is not stored: its weight is taken out at every level.
+	distinct := func(d uint32, w *nodeWeights, l int) uint64 {
+		r := FileRecord{Weight: w.weight, Level: w.level, LevelWeights: w.levelWeights}
+		wl := r.WeightAt(l)
+		return wl - min(g.common[d], wl)
+	}
+	shared.each(func(k uint64, ps pairShare) {
+		if int(ps.n) < g.opts.MinShared {
+			return
+		}
+		a, b := uint32(k>>32), uint32(k)
+		wa, wb := weightsOf(a), weightsOf(b)
+		if g.opts.SameType && wa.typ != wb.typ {
+			return
+		}
+		l := int(max(wa.level, wb.level))
+		p := max(fingerprint.Ratio(ps.weight, distinct(a, wa, l)), fingerprint.Ratio(ps.weight, distinct(b, wb, l)))
+		if p < g.opts.Threshold {
+			return
+		}
+		g.links = append(g.links, groupLink{a, b, p})
+		g.nlinks[a]++
+		g.nlinks[b]++
+		g.union(a, b)
+	})
+	return nil
+}
+
+func (g *grouping) find(i uint32) uint32 {
+	for g.parent[i] != i {
+		g.parent[i] = g.parent[g.parent[i]]
+		i = g.parent[i]
 	}
 	return i
 }
 
-func union(nodes []groupNode, a, b int) {
-	ra, rb := find(nodes, a), find(nodes, b)
+func (g *grouping) union(a, b uint32) {
+	ra, rb := g.find(a), g.find(b)
 	if ra != rb {
-		nodes[max(ra, rb)].parent = min(ra, rb)
+		g.parent[max(ra, rb)] = min(ra, rb)
 	}
+}
+
+// groupNode is a node of the group being listed: its first file (in path
+// order) and the paths of the others.
+type groupNode struct {
+	d      uint32
+	rec    FileRecord
+	copies []string
+	// Of the node's links: the percentage to the reference, if linked to
+	// it, and the strongest (then the one whose path comes first).
+	toRef  float64
+	linked bool
+	best   int
+	bestP  float64
+}
+
+func (n *groupNode) member(percent float64, via string) GroupMember {
+	return GroupMember{FileRecord: n.rec, Percent: percent, Via: via, Copies: n.copies}
+}
+
+// groupKey is what ordering a group and choosing its reference needs: its
+// nodes, its reference and the reference's first path and weight.
+type groupKey struct {
+	nodes  uint32
+	ref    uint32
+	weight uint64
+	path   string
+}
+
+// emit lists the groups of the nodes that were linked, in order, one at a
+// time. It holds the groups' sort keys and where each group's nodes and
+// links are, not their files: it reads the nodes' files once to choose
+// each group's reference and order the groups, and again, a group at a
+// time, to list them.
+func (g *grouping) emit(fn func(Group) error) error {
+	// The groups, in the order their first nodes come, and the number of
+	// the group of every linked node.
+	groupOf := make(map[uint32]uint32) // union-find root → group
+	var keys []groupKey
+	for d, nl := range g.nlinks {
+		if nl == 0 {
+			continue
+		}
+		r := g.find(uint32(d))
+		gi, ok := groupOf[r]
+		if !ok {
+			gi = uint32(len(keys))
+			groupOf[r] = gi
+			keys = append(keys, groupKey{ref: uint32(d)})
+		}
+		keys[gi].nodes++
+	}
+	// Each group's reference: the node with the most links, then the
+	// larger weight, then the first path. The most links and the weight
+	// first, from the content records; then the first path, read only for
+	// the nodes that tie for both, most often one per group.
+	first := make([]bool, len(keys))
+	for d, nl := range g.nlinks {
+		if nl == 0 {
+			continue
+		}
+		w, err := g.nodeWeight(uint32(d))
+		if err != nil {
+			return err
+		}
+		gi := groupOf[g.find(uint32(d))]
+		k := &keys[gi]
+		if !first[gi] || cmp.Or(-cmp.Compare(nl, g.nlinks[k.ref]), -cmp.Compare(w, k.weight)) < 0 {
+			first[gi] = true
+			k.ref, k.weight = uint32(d), w
+		}
+	}
+	clear(first) // now: the group's path is read
+	for d, nl := range g.nlinks {
+		if nl == 0 {
+			continue
+		}
+		gi := groupOf[g.find(uint32(d))]
+		k := &keys[gi]
+		if nl != g.nlinks[k.ref] {
+			continue
+		}
+		if w, err := g.nodeWeight(uint32(d)); err != nil {
+			return err
+		} else if w != k.weight {
+			continue
+		}
+		n, err := g.loadNode(uint32(d))
+		if err != nil {
+			return err
+		}
+		if !first[gi] || n.rec.Path < k.path {
+			first[gi] = true
+			k.ref, k.path = uint32(d), n.rec.Path
+		}
+	}
+	first = nil
+
+	// Where each group's nodes and links are: nodes[start[gi]:start[gi+1]],
+	// links[lstart[gi]:lstart[gi+1]], in node order and link order.
+	start := make([]uint32, len(keys)+1)
+	lstart := make([]uint32, len(keys)+1)
+	for gi, k := range keys {
+		start[gi+1] = start[gi] + k.nodes
+	}
+	nodes := make([]uint32, start[len(keys)])
+	fill := slices.Clone(start[:len(keys)])
+	for d, nl := range g.nlinks {
+		if nl > 0 {
+			gi := groupOf[g.find(uint32(d))]
+			nodes[fill[gi]] = uint32(d)
+			fill[gi]++
+		}
+	}
+	for _, l := range g.links {
+		lstart[groupOf[g.find(l.a)]+1]++
+	}
+	for gi := range keys {
+		lstart[gi+1] += lstart[gi]
+	}
+	links := make([]groupLink, len(g.links))
+	copy(fill, lstart[:len(keys)])
+	for _, l := range g.links {
+		gi := groupOf[g.find(l.a)]
+		links[fill[gi]] = l
+		fill[gi]++
+	}
+	g.links, fill, groupOf = nil, nil, nil
+
+	order := make([]uint32, len(keys))
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	slices.SortFunc(order, func(x, y uint32) int {
+		return cmp.Or(-cmp.Compare(keys[x].nodes, keys[y].nodes), strings.Compare(keys[x].path, keys[y].path))
+	})
+	for _, gi := range order {
+		grp, err := g.group(nodes[start[gi]:start[gi+1]], links[lstart[gi]:lstart[gi+1]], keys[gi].ref)
+		if err != nil {
+			return err
+		}
+		keys[gi].path = "" // not needed any more
+		if err := fn(grp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// group reads the files of the nodes of one group and builds it: ds are
+// its nodes, in node order, links its links, and ref its reference.
+func (g *grouping) group(ds []uint32, links []groupLink, ref uint32) (Group, error) {
+	nodes := make([]groupNode, len(ds))
+	r := -1
+	for i, d := range ds {
+		n, err := g.loadNode(d)
+		if err != nil {
+			return Group{}, err
+		}
+		n.best, n.bestP = -1, -1
+		nodes[i] = n
+		if d == ref {
+			r = i
+		}
+	}
+	at := func(d uint32) int { i, _ := slices.BinarySearch(ds, d); return i }
+	for _, l := range links {
+		a, b := at(l.a), at(l.b)
+		for _, e := range [2][2]int{{a, b}, {b, a}} {
+			m, o := &nodes[e[0]], e[1]
+			if o == r {
+				m.toRef, m.linked = l.percent, true
+			}
+			if l.percent > m.bestP || l.percent == m.bestP && nodes[o].rec.Path < nodes[m.best].rec.Path {
+				m.best, m.bestP = o, l.percent
+			}
+		}
+	}
+	grp := Group{Reference: nodes[r].member(1, ""), Members: make([]GroupMember, 0, len(nodes)-1)}
+	for i := range nodes {
+		n := &nodes[i]
+		if i == r {
+			continue
+		}
+		if n.linked {
+			grp.Members = append(grp.Members, n.member(n.toRef, ""))
+		} else {
+			// Not linked to the reference: name the strongest link.
+			grp.Members = append(grp.Members, n.member(0, nodes[n.best].rec.Path))
+		}
+	}
+	slices.SortFunc(grp.Members, func(x, y GroupMember) int {
+		return cmp.Or(-cmp.Compare(x.Percent, y.Percent), strings.Compare(x.Path, y.Path))
+	})
+	return grp, nil
+}
+
+// nodeWeight returns the weight of node d's first file (in path order),
+// which loadNode would put in its record: its content's, read alone,
+// unless the node folds several contents.
+func (g *grouping) nodeWeight(d uint32) (uint64, error) {
+	if len(g.folded[d]) > 0 {
+		n, err := g.loadNode(d)
+		return n.rec.Weight, err
+	}
+	var c FileRecord
+	found, err := readContent(g.r, g.cids[d], &c)
+	if err == nil && !found {
+		err = fmt.Errorf("%w: a posting names content %d, which has no record", ErrCorrupt, g.cids[d])
+	}
+	return c.Weight, err
+}
+
+// loadNode reads the files considered of node d: its first file's record,
+// with its content's, and the paths of the others.
+func (g *grouping) loadNode(d uint32) (groupNode, error) {
+	n := groupNode{d: d}
+	cids := append([]uint32{g.cids[d]}, g.folded[d]...)
+	type file struct {
+		consideredFile
+		cid uint32
+	}
+	var fs []file
+	for _, cid := range cids {
+		var c FileRecord
+		found, err := readContent(g.r, cid, &c)
+		if err != nil {
+			return n, err
+		}
+		if !found {
+			return n, fmt.Errorf("%w: a posting names content %d, which has no record", ErrCorrupt, cid)
+		}
+		metas, err := g.filesOfContent(c.Strong, cid)
+		if err != nil {
+			return n, err
+		}
+		for _, m := range metas {
+			fs = append(fs, file{m, cid})
+		}
+	}
+	if len(fs) == 0 {
+		return n, fmt.Errorf("%w: content %d has no file", ErrCorrupt, g.cids[d])
+	}
+	slices.SortFunc(fs, func(a, b file) int { return strings.Compare(a.meta.Path, b.meta.Path) })
+	n.rec = FileRecord{ID: fs[0].id, FileMeta: fs[0].meta}
+	found, err := readContent(g.r, fs[0].cid, &n.rec)
+	if err == nil && !found {
+		err = fmt.Errorf("%w: content %d has no record", ErrCorrupt, fs[0].cid)
+	}
+	if err != nil {
+		return n, err
+	}
+	for _, f := range fs[1:] {
+		n.copies = append(n.copies, f.meta.Path)
+	}
+	return n, nil
 }

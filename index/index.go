@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -160,13 +161,18 @@ func open(dir string, o Options) (_ *Index, err error) {
 		}
 	}()
 
-	// A database of format version 1 was written with another comparer;
-	// Pebble would refuse it with a message about comparer names.
+	// A database of format version 1 to 5 was written with another
+	// comparer (and without the posting-list merge operator); Pebble would
+	// refuse it with a message about comparer names.
 	if name, err := storedComparer(fsys, dir); err != nil {
 		return nil, err
-	} else if name == comparerNameV1 {
-		return nil, fmt.Errorf("%w: index format version 1 (written by an older sif), this program reads version %d: move the index aside and rebuild it",
-			ErrOldFormat, formatVersion)
+	} else if name == comparerNameV1 || name == comparerNameV2 {
+		old := "1"
+		if name == comparerNameV2 {
+			old = "2 to 5"
+		}
+		return nil, fmt.Errorf("%w: index format version %s (written by an older sif), this program reads version %d: move the index aside and rebuild it",
+			ErrOldFormat, old, formatVersion)
 	}
 	db, err := pebble.Open(dir, pebbleOptions(o, fsys, lock))
 	if err != nil {
@@ -408,10 +414,47 @@ func (ix *Index) Compact(ctx context.Context) error {
 	// is, without the rewrite that zeroes sequence numbers and recompresses
 	// (a fifth of the size after a bulk load); and Pebble runs one
 	// compaction at a time anyway.
+	if err := ix.dropEmptyLists(); err != nil {
+		return fmt.Errorf("index.Compact %s: %w", ix.dir, err)
+	}
 	if err := ix.db.Compact(ctx, []byte{0}, []byte{0xff}, false); err != nil {
 		return fmt.Errorf("index.Compact %s: %w", ix.dir, err)
 	}
 	return nil
+}
+
+// dropEmptyLists deletes the posting lists that removals left empty (the
+// merge operator keeps them: see listMerger.Finish). It finds them without
+// the write lock, then checks each again under it, so that no merge comes
+// between the read that finds a list empty and its deletion.
+func (ix *Index) dropEmptyLists() error {
+	var empty [][]byte
+	lo, hi := keyspace(prefixPosting)
+	err := scan(ix.db, lo, hi, func(k, v []byte) error {
+		if len(v) == 0 {
+			empty = append(empty, bytes.Clone(k))
+		}
+		return nil
+	})
+	if err != nil || len(empty) == 0 {
+		return err
+	}
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	b := ix.db.NewBatch()
+	defer b.Close()
+	for _, k := range empty {
+		v, found, err := getValue(ix.db, k)
+		if err != nil {
+			return err
+		}
+		if found && len(v) == 0 {
+			if err := b.Delete(k, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return b.Commit(pebble.NoSync)
 }
 
 // Close waits for the operations in progress, flushes and closes the index.

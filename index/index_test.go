@@ -352,6 +352,51 @@ func TestOpenRefusesOldFormat(t *testing.T) {
 		}
 		db.Close()
 	})
+	// Format 5 stored one Pebble key per posting, with the comparer
+	// "sif.keys.v2" and Pebble's default merger: it is refused as old
+	// before Pebble sees it, and moved aside and rebuilt on request.
+	t.Run("version 5", func(t *testing.T) {
+		fs := vfs.NewMem()
+		cmp := *pebble.DefaultComparer
+		cmp.Name = index.ComparerNameV2
+		cmp.Split = func(k []byte) int {
+			if len(k) >= 5 && k[0] == 'P' {
+				return 5
+			}
+			return len(k)
+		}
+		db, err := pebble.Open("/db", &pebble.Options{FS: fs, Comparer: &cmp, Logger: quietLogger{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range map[string]string{"mversion": "5", "mparams": `{"scheme":"manber"}`, "P\x01\x02\x03\x04\x00\x01": ""} {
+			if err := db.Set([]byte(k), []byte(v), pebble.Sync); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		_, err = index.Open("/db", &index.Options{FS: fs})
+		if !errors.Is(err, index.ErrOldFormat) || !strings.Contains(err.Error(), "version 2 to 5") {
+			t.Fatalf("open of a version 5 index: %v, want ErrOldFormat", err)
+		}
+		ix, err := index.Open("/db", &index.Options{FS: fs, MoveAsideOldFormat: true, Params: manber})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ix.Close()
+		if got := ix.MovedAside(); got != "/db.old-format" {
+			t.Fatalf("MovedAside() = %q", got)
+		}
+		sk := sketchOf(manber, "a", 1000, feats(1, 2, 3)...)
+		if _, err := ix.Put(index.FileMeta{Path: "/a", Size: sk.Size}, sk); err != nil {
+			t.Fatal(err)
+		}
+		if rep := mustClean(t, ix); rep.Files != 1 || rep.Postings != 3 {
+			t.Fatalf("rebuilt index: %+v", rep)
+		}
+	})
 	t.Run("stored version", func(t *testing.T) {
 		for _, c := range []struct{ version, by string }{
 			{"1", " (written by an older sif)"},

@@ -10,7 +10,7 @@ import (
 // Key prefixes: the first byte of every key names its keyspace. See doc.go
 // for what each keyspace holds.
 const (
-	prefixPosting = 'P' // 'P' key(4) content(4) → posting value
+	prefixPosting = 'P' // 'P' bucket(2) → posting list
 	prefixContent = 'c' // 'c' content(4) → content record
 	prefixForward = 'f' // 'f' content(4) → forward list
 	prefixInode   = 'i' // 'i' dev(8) ino(8) id(4) → empty
@@ -22,13 +22,12 @@ const (
 
 // Key lengths of the fixed-size keyspaces.
 const (
-	postingPrefixLen = 1 + 4 // the prefix shared by the postings of one fingerprint key
-	idKeyLen         = 1 + 4 // record, content and forward keys
-	strongPrefixLen  = 1 + 32
-	copyPrefixLen    = strongPrefixLen + 4 // the prefix shared by the copy keys of one content
-	strongKeyLen     = copyPrefixLen + 4
-	inodePrefixLen   = 1 + 8 + 8 // the prefix shared by the inode keys of one (device, inode)
-	inodeKeyLen      = inodePrefixLen + 4
+	idKeyLen        = 1 + 4 // record, content and forward keys
+	strongPrefixLen = 1 + 32
+	copyPrefixLen   = strongPrefixLen + 4 // the prefix shared by the copy keys of one content
+	strongKeyLen    = copyPrefixLen + 4
+	inodePrefixLen  = 1 + 8 + 8 // the prefix shared by the inode keys of one (device, inode)
+	inodeKeyLen     = inodePrefixLen + 4
 )
 
 // Metadata key names.
@@ -55,73 +54,6 @@ func recordKey(id uint32) []byte { return appendIDKey(make([]byte, 0, idKeyLen),
 // forward list.
 func contentKey(cid uint32) []byte { return appendIDKey(make([]byte, 0, idKeyLen), prefixContent, cid) }
 func forwardKey(cid uint32) []byte { return appendIDKey(make([]byte, 0, idKeyLen), prefixForward, cid) }
-
-// appendPostingKey appends the posting key of (fingerprint key, content id)
-// to dst: 'P', the fingerprint key (4 bytes) and the content id as
-// appendOrderedID encodes it.
-func appendPostingKey(dst []byte, key, cid uint32) []byte {
-	dst = append(dst, prefixPosting)
-	dst = binary.BigEndian.AppendUint32(dst, key)
-	return appendOrderedID(dst, cid)
-}
-
-// appendOrderedID appends id to dst in 2 to 5 bytes whose bytewise order
-// is the numeric order of ids: the top two bits of the first byte give the
-// length, the rest is the id, big-endian: 00 and 14 bits below 2^14, 01
-// and 22 bits below 2^22, 10 and 30 bits below 2^30, and 11000000 then
-// 4 bytes above. Content ids are handed out from 1, so an index of fewer
-// than 16,384 contents spends 2 bytes on each, not 4.
-func appendOrderedID(dst []byte, id uint32) []byte {
-	switch {
-	case id < 1<<14:
-		return binary.BigEndian.AppendUint16(dst, uint16(id))
-	case id < 1<<22:
-		return append(dst, 0x40|byte(id>>16), byte(id>>8), byte(id))
-	case id < 1<<30:
-		return binary.BigEndian.AppendUint32(dst, 0x80<<24|id)
-	}
-	return binary.BigEndian.AppendUint32(append(dst, 0xc0), id)
-}
-
-// parseOrderedID decodes an id that appendOrderedID wrote as all of b; an
-// encoding longer than the id needs is corrupt, so each id has one.
-func parseOrderedID(b []byte) (uint32, bool) {
-	if len(b) < 2 {
-		return 0, false
-	}
-	var id uint32
-	var min uint32 // the least id of the length
-	switch b[0] >> 6 {
-	case 0:
-		if len(b) != 2 {
-			return 0, false
-		}
-		return uint32(binary.BigEndian.Uint16(b)), true
-	case 1:
-		if len(b) != 3 {
-			return 0, false
-		}
-		id, min = uint32(b[0]&0x3f)<<16|uint32(b[1])<<8|uint32(b[2]), 1<<14
-	case 2:
-		if len(b) != 4 {
-			return 0, false
-		}
-		id, min = binary.BigEndian.Uint32(b)&(1<<30-1), 1<<22
-	default:
-		if len(b) != 5 || b[0] != 0xc0 {
-			return 0, false
-		}
-		id, min = binary.BigEndian.Uint32(b[1:]), 1<<30
-	}
-	return id, id >= min
-}
-
-// appendPostingPrefix appends the prefix shared by every posting of a
-// fingerprint key.
-func appendPostingPrefix(dst []byte, key uint32) []byte {
-	dst = append(dst, prefixPosting)
-	return binary.BigEndian.AppendUint32(dst, key)
-}
 
 // strongKey returns the copy key of file id, whose content cid has strong
 // hash strong.
@@ -159,19 +91,6 @@ func inodePrefix(dst []byte, dev, ino uint64) []byte {
 	dst = append(dst, prefixInode)
 	dst = binary.BigEndian.AppendUint64(dst, dev)
 	return binary.BigEndian.AppendUint64(dst, ino)
-}
-
-// parsePostingKey splits a posting key into its fingerprint key and content
-// id.
-func parsePostingKey(k []byte) (key, cid uint32, err error) {
-	if len(k) < postingPrefixLen || k[0] != prefixPosting {
-		return 0, 0, fmt.Errorf("%w: posting key %x: too short", ErrCorrupt, k)
-	}
-	cid, ok := parseOrderedID(k[postingPrefixLen:])
-	if !ok {
-		return 0, 0, fmt.Errorf("%w: posting key %x: bad content id", ErrCorrupt, k)
-	}
-	return binary.BigEndian.Uint32(k[1:postingPrefixLen]), cid, nil
 }
 
 // parseIDKey returns the id of a record, content or forward key with the
@@ -232,33 +151,20 @@ func keyspace(prefix byte) (lower, upper []byte) {
 // comparerName is the name of the comparer. Pebble records it in the
 // database and refuses to open the database with a comparer of another name,
 // so it changes whenever Split does (bloom filters are built on prefixes).
-// "sif.keys.v1" split posting keys after a 64-bit hash (format version 1).
-// Format versions 2 and 3 split keys alike, so both use "sif.keys.v2"; the
-// stored format version tells them apart.
+// "sif.keys.v1" split posting keys after a 64-bit hash (format version 1);
+// "sif.keys.v2" split them after the fingerprint key (format versions 2 to
+// 5, one Pebble key per posting). Since version 6 every key is its own
+// prefix: a posting list is one key.
 const (
-	comparerName   = "sif.keys.v2"
+	comparerName   = "sif.keys.v3"
 	comparerNameV1 = "sif.keys.v1"
+	comparerNameV2 = "sif.keys.v2"
 )
 
-// comparer orders keys bytewise, as Pebble's default comparer does, but
-// splits a posting key after its fingerprint key: 'P' and the fingerprint
-// key are the Pebble key's prefix and the file id its suffix. Pebble's bloom
-// filters are built on prefixes, so SeekPrefixGE on a fingerprint key skips
-// every table that holds no posting of it — most tables, for a fingerprint
-// new to the index. Every other key is its own prefix.
+// comparer orders keys bytewise, as Pebble's default comparer does, and
+// takes every key whole as its prefix.
 var comparer = func() *pebble.Comparer {
 	c := *pebble.DefaultComparer
 	c.Name = comparerName
-	c.Split = splitKey
 	return &c
 }()
-
-// splitKey returns the length of k's prefix: 5 for any key starting with 'P'
-// that long (so the split is consistent with bytewise order even for
-// malformed keys), else all of k.
-func splitKey(k []byte) int {
-	if len(k) >= postingPrefixLen && k[0] == prefixPosting {
-		return postingPrefixLen
-	}
-	return len(k)
-}

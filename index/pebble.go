@@ -46,6 +46,7 @@ func pebbleOptions(o Options, fsys vfs.FS, lock *pebble.Lock) *pebble.Options {
 		FS:                          fsys,
 		CacheSize:                   cacheSize,
 		Comparer:                    comparer,
+		Merger:                      postingMerger,
 		FormatMajorVersion:          pebble.FormatNewest,
 		Logger:                      pebbleLogger{o.Logger},
 		EventListener:               eventListener(o.Logger, o.OnBackgroundError),

@@ -47,8 +47,9 @@ func (o QueryOptions) withDefaults() (QueryOptions, error) {
 type queryState struct {
 	shared   map[uint32]uint64 // candidate content id → shared weight
 	postings []posting
-	ids      []uint32 // candidate content ids
-	files    []uint32 // the file ids of one content
+	list     []postingEntry // the posting list of one bucket
+	ids      []uint32       // candidate content ids
+	files    []uint32       // the file ids of one content
 	key      []byte
 	skipped  []bool
 }
@@ -63,7 +64,7 @@ var queryStates = sync.Pool{New: func() any {
 }}
 
 func putQueryState(s *queryState) {
-	if len(s.shared) > 1<<16 || cap(s.postings) > 1<<16 {
+	if len(s.shared) > 1<<16 || cap(s.postings) > 1<<16 || cap(s.list) > 1<<16 {
 		return // do not keep the scratch of an unusual query alive
 	}
 	clear(s.shared)
@@ -467,34 +468,34 @@ func (s *querySearch) accumulate() error {
 	ix.copiesMu.RLock()
 	defer ix.copiesMu.RUnlock()
 	copies := len(ix.copies) > 0
+	bucket, have := uint32(0), false
+	list := st.list[:0]
+	at := 0 // the first posting of list whose key is not below e's
 	for i, e := range s.entries {
-		st.key = appendPostingPrefix(st.key[:0], e.key)
+		if b := bucketOf(e.key); !have || b != bucket {
+			bucket, have = b, true
+			var err error
+			if list, err = s.postingList(list[:0], b); err != nil {
+				return err
+			}
+			at = 0
+		}
+		for at < len(list) && list[at].key < e.key {
+			at++
+		}
 		st.postings = st.postings[:0]
 		n := 0 // files holding the key: a posting counts its content's
-		for ok := s.it.SeekPrefixGE(st.key); ok && bytes.HasPrefix(s.it.Key(), st.key); ok = s.it.Next() {
-			k := s.it.Key()
-			cid, ok := parseOrderedID(k[postingPrefixLen:])
-			if !ok {
-				return fmt.Errorf("%w: posting key %x", ErrCorrupt, k)
+		for _, p := range list[at:] {
+			if p.key != e.key {
+				break
 			}
 			if n++; copies {
-				n += ix.filesOf(cid) - 1
+				n += ix.filesOf(p.cid) - 1
 			}
 			if maxDF >= 0 && n > maxDF {
 				break
 			}
-			v, err := s.it.ValueAndErr()
-			if err != nil {
-				return err
-			}
-			w, err := decodePosting(v)
-			if err != nil {
-				return fmt.Errorf("posting %x: %w", k, err)
-			}
-			st.postings = append(st.postings, posting{cid: cid, weight: w})
-		}
-		if err := s.it.Error(); err != nil {
-			return err
+			st.postings = append(st.postings, posting{cid: p.cid, weight: p.weight})
 		}
 		if maxDF >= 0 && n > maxDF {
 			if s.skipped == nil {
@@ -503,6 +504,7 @@ func (s *querySearch) accumulate() error {
 			}
 			s.skipped[i] = true
 			s.res.Skipped++
+			s.res.SkippedKeys = append(s.res.SkippedKeys, e.key) // entries are sorted by key
 			s.res.SkippedWeight = satAdd(s.res.SkippedWeight, e.weight)
 			continue
 		}
@@ -511,7 +513,22 @@ func (s *querySearch) accumulate() error {
 			st.shared[p.cid] += min(e.weight, p.weight)
 		}
 	}
+	st.list = list
 	return nil
+}
+
+// postingList appends the postings of bucket b to dst, read through the
+// query's iterator.
+func (s *querySearch) postingList(dst []postingEntry, b uint32) ([]postingEntry, error) {
+	s.st.key = appendBucketKey(s.st.key[:0], b)
+	if !s.it.SeekPrefixGE(s.st.key) || !bytes.Equal(s.it.Key(), s.st.key) {
+		return dst, s.it.Error()
+	}
+	v, err := s.it.ValueAndErr()
+	if err != nil {
+		return dst, err
+	}
+	return decodePostingList(dst, b, v, false)
 }
 
 // keep applies the filters other than the threshold.

@@ -13,6 +13,8 @@ type counts struct {
 	Files    uint64
 	Features uint64 // sum of the records' Features
 	Bytes    uint64 // sum of the records' sizes
+	Contents uint64 // content records
+	Postings uint64 // sum of the contents' Features: the postings stored
 }
 
 // fileBytes is what a file adds to counts.Bytes.
@@ -33,6 +35,8 @@ func scanCounts(r pebble.Reader) (counts, error) {
 			return fmt.Errorf("content %d: %w", cid, err)
 		}
 		features[cid] = rec.Features
+		c.Contents++
+		c.Postings += uint64(rec.Features)
 		return nil
 	})
 	if err != nil {
@@ -126,7 +130,8 @@ func scanUntil(r pebble.Reader, lo, hi []byte, fn func(k, v []byte) (bool, error
 	return it.Close()
 }
 
-// Stats returns what the index holds. Files, Features and Bytes are exact
+// Stats returns what the index holds. Files, Features, Bytes, Contents and
+// Postings are exact
 // and cost nothing (they are kept in memory); Fingerprints is always 0 (see
 // the Stats type); DiskBytes is Pebble's current disk usage (tables and
 // write-ahead log).
@@ -143,6 +148,8 @@ func (ix *Index) Stats() (Stats, error) {
 		Files:     c.Files,
 		Features:  c.Features,
 		Bytes:     c.Bytes,
+		Contents:  c.Contents,
+		Postings:  c.Postings,
 		DiskBytes: ix.db.Metrics().DiskSpaceUsage(),
 	}, nil
 }

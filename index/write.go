@@ -38,13 +38,12 @@ func (ix *Index) Put(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) 
 }
 
 func (ix *Index) put(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) {
-	if err := ix.beginWrite(); err != nil {
-		return FileRecord{}, err
-	}
-	defer ix.endWrite()
 	if meta.Path == "" {
 		return FileRecord{}, errors.New("empty path")
 	}
+	// The entries and weights depend on the parameters only, fixed at
+	// Open: they are worked out before the write lock is taken, so that
+	// writers overlap there.
 	entries, err := ix.sketchEntries(sk)
 	if err != nil {
 		return FileRecord{}, err
@@ -52,7 +51,117 @@ func (ix *Index) put(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) 
 	if len(entries) > math.MaxUint32 {
 		return FileRecord{}, errors.New("too many features")
 	}
+	rec := FileRecord{
+		FileMeta: meta,
+		Summary:  sk.Summary,
+		Weight:   totalWeight(entries),
+		Features: uint32(len(entries)),
+	}
+	if lvl := ix.params.Level(sk.Size); lvl > 0 {
+		rec.Level = uint8(lvl)
+		rec.LevelWeights = levelWeights(entries, lvl, ix.params.Bits)
+	}
+	if err := ix.beginWrite(); err != nil {
+		return FileRecord{}, err
+	}
+	defer ix.endWrite()
+	cid, shared, err := ix.findContent(&rec, entries)
+	if err != nil {
+		return FileRecord{}, err
+	}
+	return ix.store(rec, cid, shared, entries)
+}
 
+// PutCopy adds the file at meta.Path, or replaces it when the path is
+// indexed already, as a copy of a content the index holds: one whose
+// size is size and whose strong hash (SHA-256) is strong. Bytes with the
+// same size and SHA-256 are taken to be the same bytes, whose sketch is
+// the content's: the file joins the content as Put would, without being
+// sketched, in one atomic batch, and PutCopy returns its record and true.
+// When the index holds no such content, or strong is all zero (unknown),
+// nothing is written and PutCopy returns false: the caller sketches the
+// file and calls Put.
+//
+// PutCopy reads the copy keys of strong and a content's record for each
+// content of that hash until one has the size (before it takes the write
+// lock), then that content's record again and the file's old path key and
+// records.
+func (ix *Index) PutCopy(meta FileMeta, size int64, strong [32]byte) (FileRecord, bool, error) {
+	rec, ok, err := ix.putCopy(meta, size, strong)
+	if err != nil {
+		return FileRecord{}, false, fmt.Errorf("index.PutCopy %q: %w", meta.Path, err)
+	}
+	return rec, ok, nil
+}
+
+func (ix *Index) putCopy(meta FileMeta, size int64, strong [32]byte) (FileRecord, bool, error) {
+	if meta.Path == "" {
+		return FileRecord{}, false, errors.New("empty path")
+	}
+	if strong == ([32]byte{}) {
+		return FileRecord{}, false, nil
+	}
+	// The content is looked for before the write lock is taken, so that
+	// a new content (the usual miss) costs writers no wait, and confirmed
+	// under it by its record alone: a content lives as long as its record.
+	if err := ix.acquire(); err != nil {
+		return FileRecord{}, false, err
+	}
+	cid, found, err := ix.findCopy(size, strong)
+	ix.release()
+	if err != nil || !found {
+		return FileRecord{}, false, err
+	}
+	if err := ix.beginWrite(); err != nil {
+		return FileRecord{}, false, err
+	}
+	defer ix.endWrite()
+	var rec FileRecord
+	ok, err := readContent(ix.db, cid, &rec)
+	if err != nil || !ok || rec.Summary.Size != size || rec.Strong != strong {
+		return FileRecord{}, false, err // gone meanwhile: the caller puts a sketch
+	}
+	rec.FileMeta = meta
+	rec, err = ix.store(rec, cid, true, nil)
+	return rec, err == nil, err
+}
+
+// findCopy returns the id of a content of size bytes whose strong hash is
+// strong, if the index holds one. It reads the copy keys of strong, and a
+// content's record for each content of that hash until one has the size.
+func (ix *Index) findCopy(size int64, strong [32]byte) (cid uint32, found bool, err error) {
+	prefix := strongPrefix(strong)
+	var seen uint32
+	first := true
+	err = scanUntil(ix.db, prefix, prefixEnd(prefix), func(k, _ []byte) (bool, error) {
+		_, c, _, err := parseStrongKey(k)
+		if err != nil {
+			return false, err
+		}
+		if c == seen && !first {
+			return true, nil // another copy of a content already read
+		}
+		seen, first = c, false
+		var have FileRecord
+		ok, err := readContent(ix.db, c, &have)
+		if err != nil {
+			return false, err
+		}
+		if ok && have.Summary.Size == size && have.Strong == strong {
+			cid, found = c, true
+			return false, nil
+		}
+		return true, nil
+	})
+	return cid, found, err
+}
+
+// store writes the file rec.FileMeta.Path, whose content is rec's, in one
+// batch: as a copy of content cid when shared, else with entries as its
+// content's. It must be called with the write lock held; rec.ID is set
+// here.
+func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry) (FileRecord, error) {
+	meta := rec.FileMeta
 	old, oldCID, found, err := ix.lookup(ix.db, meta.Path)
 	if err != nil {
 		return FileRecord{}, err
@@ -64,21 +173,7 @@ func (ix *Index) put(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) 
 		}
 		id = uint32(ix.nextID)
 	}
-	rec := FileRecord{
-		ID:       id,
-		FileMeta: meta,
-		Summary:  sk.Summary,
-		Weight:   totalWeight(entries),
-		Features: uint32(len(entries)),
-	}
-	if lvl := ix.params.Level(sk.Size); lvl > 0 {
-		rec.Level = uint8(lvl)
-		rec.LevelWeights = levelWeights(entries, lvl, ix.params.Bits)
-	}
-	cid, shared, err := ix.findContent(&rec, entries)
-	if err != nil {
-		return FileRecord{}, err
-	}
+	rec.ID = id
 
 	w := ix.newBatch()
 	defer w.close()
@@ -333,15 +428,17 @@ func (ix *Index) endWrite() {
 type batch struct {
 	ix    *Index
 	b     *pebble.Batch
-	delta struct{ Files, Features, Bytes int64 }
+	delta struct{ Files, Features, Bytes, Contents, Postings int64 }
 	// moves are the changes to the number of files of existing contents:
 	// +1 when a file joins one, -1 when one leaves (a new content holds one
 	// file, which needs no entry).
 	moves []copyMove
-	// postings counts the posting keys the batch sets or deletes.
+	// postings counts the postings the batch sets or removes.
 	postings int
 	key      []byte
 	val      []byte
+	pend     []postingEntry
+	gaps     []uint32
 	err      error // first error of a batch operation
 }
 
@@ -363,43 +460,50 @@ func (w *batch) delete(k []byte) {
 	}
 }
 
-// setPosting writes the posting of entry e in content cid.
-func (w *batch) setPosting(cid uint32, e entry) {
-	w.key = appendPostingKey(w.key[:0], e.key, cid)
-	w.val = encodePosting(w.val[:0], e.weight)
-	w.set(w.key, w.val)
-	w.postings++
-}
-
-// deletePosting deletes the posting of fingerprint key in content cid.
-func (w *batch) deletePosting(cid, key uint32) {
-	w.key = appendPostingKey(w.key[:0], key, cid)
-	w.delete(w.key)
-	w.postings++
-}
-
 // diffPostings turns the postings of content cid from those of old into
-// those of new (both canonical): it deletes the postings of keys only old
-// holds, and writes those of keys only new holds or whose weight changed.
-// Nothing is read: how many contents hold a fingerprint is not stored
-// anywhere but in its postings.
+// those of new (both canonical): it removes the postings of keys only old
+// holds, and writes those of keys only new holds or whose weight changed,
+// as one merge operand per bucket. Nothing is read: how many contents hold
+// a fingerprint is not stored anywhere but in its postings.
 func (w *batch) diffPostings(cid uint32, old, new []entry) {
+	pend := w.pend[:0]
 	i, j := 0, 0
 	for i < len(old) || j < len(new) {
 		switch {
 		case j == len(new) || i < len(old) && old[i].key < new[j].key:
-			w.deletePosting(cid, old[i].key)
+			pend = append(pend, postingEntry{old[i].key, cid, tombstone})
 			i++
 		case i == len(old) || new[j].key < old[i].key:
-			w.setPosting(cid, new[j])
+			pend = append(pend, postingEntry{new[j].key, cid, new[j].weight})
 			j++
 		default:
 			if old[i].weight != new[j].weight {
-				w.setPosting(cid, new[j])
+				pend = append(pend, postingEntry{new[j].key, cid, new[j].weight})
 			}
 			i++
 			j++
 		}
+	}
+	w.pend = pend
+	w.mergePostings(pend)
+}
+
+// mergePostings merges es, sorted by key and content id, into their
+// buckets: one operand per bucket.
+func (w *batch) mergePostings(es []postingEntry) {
+	for len(es) > 0 {
+		b := bucketOf(es[0].key)
+		n := 1
+		for n < len(es) && bucketOf(es[n].key) == b {
+			n++
+		}
+		w.key = appendBucketKey(w.key[:0], b)
+		w.val, w.gaps = encodePostingList(w.val[:0], es[:n], w.gaps)
+		if err := w.b.Merge(w.key, w.val, nil); err != nil && w.err == nil {
+			w.err = err
+		}
+		w.postings += n
+		es = es[n:]
 	}
 }
 
@@ -407,6 +511,10 @@ func (w *batch) diffPostings(cid uint32, old, new []entry) {
 // a content with entries old (nil for a new content).
 func (w *batch) setContent(cid uint32, rec *FileRecord, old, new []entry) {
 	w.diffPostings(cid, old, new)
+	if old == nil {
+		w.delta.Contents++
+	}
+	w.delta.Postings += int64(len(new)) - int64(len(old))
 	w.set(contentKey(cid), encodeContent(nil, rec))
 	w.set(forwardKey(cid), encodeForward(nil, new))
 }
@@ -415,6 +523,8 @@ func (w *batch) setContent(cid uint32, rec *FileRecord, old, new []entry) {
 // postings.
 func (w *batch) removeContent(cid uint32, es []entry) {
 	w.diffPostings(cid, es, nil)
+	w.delta.Contents--
+	w.delta.Postings -= int64(len(es))
 	w.delete(contentKey(cid))
 	w.delete(forwardKey(cid))
 }
@@ -464,6 +574,8 @@ func (w *batch) commit() error {
 	ix.counts.Files = addDelta(ix.counts.Files, w.delta.Files)
 	ix.counts.Features = addDelta(ix.counts.Features, w.delta.Features)
 	ix.counts.Bytes = addDelta(ix.counts.Bytes, w.delta.Bytes)
+	ix.counts.Contents = addDelta(ix.counts.Contents, w.delta.Contents)
+	ix.counts.Postings = addDelta(ix.counts.Postings, w.delta.Postings)
 	ix.countsMu.Unlock()
 	if len(w.moves) > 0 {
 		ix.copiesMu.Lock()

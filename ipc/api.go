@@ -135,7 +135,8 @@ type Info struct {
 type IndexStats struct {
 	Files        uint64 `json:"files"`
 	Bytes        uint64 `json:"bytes"`
-	Postings     uint64 `json:"postings"`
+	Contents     uint64 `json:"contents"`               // distinct contents: identical files share one
+	Postings     uint64 `json:"postings"`               // stored: one per content and fingerprint key
 	Fingerprints uint64 `json:"fingerprints,omitempty"` // distinct; not tracked by the daemon (sifd check counts them)
 	DiskBytes    uint64 `json:"disk_bytes"`
 }
@@ -177,6 +178,10 @@ type SimilarRequest struct {
 	Content []byte   `json:"content,omitempty"` // base64 on the wire
 	Windows *Windows `json:"windows,omitempty"`
 	Fast    bool     `json:"fast,omitempty"`
+	// ListCommon asks for the hashes of the query's features skipped as
+	// too common to count (SimilarResponse.Common): what sifctl's
+	// --explain marks as boilerplate.
+	ListCommon bool `json:"list_common,omitempty"`
 }
 
 // Match is one file similar to a query.
@@ -208,6 +213,9 @@ type SimilarResponse struct {
 	Fingerprints int `json:"fingerprints"`
 	Skipped      int `json:"skipped"`
 	MaxDF        int `json:"max_df"`
+	// Common lists the hashes (16 hex digits) of the query's features
+	// that were skipped, when the request asked for them (ListCommon).
+	Common []string `json:"common,omitempty"`
 	// TooFew is set when the query has too few fingerprints to carry
 	// evidence of similarity (MinFingerprints); only identical files are
 	// then listed. When the daemon checks the candidates against the
@@ -287,6 +295,39 @@ type DupesResponse struct {
 	Totals DupesTotals `json:"totals"`
 }
 
+// DirTotalsRequest asks POST /v1/dirs/totals for the indexed files and
+// bytes in each of Dirs' trees (absolute paths, matched by whole path
+// components). MaxFiles caps the files counted per directory: 0 means
+// DefaultDirMaxFiles, and more than MaxDirMaxFiles is cut to it.
+type DirTotalsRequest struct {
+	Dirs     []FilePath `json:"dirs"`
+	MaxFiles int        `json:"max_files,omitempty"`
+}
+
+// Limits of POST /v1/dirs/totals.
+const (
+	MaxDirTotals       = 1024      // directories in one request (413 too_large beyond)
+	DefaultDirMaxFiles = 200_000   // files counted per directory by default
+	MaxDirMaxFiles     = 1_000_000 // the most a request may ask for
+)
+
+// DirTotal is what the index holds in one directory tree, counting only
+// the files the caller may read. Truncated is set when the count stopped
+// at the request's MaxFiles: Files and Bytes are then lower bounds.
+type DirTotal struct {
+	FilePath
+	Files     int64 `json:"files"`
+	Bytes     int64 `json:"bytes"`
+	Truncated bool  `json:"truncated,omitempty"`
+}
+
+// DirTotalsResponse answers a DirTotalsRequest: one DirTotal per
+// directory asked, in the order asked.
+type DirTotalsResponse struct {
+	Dirs      []DirTotal `json:"dirs"`
+	ElapsedNs int64      `json:"elapsed_ns"` // as in SimilarResponse
+}
+
 // Status is what the daemon is doing.
 type Status struct {
 	Version string    `json:"version"`
@@ -354,7 +395,7 @@ type RootStatus struct {
 	FS string `json:"fs,omitempty"`
 	// Source is "config" for roots from the configuration file or --root,
 	// "added" for roots added with sifctl roots add (kept in roots.json in
-	// the index directory).
+	// the daemon's state directory, beside the index directory).
 	Source string `json:"source,omitempty"`
 	// Watched is the number of watched directories under the root, and
 	// Unwatched the number of subtrees that could not be watched.

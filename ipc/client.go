@@ -70,8 +70,11 @@ func NewClientWith(socket string, o ClientOptions) *Client {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", socket)
 		},
-		MaxIdleConns:    2,
-		IdleConnTimeout: 30 * time.Second,
+		// Keep a connection per request in flight, up to the daemon's
+		// default concurrency, for callers that query concurrently.
+		MaxIdleConns:        16,
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     30 * time.Second,
 	}
 	// No Timeout: requests end with their context, and POST /v1/wait may
 	// rightly take up to MaxWait.
@@ -109,6 +112,33 @@ func (c *Client) Similar(ctx context.Context, req *SimilarRequest) (*SimilarResp
 	return &out, nil
 }
 
+// DirTotals asks for the indexed files and bytes in each directory tree
+// of dirs (absolute paths), counting only what the caller may read, at
+// most maxFiles per directory (0: the daemon's default). The answer has
+// one DirTotal per directory, in order. More than MaxDirTotals directories
+// are sent in several requests.
+func (c *Client) DirTotals(ctx context.Context, dirs []string, maxFiles int) (*DirTotalsResponse, error) {
+	out := &DirTotalsResponse{Dirs: make([]DirTotal, 0, len(dirs))}
+	for len(dirs) > 0 {
+		n := min(len(dirs), MaxDirTotals)
+		req := DirTotalsRequest{Dirs: make([]FilePath, n), MaxFiles: maxFiles}
+		for i, d := range dirs[:n] {
+			req.Dirs[i] = NewFilePath(d)
+		}
+		var part DirTotalsResponse
+		if err := c.do(ctx, http.MethodPost, "/v1/dirs/totals", &req, &part); err != nil {
+			return nil, err
+		}
+		if len(part.Dirs) != n {
+			return nil, fmt.Errorf("%w: %s: /v1/dirs/totals answered %d directories of %d", ErrNotSif, c.socket, len(part.Dirs), n)
+		}
+		out.Dirs = append(out.Dirs, part.Dirs...)
+		out.ElapsedNs += part.ElapsedNs
+		dirs = dirs[n:]
+	}
+	return out, nil
+}
+
 // GroupsOptions shape Groups; the zero value means the daemon's defaults.
 type GroupsOptions struct {
 	Threshold float64 // percent; 0 means 25
@@ -118,8 +148,30 @@ type GroupsOptions struct {
 	MinShared int // fingerprints two files must share to be linked; 0 means the daemon's default
 }
 
-// Groups asks for all groups of similar files.
+// Groups asks for all groups of similar files, and returns them whole.
+// GroupsEach takes them one at a time instead.
 func (c *Client) Groups(ctx context.Context, o GroupsOptions) (*GroupsResponse, error) {
+	out := &GroupsResponse{Groups: []Group{}}
+	sum, err := c.GroupsEach(ctx, o, func(g Group) error {
+		out.Groups = append(out.Groups, g)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Threshold, out.ElapsedNs = sum.Threshold, sum.ElapsedNs
+	return out, nil
+}
+
+// GroupsEach asks for all groups of similar files and calls fn with each
+// as it arrives, in the daemon's order (largest first), holding one at a
+// time: the daemon streams its answer (see GET /v1/groups). It returns the
+// rest of the answer, Threshold and ElapsedNs, with Groups nil. fn is
+// called on the caller's goroutine; when it fails, GroupsEach hangs up
+// and returns its error. An answer cut short by the daemon (it failed
+// after it began to send, or the connection broke) is an error wrapping
+// ErrCutShort, after fn has seen the groups that arrived whole.
+func (c *Client) GroupsEach(ctx context.Context, o GroupsOptions, fn func(Group) error) (*GroupsResponse, error) {
 	v := url.Values{}
 	if o.Threshold != 0 {
 		v.Set("threshold", strconv.FormatFloat(o.Threshold, 'f', -1, 64))
@@ -137,10 +189,78 @@ func (c *Client) Groups(ctx context.Context, o GroupsOptions) (*GroupsResponse, 
 		v.Set("min_shared", strconv.Itoa(o.MinShared))
 	}
 	var out GroupsResponse
-	if err := c.do(ctx, http.MethodGet, "/v1/groups?"+v.Encode(), nil, &out); err != nil {
+	var fnErr error
+	err := c.doStream(ctx, http.MethodGet, "/v1/groups?"+v.Encode(), func(r io.Reader) error {
+		return decodeGroups(r, &out, func(g Group) error {
+			fnErr = fn(g)
+			return fnErr
+		})
+	})
+	switch {
+	case fnErr != nil:
+		return nil, fnErr
+	case err != nil:
 		return nil, err
 	}
 	return &out, nil
+}
+
+// ErrCutShort: the daemon's answer ended before it was whole.
+var ErrCutShort = errors.New("ipc: the answer was cut short")
+
+// decodeGroups reads a GroupsResponse from r, calling fn with each group
+// instead of keeping it, and the other fields into out. Fields it does not
+// know are skipped, in any order.
+func decodeGroups(r io.Reader, out *GroupsResponse, fn func(Group) error) error {
+	dec := json.NewDecoder(r)
+	delim := func(want json.Delim) error {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if t != want {
+			return fmt.Errorf("got %v, want %q", t, want)
+		}
+		return nil
+	}
+	if err := delim('{'); err != nil {
+		return err
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case "groups":
+			if err := delim('['); err != nil {
+				return fmt.Errorf("groups: %w", err)
+			}
+			for dec.More() {
+				var g Group
+				if err := dec.Decode(&g); err != nil {
+					return fmt.Errorf("groups: %w", err)
+				}
+				if err := fn(g); err != nil {
+					return err
+				}
+			}
+			if err := delim(']'); err != nil {
+				return fmt.Errorf("groups: %w", err)
+			}
+		case "threshold":
+			err = dec.Decode(&out.Threshold)
+		case "elapsed_ns":
+			err = dec.Decode(&out.ElapsedNs)
+		default:
+			var skip json.RawMessage
+			err = dec.Decode(&skip)
+		}
+		if err != nil {
+			return fmt.Errorf("%v: %w", t, err)
+		}
+	}
+	return delim('}')
 }
 
 // Dupes asks for the sets of identical files under prefix ("" for all).
@@ -265,6 +385,11 @@ func SketchFile(path string, p fingerprint.Params) (*fingerprint.Sketch, error) 
 	return sk, nil
 }
 
+// OpenRegular opens path for reading as the queries do: anything but a
+// regular file is refused at once (a fifo without blocking), and errors
+// name the path. The caller closes the file.
+func OpenRegular(path string) (*os.File, error) { return openChecked(path) }
+
 // openChecked opens the regular file at path for a query, without
 // blocking, refusing directories and special files with an error naming
 // the path and what it is.
@@ -323,17 +448,68 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		}
 		body = b
 	}
+	return c.send(ctx, method, path, in != nil, body, func(r io.Reader) error {
+		b, err := io.ReadAll(io.LimitReader(r, 1<<30))
+		if err != nil {
+			return fmt.Errorf("ipc: reading response from %s: %w", c.socket, err)
+		}
+		if err := json.Unmarshal(b, out); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrNotSif, c.socket, err)
+		}
+		return nil
+	})
+}
+
+// doStream sends a request without a body and hands the body of a
+// successful answer to read as it arrives. read's errors are taken for
+// failures to decode the answer (ErrNotSif), or to receive it whole
+// (ErrCutShort): a caller whose read fails for reasons of its own keeps
+// its error and tells it apart.
+func (c *Client) doStream(ctx context.Context, method, path string, read func(io.Reader) error) error {
+	return c.send(ctx, method, path, false, nil, func(r io.Reader) error {
+		rr := &bodyReader{r: r}
+		err := read(rr)
+		switch {
+		case err == nil:
+			return nil
+		case rr.err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case rr.err != nil:
+			return fmt.Errorf("%w: reading response from %s: %w", ErrCutShort, c.socket, rr.err)
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+			return fmt.Errorf("%w: %s: the answer ended early", ErrCutShort, c.socket)
+		}
+		return fmt.Errorf("%w: %s: %v", ErrNotSif, c.socket, err)
+	})
+}
+
+// bodyReader keeps the error of reading a response body, other than its
+// end.
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
+}
+
+// send sends a request, again while the daemon answers busy, and hands
+// the body of a successful answer to read; it reads an error answer
+// itself.
+func (c *Client) send(ctx context.Context, method, path string, hasBody bool, body []byte, read func(io.Reader) error) error {
 	start := time.Now()
 	delay := 100 * time.Millisecond
 	for try := 1; ; try++ {
-		status, header, b, err := c.roundTrip(ctx, method, path, in != nil, body)
+		status, header, b, err := c.roundTrip(ctx, method, path, hasBody, body, read)
 		if err != nil {
 			return err
 		}
 		if status/100 == 2 {
-			if err := json.Unmarshal(b, out); err != nil {
-				return fmt.Errorf("%w: %s: %v", ErrNotSif, c.socket, err)
-			}
 			return nil
 		}
 		var eb errorBody
@@ -362,8 +538,10 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 }
 
-// roundTrip sends one request and reads the whole answer.
-func (c *Client) roundTrip(ctx context.Context, method, path string, hasBody bool, body []byte) (int, http.Header, []byte, error) {
+// roundTrip sends one request. A successful answer's body goes to read,
+// whose error it returns; another answer's body is read whole and
+// returned.
+func (c *Client) roundTrip(ctx context.Context, method, path string, hasBody bool, body []byte, read func(io.Reader) error) (int, http.Header, []byte, error) {
 	var rd io.Reader
 	if hasBody {
 		rd = bytes.NewReader(body)
@@ -389,6 +567,9 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, hasBody boo
 		return 0, nil, nil, fmt.Errorf("%w: %s: %v", ErrNotSif, c.socket, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode/100 == 2 {
+		return resp.StatusCode, resp.Header, nil, read(resp.Body)
+	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("ipc: reading response from %s: %w", c.socket, err)

@@ -24,13 +24,19 @@
 //     watch (out of inotify watches: reconcile them on a schedule). Excluded directories get no
 //     watch, and the creation or change of an excluded path is not
 //     reported (its removal is). Roots can be added and removed while it
-//     runs.
+//     runs. A root is watched whole by a walk of its own (AddRoot), or,
+//     when the caller walks it anyway, directory by directory as that walk
+//     enters each one (AddRootShallow, WatchDir, WalkOptions.OnDir): the
+//     tree is walked once.
 //   - The settle delay is how long a path must be quiet before it is
 //     fingerprinted; a Settler absorbs bursts of events per path, and hands
 //     a path on at the latest after a maximum delay while it keeps changing.
-//     Each burst carries the tag of its first touch, such as an epoch, so
-//     that the receiver knows when all the changes seen before some moment
-//     have been handed on.
+//     Each kind of touch has its delay: a removal settles a little later
+//     than a change, so a moved file's new name comes first. Each burst
+//     carries the oldest tag of its touches, such as an epoch, so that the
+//     receiver knows when all the changes seen before some moment have been
+//     handed on. Its memory is bounded: past a number of pending paths, new
+//     ones are folded into their directory, handed on to be rescanned.
 //   - A Clock is the time source of the settle delay, so tests run on a
 //     FakeClock and never sleep.
 //   - DetectFS tells the kind of filesystem a root is on: local (its events

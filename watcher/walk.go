@@ -59,6 +59,13 @@ type WalkOptions struct {
 	// Exclude says what to skip: an excluded directory is not descended
 	// into, an excluded file is not reported. nil excludes nothing.
 	Exclude *Exclude
+	// OnDir, if set, is called with every directory the walk enters (dir
+	// itself first), before the walk lists it, from the calling goroutine:
+	// a caller watching the tree as it walks it (Watcher.WatchDir) sees
+	// an entry made before the watch in the listing, and one made after
+	// as an event. Returning fs.SkipDir leaves the directory out; any
+	// other error ends the walk, which returns it.
+	OnDir func(dir string) error
 }
 
 // Walk calls fn for every non-directory entry under dir, and for every
@@ -113,6 +120,9 @@ func Walk(ctx context.Context, dir string, o WalkOptions, fn func(Entry) error) 
 		}
 		switch {
 		case t.IsDir():
+			if o.OnDir != nil {
+				return o.OnDir(path)
+			}
 			return nil
 		case t&fs.ModeSymlink != 0:
 			return fn(Entry{Path: path, Kind: Symlink})

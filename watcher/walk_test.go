@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -161,5 +162,43 @@ func TestWalkExclude(t *testing.T) {
 	// Without exclusions, everything is found.
 	if got, _ := walk(root, WalkOptions{}); len(got) != 9 {
 		t.Errorf("walk without exclusions found %v", got)
+	}
+}
+
+// OnDir sees every directory the walk enters, the walked one first and
+// none excluded, before the walk lists it: a file it makes there is
+// reported. fs.SkipDir from it leaves the directory out.
+func TestWalkOnDirBeforeListing(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"a/b", "c", "skip/me", "node_modules/x"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ex, err := NewExclude([]string{"node_modules/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs, files []string
+	err = Walk(context.Background(), root, WalkOptions{Exclude: ex, OnDir: func(dir string) error {
+		rel, _ := filepath.Rel(root, dir)
+		dirs = append(dirs, rel)
+		if rel == "skip" {
+			return fs.SkipDir
+		}
+		return os.WriteFile(filepath.Join(dir, "made"), nil, 0o644)
+	}}, func(e Entry) error {
+		rel, _ := filepath.Rel(root, e.Path)
+		files = append(files, rel)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{".", "a", "a/b", "c", "skip"}; fmt.Sprint(dirs) != fmt.Sprint(want) {
+		t.Errorf("OnDir saw %q, want %q", dirs, want)
+	}
+	if want := []string{"a/b/made", "a/made", "c/made", "made"}; fmt.Sprint(files) != fmt.Sprint(want) {
+		t.Errorf("walk reported %q, want %q", files, want)
 	}
 }

@@ -82,6 +82,10 @@ type Watcher struct {
 	roots   []string
 	exclude *Exclude
 	dirs    map[string]bool // watched directories
+	// dirsGen counts the changes to dirs; under caches WatchedUnder's
+	// answers as of a generation (status requests ask it often).
+	dirsGen uint64
+	under   map[string]underCount
 	// outOfWatches is set once the kernel refused a watch for lack of
 	// them, so the limit is logged once, not per directory.
 	outOfWatches bool
@@ -130,6 +134,22 @@ func NewWatcher(o WatchOptions) (*Watcher, error) {
 // error only about root itself; directories that cannot be watched are
 // reported to h.Unwatched.
 func (w *Watcher) AddRoot(ctx context.Context, root string, h Handler) error {
+	if err := w.addRootPath(root); err != nil {
+		return err
+	}
+	err := w.watchTree(ctx, root, h)
+	switch {
+	case errors.Is(err, errNoRoot): // removed meanwhile
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("watcher: root %s: %w", root, err)
+	}
+	return err
+}
+
+// addRootPath checks that root is a directory and records it among the
+// roots, once.
+func (w *Watcher) addRootPath(root string) error {
 	st, err := os.Lstat(root)
 	if err != nil {
 		return fmt.Errorf("watcher: root %s: %w", root, err)
@@ -142,14 +162,48 @@ func (w *Watcher) AddRoot(ctx context.Context, root string, h Handler) error {
 		w.roots = append(w.roots, root)
 	}
 	w.mu.Unlock()
-	err = w.watchTree(ctx, root, h)
-	switch {
-	case errors.Is(err, errNoRoot): // removed meanwhile
-		return nil
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("watcher: root %s: %w", root, err)
+	return nil
+}
+
+// AddRootShallow adds root (absolute and clean) as AddRoot does, but
+// watches root itself only: the caller walks the tree and watches every
+// directory below it with WatchDir before it lists it, as a scan walking
+// the root anyway does (WalkOptions.OnDir), so that the tree is walked
+// once, not twice. A change in a directory below root before its watch
+// is added raises no event, and is seen by that walk. It returns an error
+// only about root itself; a root the kernel refuses to watch is reported
+// to h.Unwatched, and so left unwatched below as AddRoot leaves it.
+func (w *Watcher) AddRootShallow(root string, h Handler) error {
+	if err := w.addRootPath(root); err != nil {
+		return err
 	}
-	return err
+	switch err := w.watchDir(root, true); {
+	case err == nil, err == errNoRoot: // removed meanwhile
+		return nil
+	case err == errExcluded, errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("watcher: root %s: %w", root, err)
+	default:
+		w.unwatched(root, err, h)
+		return nil
+	}
+}
+
+// WatchDir adds the watch of dir, a directory below a root added with
+// AddRootShallow, and not of the directories below it. Call it before
+// listing dir. It returns nil when dir is watched now, when it is
+// excluded or not under a root, and when it is gone (its parent's watch
+// reports the removal). When the kernel refuses the watch, it reports dir
+// to h.Unwatched and returns the error: leave the directories below dir
+// unwatched too, as AddRoot does (dir is reconciled on a schedule, and
+// what is below it with it).
+func (w *Watcher) WatchDir(dir string, h Handler) error {
+	switch err := w.watchDir(dir, true); {
+	case err == nil, err == errExcluded, err == errNoRoot, errors.Is(err, fs.ErrNotExist):
+		return nil
+	default:
+		w.unwatched(dir, err, h)
+		return err
+	}
 }
 
 // RemoveRoot stops watching root (as given to AddRoot): it drops root and
@@ -173,6 +227,7 @@ func (w *Watcher) RemoveRoot(root string) {
 			continue
 		}
 		delete(w.dirs, d)
+		w.dirsGen++
 		_ = w.fsw.Remove(d) // may be gone already
 	}
 }
@@ -197,6 +252,7 @@ func (w *Watcher) SetExclude(e *Exclude) {
 		}
 		if rel, _ := relPath(root, d); e.Match(rel, true) {
 			delete(w.dirs, d)
+			w.dirsGen++
 			_ = w.fsw.Remove(d)
 		}
 	}
@@ -218,16 +274,32 @@ func (w *Watcher) Watched() int {
 }
 
 // WatchedUnder returns the number of watched directories at or below dir.
+// It counts them only when a directory was watched or unwatched since it
+// was last asked about dir.
 func (w *Watcher) WatchedUnder(dir string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if c, ok := w.under[dir]; ok && c.gen == w.dirsGen {
+		return c.n
+	}
 	n := 0
 	for d := range w.dirs {
 		if _, below := relPath(dir, d); below {
 			n++
 		}
 	}
+	if w.under == nil || len(w.under) > 64 {
+		w.under = make(map[string]underCount)
+	}
+	w.under[dir] = underCount{w.dirsGen, n}
 	return n
+}
+
+// underCount is a count of WatchedUnder as of a generation of the
+// watched directories.
+type underCount struct {
+	gen uint64
+	n   int
 }
 
 // Pending returns the number of new directories (and exclusion changes)
@@ -350,7 +422,10 @@ func (w *Watcher) watchDir(p string, top bool) error {
 	if err := w.addWatch(p); err != nil {
 		return err
 	}
-	w.dirs[p] = true
+	if !w.dirs[p] {
+		w.dirs[p] = true
+		w.dirsGen++
+	}
 	return nil
 }
 
@@ -542,6 +617,7 @@ func (w *Watcher) forget(p string) {
 	for d := range w.dirs {
 		if d == p || strings.HasPrefix(d, prefix) {
 			delete(w.dirs, d)
+			w.dirsGen++
 			_ = w.fsw.Remove(d) // may be gone already
 		}
 	}

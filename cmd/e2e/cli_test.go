@@ -55,12 +55,17 @@ func TestBadInput(t *testing.T) {
 
 	e.start()
 	oneLine(t, "missing file", e.sifctl("similar", filepath.Join(e.dir, "missing.txt")), 2, "missing.txt: no such file or directory")
-	oneLine(t, "directory", e.sifctl("similar", e.root), 2, e.root+": is a directory")
+	if r := e.sifctl("similar", e.root); r.code == 2 || !strings.Contains(r.stdout, e.root+" (directory, ") {
+		t.Errorf("a directory is asked about as one (similar DIR): exit %d, %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
 	oneLine(t, "bad threshold", e.sifctl("similar", "--threshold", "150", q), 2, "--threshold 150")
 	if os.Geteuid() != 0 {
 		secret := filepath.Join(e.dir, "secret.txt")
 		os.WriteFile(secret, []byte("x"), 0)
 		oneLine(t, "unreadable", e.sifctl("similar", secret), 2, "secret.txt: permission denied")
+		locked := filepath.Join(e.dir, "locked")
+		os.Mkdir(locked, 0)
+		oneLine(t, "unreadable directory", e.sifctl("similar", locked), 2, "locked: permission denied")
 	}
 
 	// A second daemon on the same socket refuses to start and names it.

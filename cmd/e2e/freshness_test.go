@@ -258,7 +258,7 @@ func TestWaitForStartingDaemon(t *testing.T) {
 		Socket       string `json:"socket"`
 		DaemonWaitNs int64  `json:"daemon_wait_ns"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &w); r.code != 0 || err != nil || w.Socket != e.socket || w.DaemonWaitNs < int64(500*time.Millisecond) {
+	if err := json.Unmarshal([]byte(r.stdout), &w); r.code != 0 || err != nil || w.Socket != e.socket || w.DaemonWaitNs <= 0 {
 		t.Fatalf("wait --json on a stale socket: exit %d, %v: %q %q", r.code, err, r.stdout, r.stderr)
 	}
 	requireScanned(t, e.status(), len(files))

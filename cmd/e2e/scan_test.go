@@ -122,8 +122,10 @@ func TestScanSkipsTroublesomeFiles(t *testing.T) {
 	}
 }
 
-// TestRestartIsIncremental: a restart reads only new and changed files and
-// removes the records of vanished ones.
+// TestRestartIsIncremental: a restart reads only new and changed files,
+// removes the records of vanished ones, and moves those of a directory
+// renamed while sifd was down without reading its files. A file rewritten
+// with its mtime set back is found by its ctime.
 func TestRestartIsIncremental(t *testing.T) {
 	e := newEnv(t)
 	const n = 40
@@ -144,13 +146,22 @@ func TestRestartIsIncremental(t *testing.T) {
 	later := time.Now().Add(2 * time.Second)
 	os.Chtimes(changed, later, later)
 	e.write("new/added.txt", words(1000, 3000))
+	setBack := filepath.Join(e.root, "d3/f3.txt")
+	st0, _ := os.Stat(setBack)
+	b, _ := os.ReadFile(setBack)
+	b[0] ^= 1 // same size
+	os.WriteFile(setBack, b, 0o644)
+	os.Chtimes(setBack, st0.ModTime(), st0.ModTime())
+	if err := os.Rename(filepath.Join(e.root, "d0"), filepath.Join(e.root, "d0.moved")); err != nil {
+		t.Fatal(err)
+	}
 
 	e.start()
 	st := e.status()
 	c := st.Counters
-	if c.Unchanged != n-2 || c.Indexed != 2 || c.Removed != 1 || st.Index.Files != n {
-		t.Errorf("restart: unchanged %d indexed %d removed %d files %d; want %d, 2, 1, %d",
-			c.Unchanged, c.Indexed, c.Removed, st.Index.Files, n-2, n)
+	if c.Unchanged != n-3-n/4 || c.Indexed != 3 || c.Removed != 1 || c.Renamed != n/4 || st.Index.Files != n {
+		t.Errorf("restart: unchanged %d indexed %d removed %d renamed %d files %d; want %d, 3, 1, %d, %d",
+			c.Unchanged, c.Indexed, c.Removed, c.Renamed, st.Index.Files, n-3-n/4, n/4, n)
 	}
 	q := filepath.Join(e.dir, "gone-content.txt")
 	os.WriteFile(q, goneContent, 0o644)

@@ -114,65 +114,248 @@ type corpusResult struct {
 	IndexShare  float64   `json:"index_share_percent"`
 	PeakRSSMB   float64   `json:"peak_rss_mb"`
 	Restart     float64   `json:"restart_seconds"`
+
+	// The table of issue 9: the floor, ssdeep, sifd and the sketcher on
+	// the same tree in one run.
+	SHA256Secs      float64   `json:"sha256sum_2procs_seconds"`
+	SsdeepSecs      float64   `json:"ssdeep_seconds,omitempty"`
+	ReadyVsSsdeep   float64   `json:"ready_over_ssdeep,omitempty"`
+	CPURuns         []float64 `json:"cpu_seconds"`
+	CPUSecs         float64   `json:"cpu_median_seconds"`
+	SketcherCPUSecs float64   `json:"sketcher_cpu_seconds"`
+	SketcherMBps    float64   `json:"sketcher_mb_per_second"`
+	CPUOverSketcher float64   `json:"cpu_over_sketcher"`
+
+	SketcherNoSimiSecs float64   `json:"sketcher_no_simihash_cpu_seconds"`
+	CPUOverNoSimi      float64   `json:"cpu_over_sketcher_no_simihash"`
+	OneWorkerRuns      []float64 `json:"one_worker_ready_seconds"`
+	OneWorkerSecs      float64   `json:"one_worker_median_seconds"`
+	TwoOverOne         float64   `json:"two_workers_speedup"`
+
+	// Baselines hold the same figures of other sifd binaries
+	// (--baseline), run in turn with this one on the same tree.
+	Baselines []*baselineResult `json:"baselines,omitempty"`
+}
+
+// baselineResult is what benchCorpus measures of the baseline sifd.
+type baselineResult struct {
+	Sifd          string    `json:"sifd"`
+	Runs          []float64 `json:"ready_seconds"`
+	MedianSecs    float64   `json:"median_seconds"`
+	CPURuns       []float64 `json:"cpu_seconds"`
+	CPUSecs       float64   `json:"cpu_median_seconds"`
+	OneWorkerRuns []float64 `json:"one_worker_ready_seconds"`
+	OneWorkerSecs float64   `json:"one_worker_median_seconds"`
+	TwoOverOne    float64   `json:"two_workers_speedup"`
+}
+
+// corpusFlags are the corpus benchmark's own flags.
+type corpusFlags struct {
+	runs       int
+	modcache   string // modules of the Go module cache to index, "" for --src
+	cpuProfile string
+	memProfile string
+	// baselines are other sifd binaries to time in turn with this
+	// tree's, run for run, so that a change is weighed against what it
+	// changes under the same load.
+	baselines []string
 }
 
 // benchCorpus indexes a copy of the corpus from a warm page cache with the
-// real sifd, three times on a fresh index, then once more on the existing
-// index (a restart that reads nothing).
-func benchCorpus(ctx context.Context, c *common) (*corpusResult, error) {
+// real sifd, cf.runs times on a fresh index with 2 workers and as many with
+// 1, then once more on the existing index (a restart that reads nothing).
+// Before it, in the same run, it times what the scan is measured against:
+// sha256sum of every file in 2 processes (reading and hashing, the floor),
+// ssdeep -r (if installed), and the sketcher alone over every file, in
+// this process. With cf.cpuProfile or cf.memProfile it runs sifd once more,
+// untimed, with --pprof, and saves its CPU profile over the scan and its
+// heap profile once ready (whose alloc_space covers the whole scan).
+// With cf.baselines, every timed run of sifd is preceded by the same run
+// of each baseline binary, and all are reported.
+func benchCorpus(ctx context.Context, c *common, cf *corpusFlags) (*corpusResult, error) {
 	sifd, _, err := buildBinaries(c.workDir)
 	if err != nil {
 		return nil, err
 	}
 	corpus := filepath.Join(c.workDir, "corpus")
-	files, size, err := copyTree(c.src, corpus)
+	var files int
+	var size int64
+	name := c.src
+	if cf.modcache != "" {
+		name, files, size, err = copyModCache(cf.modcache, corpus)
+	} else {
+		files, size, err = copyTree(c.src, corpus)
+	}
 	if err != nil {
 		return nil, err
 	}
-	res := &corpusResult{Corpus: c.src, Files: files, Bytes: size}
+	res := &corpusResult{Corpus: name, Files: files, Bytes: size}
+	if !c.json {
+		fmt.Printf("corpus %s: %d files, %.1f MB (copied, page cache warm), %d cores\n", name, files, mb(size), runtime.NumCPU())
+	}
+
+	if err := warm(corpus); err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	sh := exec.CommandContext(ctx, "sh", "-c", "find . -type f -print0 | xargs -0 -P 2 -n 500 sha256sum > /dev/null")
+	sh.Dir, sh.Stderr = corpus, os.Stderr
+	if err := sh.Run(); err != nil {
+		return nil, fmt.Errorf("sha256sum: %w", err)
+	}
+	res.SHA256Secs = since(t0)
+	if _, err := exec.LookPath("ssdeep"); err == nil {
+		t0 = time.Now()
+		cmd := exec.CommandContext(ctx, "ssdeep", "-r", ".")
+		cmd.Dir, cmd.Stderr = corpus, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("ssdeep -r: %w", err)
+		}
+		res.SsdeepSecs = since(t0)
+	} else if !c.json {
+		fmt.Println("ssdeep is not installed: its row is left out")
+	}
+	if res.SketcherCPUSecs, err = sketchTree(corpus, false); err != nil {
+		return nil, err
+	}
+	if res.SketcherNoSimiSecs, err = sketchTree(corpus, true); err != nil {
+		return nil, err
+	}
+
 	var peak int64
-	for i := range 3 {
+	timedBin := func(bin, tag string, workers, i int) (*daemonRun, float64, error) {
 		if err := warm(corpus); err != nil {
+			return nil, 0, err
+		}
+		work := filepath.Join(c.workDir, fmt.Sprintf("%srun%d-%d", tag, workers, i))
+		os.MkdirAll(work, 0o755)
+		d, err := startDaemon(ctx, bin, corpus, work, "--workers", strconv.Itoa(workers))
+		if err != nil {
+			return nil, 0, err
+		}
+		cpu, err := cpuSeconds(d.cmd.Process.Pid)
+		if err != nil {
+			d.stop()
+			return nil, 0, err
+		}
+		kb, err := d.stop()
+		if err != nil {
+			return nil, 0, err
+		}
+		if tag == "" {
+			peak = max(peak, kb)
+		}
+		return d, cpu, nil
+	}
+	timed := func(workers, i int) (*daemonRun, float64, error) { return timedBin(sifd, "", workers, i) }
+	for _, b := range cf.baselines {
+		res.Baselines = append(res.Baselines, &baselineResult{Sifd: b})
+	}
+	for i := range cf.runs {
+		for j, base := range res.Baselines {
+			tag := fmt.Sprintf("base%d-", j)
+			d, _, err := timedBin(base.Sifd, tag, 1, i)
+			if err != nil {
+				return nil, fmt.Errorf("baseline %s: %w", base.Sifd, err)
+			}
+			base.OneWorkerRuns = append(base.OneWorkerRuns, d.ready.Seconds())
+			d, cpu, err := timedBin(base.Sifd, tag, 2, i)
+			if err != nil {
+				return nil, fmt.Errorf("baseline %s: %w", base.Sifd, err)
+			}
+			base.Runs = append(base.Runs, d.ready.Seconds())
+			base.CPURuns = append(base.CPURuns, cpu)
+		}
+		d, _, err := timed(1, i)
+		if err != nil {
 			return nil, err
 		}
-		work := filepath.Join(c.workDir, fmt.Sprintf("run%d", i))
-		os.MkdirAll(work, 0o755)
-		d, err := startDaemon(ctx, sifd, corpus, work)
+		res.OneWorkerRuns = append(res.OneWorkerRuns, d.ready.Seconds())
+		d, cpu, err := timed(2, i)
 		if err != nil {
 			return nil, err
 		}
 		res.Runs = append(res.Runs, d.ready.Seconds())
-		kb, err := d.stop()
-		if err != nil {
-			return nil, err
-		}
-		peak = max(peak, kb)
+		res.CPURuns = append(res.CPURuns, cpu)
 		res.IndexBytes = dirSize(d.db)
-		if i == 2 {
-			d, err := startDaemon(ctx, sifd, corpus, work)
-			if err != nil {
-				return nil, err
-			}
-			res.Restart = d.ready.Seconds()
-			if _, err := d.stop(); err != nil {
-				return nil, err
-			}
-		}
 	}
+	last, err := startDaemon(ctx, sifd, corpus, filepath.Join(c.workDir, fmt.Sprintf("run2-%d", cf.runs-1)), "--workers", "2")
+	if err != nil {
+		return nil, err
+	}
+	res.Restart = last.ready.Seconds()
+	if _, err := last.stop(); err != nil {
+		return nil, err
+	}
+
 	res.MedianSecs = median(res.Runs)
 	res.MBps = mb(size) / res.MedianSecs
 	res.FilesPerSec = float64(files) / res.MedianSecs
 	res.IndexShare = 100 * float64(res.IndexBytes) / float64(size)
 	res.PeakRSSMB = float64(peak) / 1024
+	res.CPUSecs = median(res.CPURuns)
+	res.OneWorkerSecs = median(res.OneWorkerRuns)
+	res.TwoOverOne = res.OneWorkerSecs / res.MedianSecs
+	res.SketcherMBps = mb(size) / res.SketcherCPUSecs
+	res.CPUOverSketcher = res.CPUSecs / res.SketcherCPUSecs
+	res.CPUOverNoSimi = res.CPUSecs / res.SketcherNoSimiSecs
+	if res.SsdeepSecs > 0 {
+		res.ReadyVsSsdeep = res.MedianSecs / res.SsdeepSecs
+	}
+	for _, base := range res.Baselines {
+		base.MedianSecs = median(base.Runs)
+		base.CPUSecs = median(base.CPURuns)
+		base.OneWorkerSecs = median(base.OneWorkerRuns)
+		base.TwoOverOne = base.OneWorkerSecs / base.MedianSecs
+	}
+
+	if cf.cpuProfile != "" || cf.memProfile != "" {
+		if err := profileScan(ctx, sifd, corpus, filepath.Join(c.workDir, "profiled"), res.MedianSecs, cf); err != nil {
+			return nil, err
+		}
+	}
 	if !c.json {
-		fmt.Printf("corpus %s: %d files, %.1f MB (copied, page cache warm)\n", c.src, files, mb(size))
-		fmt.Printf("sifd run to ready, fresh index, %d cores: runs %v s, median %.2f s = %.0f MB/s, %.0f files/s\n",
-			runtime.NumCPU(), fmtSecs(res.Runs), res.MedianSecs, res.MBps, res.FilesPerSec)
-		fmt.Printf("restart on the unchanged tree: %.2f s\n", res.Restart)
-		fmt.Printf("index on disk after clean shutdown: %.2f MB = %.2f%% of the corpus\n", mb(res.IndexBytes), res.IndexShare)
-		fmt.Printf("sifd peak RSS (max over runs): %.0f MB\n", res.PeakRSSMB)
+		printCorpus(res, cf.runs)
 	}
 	return res, nil
+}
+
+// printCorpus prints the table of issue 9 and the index's figures.
+func printCorpus(r *corpusResult, runs int) {
+	secs := func(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) + " s" }
+	ratio := func(x float64, of string) string { return strconv.FormatFloat(x, 'f', 2, 64) + "× " + of }
+	rows := [][]string{
+		{"", "time", ""},
+		{"sha256sum of every file, 2 processes", secs(r.SHA256Secs), "reading and hashing: the floor"},
+	}
+	if r.SsdeepSecs > 0 {
+		rows = append(rows, []string{"ssdeep -r (one core, no index)", secs(r.SsdeepSecs), ""})
+	}
+	ready := []string{"sifd run to ready, fresh index, 2 workers", secs(r.MedianSecs),
+		fmt.Sprintf("median of %s; %.0f MB/s, %.0f files/s", fmtSecs(r.Runs), r.MBps, r.FilesPerSec)}
+	if r.SsdeepSecs > 0 {
+		ready[2] = ratio(r.ReadyVsSsdeep, "ssdeep (goal ≤ 0.5); ") + ready[2]
+	}
+	rows = append(rows, ready,
+		[]string{"CPU spent by sifd for it", secs(r.CPUSecs), fmt.Sprintf("median of %s; %s (goal ≤ 1.5)", fmtSecs(r.CPURuns), ratio(r.CPUOverSketcher, "the sketcher"))},
+		[]string{"the sketcher alone over every file, in process", secs(r.SketcherCPUSecs), fmt.Sprintf("CPU; %.0f MB/s", r.SketcherMBps)},
+		[]string{"the same without SimiHash, as sifd runs it", secs(r.SketcherNoSimiSecs), fmt.Sprintf("CPU; %.0f MB/s; sifd's CPU is %s", mb(r.Bytes)/r.SketcherNoSimiSecs, ratio(r.CPUOverNoSimi, "it"))},
+		[]string{"sifd run to ready, 1 worker", secs(r.OneWorkerSecs), fmt.Sprintf("median of %s; 2 workers are %s (goal ≥ 1.7)", fmtSecs(r.OneWorkerRuns), ratio(r.TwoOverOne, "as fast"))},
+		[]string{"restart on the unchanged tree", secs(r.Restart), ""},
+	)
+	fmt.Print(table(rows))
+	for _, b := range r.Baselines {
+		fmt.Printf("baseline %s, run in turn with this sifd:\n", b.Sifd)
+		fmt.Print(table([][]string{
+			{"", "baseline", "this sifd", "this / baseline"},
+			{"to ready, 2 workers (median)", secs(b.MedianSecs) + " " + fmtSecs(b.Runs), secs(r.MedianSecs), f2(r.MedianSecs / b.MedianSecs)},
+			{"CPU for it (median)", secs(b.CPUSecs) + " " + fmtSecs(b.CPURuns), secs(r.CPUSecs), f2(r.CPUSecs / b.CPUSecs)},
+			{"to ready, 1 worker (median)", secs(b.OneWorkerSecs) + " " + fmtSecs(b.OneWorkerRuns), secs(r.OneWorkerSecs), f2(r.OneWorkerSecs / b.OneWorkerSecs)},
+			{"2 workers as fast as 1", f2(b.TwoOverOne) + "×", f2(r.TwoOverOne) + "×", ""},
+		}))
+	}
+	fmt.Printf("index on disk after clean shutdown: %.2f MB = %.2f%% of the corpus\n", mb(r.IndexBytes), r.IndexShare)
+	fmt.Printf("sifd peak RSS (max over runs): %.0f MB\n", r.PeakRSSMB)
 }
 
 func fmtSecs(xs []float64) string {

@@ -2,15 +2,26 @@
 // latency through the real sifctl, and Manber's edit experiment (§5) for
 // each scheme and density, with each index's size. Run it from the repository root:
 //
-//	go run ./cmd/sifbench corpus  [--src DIR]
+//	go run ./cmd/sifbench corpus  [--src DIR | --modcache MODULES] [--runs 3] [--baseline SIFD] [--cpuprofile FILE] [--memprofile FILE]
 //	go run ./cmd/sifbench latency [--src DIR] [--n 50]
 //	go run ./cmd/sifbench edits   [--src DIR] [--n 50]
 //
-// The default corpus is $(go env GOROOT)/src. Three more benchmarks run
+// The default corpus is $(go env GOROOT)/src; --modcache indexes instead
+// every version of the named modules found in the Go module cache (a tree
+// of releases, most of whose files are copies of another). corpus prints,
+// in one run with a warm page cache: sha256sum of every file in 2
+// processes (the floor), ssdeep -r, sifd from start to ready on a fresh
+// index with 2 workers and with 1 (--runs each), the CPU sifd spent for
+// it, the sketcher alone over every file in process, and a restart; with
+// --cpuprofile or --memprofile, one more untimed run of sifd with --pprof
+// gives its CPU profile over the scan and its heap profile once ready;
+// --baseline SIFD[,SIFD...] times other sifd binaries in turn with this
+// one, run for run, to weigh a change under the same load.
+// Three more benchmarks run
 // sifd on trees they write themselves:
 //
 //	go run ./cmd/sifbench freshness [--n 100] [--size 1MB] [--settle 500ms]
-//	go run ./cmd/sifbench restart   [--files 100000]
+//	go run ./cmd/sifbench restart   [--files 100000] [--cpuprofile FILE] [--memprofile FILE]
 //	go run ./cmd/sifbench churn     [--files 20000] [--seconds 20] [--settle 500ms]
 //	go run ./cmd/sifbench load      [--size 1GiB] [--clients 100] [--think 100ms] [--dir DIR] [--profile DIR]
 //	go run ./cmd/sifbench million   [--files 1000000] [--dir DIR] [--seed N] [--n 1000] [--profile DIR]
@@ -116,6 +127,13 @@ func run(ctx context.Context, args []string) error {
 	fs.DurationVar(&lo.think, "think", 100*time.Millisecond, "load: mean pause of each client between two requests (uniform from 0 to twice it)")
 	fs.StringVar(&schemes, "schemes", "", "edits: comma-separated scheme specs such as manber:bits=8,chunks:avg=256 (default: a built-in list)")
 	var af accFlags
+	var cf corpusFlags
+	fs.IntVar(&cf.runs, "runs", 3, "corpus: timed scans of a fresh index with each number of workers")
+	fs.StringVar(&cf.modcache, "modcache", "", "corpus: index every version found in the Go module cache of these comma-separated modules instead of --src, e.g. golang.org/x/tools,golang.org/x/net,golang.org/x/sys,golang.org/x/crypto")
+	fs.StringVar(&cf.cpuProfile, "cpuprofile", "", "corpus: run sifd once more with --pprof and write its CPU profile over a fresh scan to this file; restart: the same over one more restart")
+	fs.StringVar(&cf.memProfile, "memprofile", "", "corpus: run sifd once more with --pprof and write its heap profile, taken once the fresh scan is done, to this file; restart: the same once one more restart is ready")
+	var baselines string
+	fs.StringVar(&baselines, "baseline", "", "corpus: other sifd binaries (comma-separated; e.g. one built from main) to time in turn with this tree's, run for run, and report beside it")
 	fs.StringVar(&af.set, "set", "heldout", "accuracy, manber: the set of modules, tuning or heldout")
 	fs.IntVar(&af.perBucket, "per-bucket", 0, "accuracy, manber: queries per size bucket (default 300 for accuracy, 100 for manber)")
 	fs.Uint64Var(&af.seed, "seed", 1994, "accuracy, manber: seed of the query sampling and edits; million: seed of the tree and the queries")
@@ -151,6 +169,12 @@ func run(ctx context.Context, args []string) error {
 			return fmt.Errorf("--per-bucket %d: must be positive", af.perBucket)
 		}
 	}
+	if baselines != "" {
+		cf.baselines = strings.Split(baselines, ",")
+	}
+	if args[0] == "corpus" && cf.runs < 1 {
+		return fmt.Errorf("--runs %d: want at least 1", cf.runs)
+	}
 	if args[0] == "load" {
 		lf.size = "1GiB"
 		fs.Visit(func(f *flag.Flag) {
@@ -170,7 +194,7 @@ func run(ctx context.Context, args []string) error {
 	var out any
 	switch args[0] {
 	case "corpus":
-		out, err = benchCorpus(ctx, &c)
+		out, err = benchCorpus(ctx, &c, &cf)
 	case "latency":
 		out, err = benchLatency(ctx, &c)
 	case "edits":
@@ -178,7 +202,7 @@ func run(ctx context.Context, args []string) error {
 	case "freshness":
 		out, err = benchFreshness(ctx, &c, &lf)
 	case "restart":
-		out, err = benchRestart(ctx, &c, &lf)
+		out, err = benchRestart(ctx, &c, &lf, &cf)
 	case "churn":
 		out, err = benchChurn(ctx, &c, &lf)
 	case "load":

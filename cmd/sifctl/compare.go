@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sif-dev/sif/cmd/internal/cliflags"
+	"github.com/sif-dev/sif/index/explain"
 	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/ipc"
 )
@@ -21,6 +23,8 @@ type compareLine struct {
 	Schemes   []compareScheme `json:"schemes"`
 	// SumDistance is the SimiHash sum-table distance.
 	SumDistance uint64 `json:"simihash_distance"`
+	// Explain is what the files share, with --explain.
+	Explain *explain.Explanation `json:"explain,omitempty"`
 }
 
 type compareScheme struct {
@@ -36,6 +40,8 @@ type compareScheme struct {
 func newCompareCmd(g *globals) *cobra.Command {
 	var threshold float64
 	var p fingerprint.Params
+	var explainFlag bool
+	var maxDF int
 	cmd := &cobra.Command{
 		Use:   "compare FILE1 FILE2",
 		Short: "Compare two files directly (no daemon needed)",
@@ -46,6 +52,15 @@ manber and chunks schemes. It needs no daemon. --scheme and its parameters
 replace the two defaults with one scheme; a parameter alone selects the
 default scheme, manber. A parameter of the other scheme (--avg-chunk with
 manber, --window with chunks) is an error.
+
+--explain also shows which parts the files share: runs of whole lines
+(byte ranges when either file is binary), found exactly on their bytes
+whatever their line ends (CRLF or LF), with the share of each file they
+cover, side by side (highlighted on a terminal, unless NO_COLOR is set).
+When a sifd answers on the socket, a run whose fingerprints of FILE1 its
+index holds in more than --max-df files (a licence header, boilerplate)
+is marked "~": sifctl similar FILE1 would not count it. With --json the
+runs are in "explain" (see README.md, "Explained matches").
 
 Exit status: 0 when the files are identical or one contains at least
 --threshold percent of the other, 1 otherwise, 2 on error.`,
@@ -95,12 +110,28 @@ Exit status: 0 when the files are identical or one contains at least
 					similar = true
 				}
 			}
+			var a, b []byte
+			if maxDF < -1 {
+				return failedf("--max-df %d: want -1 (no cap), 0 (the daemon's default) or a count", maxDF)
+			}
+			if explainFlag {
+				var err error
+				if out.Explain, a, b, err = explainPair(cmd.Context(), g, args[0], args[1], maxDF); err != nil {
+					return failed(err)
+				}
+			}
 			if g.json {
 				if err := g.printJSON(out); err != nil {
 					return err
 				}
 			} else {
 				printCompare(g, &out)
+				if out.Explain != nil {
+					fmt.Fprintln(g.stdout)
+					if err := out.Explain.WriteText(g.stdout, a, b, g.textOptions()); err != nil {
+						return failed(err)
+					}
+				}
 			}
 			if !similar && !out.Identical {
 				return nothing()
@@ -110,6 +141,8 @@ Exit status: 0 when the files are identical or one contains at least
 	}
 	cmd.Flags().Float64Var(&threshold, "threshold", 25, "percentage that makes the files similar, for the exit status")
 	cliflags.AddParams(cmd.Flags(), &p, `compare under one scheme only: "manber" or "chunks"`)
+	cmd.Flags().BoolVar(&explainFlag, "explain", false, "show the runs of lines (or bytes) the files share")
+	cmd.Flags().IntVar(&maxDF, "max-df", 0, "with --explain: fingerprints found in more than this many indexed files are boilerplate (0: the daemon's default)")
 	return cmd
 }
 
@@ -119,6 +152,31 @@ func sketch(file string, p fingerprint.Params) (*fingerprint.Sketch, error) {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return ipc.SketchFile(abs, p)
+}
+
+// explainPair reads the two files and explains what they share, marking
+// the boilerplate when a daemon answers. It returns the bytes it read,
+// for the text view.
+func explainPair(ctx context.Context, g *globals, fa, fb string, maxDF int) (*explain.Explanation, []byte, []byte, error) {
+	var abs [2]string
+	var data [2][]byte
+	for i, f := range []string{fa, fb} {
+		var err error
+		if abs[i], err = filepath.Abs(f); err != nil {
+			return nil, nil, nil, fmt.Errorf("%s: %w", f, err)
+		}
+		if data[i], _, err = readWhole(abs[i]); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	e, err := explain.Explain(data[0], data[1], nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	e.A.Path, e.A.PathRaw = ipc.PathFields(fa)
+	e.B.Path, e.B.PathRaw = ipc.PathFields(fb)
+	judgeByDaemon(ctx, g, e, abs[0], data[0], maxDF)
+	return e, data[0], data[1], nil
 }
 
 func pct(x float64) float64 { return float64(int64(x*10000+0.5)) / 100 }

@@ -36,10 +36,10 @@ func (f *fakeDaemon) Params() fingerprint.Params { return fingerprint.DefaultPar
 func (f *fakeDaemon) Similar(index.Query, index.QueryOptions) (*index.Result, error) {
 	return &index.Result{}, nil
 }
-func (f *fakeDaemon) Groups(index.GroupOptions) ([]index.Group, error) { return nil, nil }
-func (f *fakeDaemon) Dupes(string) ([]index.DupeSet, error)            { return nil, nil }
-func (f *fakeDaemon) Stats() (index.Stats, error)                      { return index.Stats{}, nil }
-func (f *fakeDaemon) Status() ipc.Status                               { return ipc.Status{State: "ready"} }
+func (f *fakeDaemon) EachGroup(index.GroupOptions, func(index.Group) error) error { return nil }
+func (f *fakeDaemon) Dupes(string) ([]index.DupeSet, error)                       { return nil, nil }
+func (f *fakeDaemon) Stats() (index.Stats, error)                                 { return index.Stats{}, nil }
+func (f *fakeDaemon) Status() ipc.Status                                          { return ipc.Status{State: "ready"} }
 
 func (f *fakeDaemon) Roots() []ipc.RootStatus {
 	f.mu.Lock()

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -29,7 +33,15 @@ Identical copies are folded into one line and listed after it with "=";
 'sifctl dupes' lists all identical files. The threshold is applied at query
 time: no re-indexing is needed to change it. Two files must also share at
 least --min-shared fingerprints: a tiny file "contained" in a large one is no
-evidence. Text and binary files are not linked unless --all-types is given.`,
+evidence. Text and binary files are not linked unless --all-types is given.
+
+Groups come largest first and are printed as the daemon sends them, so a
+large answer starts at once and is never held whole; the last line counts
+the groups and their files. With --json, one object as the daemon answers
+(GET /v1/groups): {"threshold": PCT, "groups": [{"reference": FILE,
+"members": [FILE, ...]}, ...], "elapsed_ns": N}, also written as it comes.
+An answer cut short (the daemon failed or went away midway) ends with a
+line saying so, or with --json is left unfinished, and exits 2.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Threshold <= 0 || o.Threshold > 100 {
@@ -39,18 +51,25 @@ evidence. Text and binary files are not linked unless --all-types is given.`,
 			if o.Prefix, err = absPrefix(o.Prefix); err != nil {
 				return failed(err)
 			}
-			resp, err := g.client().Groups(cmd.Context(), o)
+			var p groupsPrinter
+			if g.json {
+				p = &groupsJSON{w: g.stdout, threshold: o.Threshold}
+			} else {
+				p = &groupsText{w: g.stdout, threshold: o.Threshold}
+			}
+			resp, err := g.client().GroupsEach(cmd.Context(), o, p.group)
 			if err != nil {
+				if p.started() {
+					// What was printed is not the whole answer: say so on
+					// stdout too, so no reader takes it for one.
+					p.cut()
+				}
 				return failed(err)
 			}
-			if g.json {
-				if err := g.printJSON(resp); err != nil {
-					return err
-				}
-			} else {
-				printGroups(g, resp)
+			if err := p.end(resp); err != nil {
+				return failed(err)
 			}
-			if len(resp.Groups) == 0 {
+			if p.count() == 0 {
 				return nothing()
 			}
 			return nil
@@ -65,32 +84,110 @@ evidence. Text and binary files are not linked unless --all-types is given.`,
 	return cmd
 }
 
-func printGroups(g *globals, r *ipc.GroupsResponse) {
-	w := g.stdout
-	if len(r.Groups) == 0 {
-		fmt.Fprintf(w, "No groups of similar files. Minimum similarity = %g%%\n", r.Threshold)
-		return
-	}
-	fmt.Fprintf(w, "The following %d groups of files are similar. Minimum similarity = %g%%\n", len(r.Groups), r.Threshold)
-	for _, grp := range r.Groups {
-		fmt.Fprintln(w)
-		fmt.Fprintf(w, "R100 %s %d\n", wirePath(grp.Reference.Path, grp.Reference.PathRaw), grp.Reference.Size)
-		printCopies(g, grp.Reference.Copies)
-		for _, m := range grp.Members {
-			p := wirePath(m.Path, m.PathRaw)
-			if m.Via != nil {
-				fmt.Fprintf(w, "    ~ %s %d (via %s)\n", p, m.Size, m.Via.Exact())
-			} else {
-				fmt.Fprintf(w, "  %3.0f %s %d\n", m.Percent, p, m.Size)
-			}
-			printCopies(g, m.Copies)
-		}
-	}
+// groupsPrinter prints a groups answer as its groups arrive (see
+// ipc.Client.GroupsEach): group for each, then end with the rest of the
+// answer, or cut when the answer broke off after started.
+type groupsPrinter interface {
+	group(ipc.Group) error
+	end(*ipc.GroupsResponse) error
+	cut()
+	started() bool
+	count() int
 }
 
-func printCopies(g *globals, copies []ipc.FilePath) {
+// groupsText prints Manber's report, each group once it arrives, and a
+// count at the end.
+type groupsText struct {
+	w         io.Writer
+	threshold float64
+	groups    int
+	files     int
+}
+
+func (p *groupsText) group(grp ipc.Group) error {
+	var b strings.Builder
+	if p.groups == 0 {
+		fmt.Fprintf(&b, "Groups of similar files, largest first. Minimum similarity = %g%%\n", p.threshold)
+	}
+	p.groups++
+	p.files += 1 + len(grp.Reference.Copies)
+	fmt.Fprintf(&b, "\nR100 %s %d\n", wirePath(grp.Reference.Path, grp.Reference.PathRaw), grp.Reference.Size)
+	printCopies(&b, grp.Reference.Copies)
+	for _, m := range grp.Members {
+		p.files += 1 + len(m.Copies)
+		path := wirePath(m.Path, m.PathRaw)
+		if m.Via != nil {
+			fmt.Fprintf(&b, "    ~ %s %d (via %s)\n", path, m.Size, m.Via.Exact())
+		} else {
+			fmt.Fprintf(&b, "  %3.0f %s %d\n", m.Percent, path, m.Size)
+		}
+		printCopies(&b, m.Copies)
+	}
+	_, err := io.WriteString(p.w, b.String())
+	return err
+}
+
+func (p *groupsText) end(r *ipc.GroupsResponse) error {
+	if p.groups == 0 {
+		_, err := fmt.Fprintf(p.w, "No groups of similar files. Minimum similarity = %g%%\n", r.Threshold)
+		return err
+	}
+	_, err := fmt.Fprintf(p.w, "\n%s of similar files, %s.\n", count(p.groups, "group", "groups"), count(p.files, "file", "files"))
+	return err
+}
+
+func (p *groupsText) cut()          { fmt.Fprintln(p.w, "\n(answer cut short: the groups above are not all)") }
+func (p *groupsText) started() bool { return p.groups > 0 }
+func (p *groupsText) count() int    { return p.groups }
+
+// groupsJSON prints the answer as the daemon sends it, one object
+// (ipc.GroupsResponse), writing each group once it arrives.
+type groupsJSON struct {
+	w         io.Writer
+	threshold float64 // as asked: the daemon answers with it
+	groups    int
+}
+
+func (p *groupsJSON) group(grp ipc.Group) error {
+	b, err := json.Marshal(grp)
+	if err != nil {
+		return err
+	}
+	sep := ","
+	if p.groups == 0 {
+		sep = `{"threshold":` + strconv.FormatFloat(p.threshold, 'f', -1, 64) + `,"groups":[`
+	}
+	p.groups++
+	_, err = io.WriteString(p.w, sep+string(b))
+	return err
+}
+
+func (p *groupsJSON) end(r *ipc.GroupsResponse) error {
+	if p.groups == 0 {
+		return writeJSONLine(p.w, ipc.GroupsResponse{Threshold: r.Threshold, Groups: []ipc.Group{}, ElapsedNs: r.ElapsedNs})
+	}
+	_, err := fmt.Fprintf(p.w, `],"elapsed_ns":%d}`+"\n", r.ElapsedNs)
+	return err
+}
+
+// cut leaves the JSON unfinished, so that no decoder takes it for a whole
+// answer.
+func (p *groupsJSON) cut()          { fmt.Fprintln(p.w) }
+func (p *groupsJSON) started() bool { return p.groups > 0 }
+func (p *groupsJSON) count() int    { return p.groups }
+
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := ipc.MarshalJSONLine(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+func printCopies(w io.Writer, copies []ipc.FilePath) {
 	for _, c := range copies {
-		fmt.Fprintf(g.stdout, "      = %s\n", c.Exact())
+		fmt.Fprintf(w, "      = %s\n", c.Exact())
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sif-dev/sif/index/explain"
 	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/ipc"
 )
@@ -21,6 +23,7 @@ type similarFlags struct {
 	prefix    string
 	maxDF     int
 	fast      bool
+	explain   bool
 }
 
 // similarLine is one line of `sifctl similar --json`.
@@ -35,10 +38,16 @@ type similarLine struct {
 	Matches      []ipc.Match `json:"matches"`
 }
 
+// similarExplained is one line of `sifctl similar --explain --json`.
+type similarExplained struct {
+	similarLine
+	Matches []explainedMatch `json:"matches"`
+}
+
 func newSimilarCmd(g *globals) *cobra.Command {
 	var f similarFlags
 	cmd := &cobra.Command{
-		Use:   "similar [flags] FILE...|-",
+		Use:   "similar [flags] FILE...|DIR...|-",
 		Short: "List the indexed files that contain a good part of each FILE",
 		Long: `similar fingerprints each FILE (it need not be indexed, or even under a
 root) and lists the indexed files that contain at least --threshold percent
@@ -54,9 +63,11 @@ found in very many indexed files (boilerplate, licence headers) are ignored
 above --max-df: the count ignored is shown, and the percentage is of FILE's
 distinctive part. A file too small, or too common, to carry enough
 fingerprints is reported as such, and only identical files are listed for
-it. FILE must be a regular file: directories, fifos, sockets and devices
-are refused at once. "-" reads the query from standard input (once); it has
-no path, so an indexed file identical to it is listed too.
+it. FILE must be a regular file: fifos, sockets and devices are refused
+at once. A directory lists the indexed directories that hold a good part
+of it (see the README's "Directory similarity"). "-" reads the query from
+standard input (once); it has no path, so an indexed file identical to it
+is listed too.
 
 The best matches are then checked: sifctl sends FILE's bytes (a signature
 of its 32-byte windows past 1 MiB), and the daemon measures the 8 best by
@@ -72,7 +83,18 @@ With --json, one object per FILE and line:
    "matches": [{"path": ABSOLUTE_PATH, "size": N, "containment": PCT,
    "reverse_containment": PCT, "resemblance": PCT, "shared_bytes": N or null,
    "identical": BOOL, "type": "text"|"binary", "mtime_ns": N,
-   "measure": "exact"|"sampled"|"estimated", "changed": BOOL}, ...], "checked": N}`,
+   "measure": "exact"|"sampled"|"estimated", "changed": BOOL}, ...], "checked": N}
+
+--explain shows, under each match, which parts of FILE and of the match
+are shared: runs of whole lines (byte ranges for binary files) found on
+their current bytes, with the share of each file they cover, side by side
+(highlighted on a terminal, unless NO_COLOR is set). A run whose
+fingerprints the index holds in more than --max-df files (a licence
+header, boilerplate) is marked "~": it did not count. sifctl reads the
+matches itself: a match it cannot read is said to be so, and one that
+changed since it was indexed is explained as it is now. With --json each
+match gets "explain" (see README.md, "Explained matches") or
+"explain_error".`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSimilar(cmd, g, &f, args)
@@ -87,6 +109,7 @@ With --json, one object per FILE and line:
 	fl.StringVar(&f.prefix, "prefix", "", "only matches in this directory tree (whole path components; relative to the current directory)")
 	fl.IntVar(&f.maxDF, "max-df", 0, "ignore fingerprints found in more than this many files (0: the daemon's default, -1: none)")
 	fl.BoolVar(&f.fast, "fast", false, "keep the index's estimates: do not check the best matches against their bytes")
+	fl.BoolVar(&f.explain, "explain", false, "show the runs of lines (or bytes) each match shares with FILE")
 	return cmd
 }
 
@@ -109,6 +132,30 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 	}
 	found, errs := false, 0
 	for _, file := range files {
+		if isDir(file) { // directory similarity: similardir.go
+			if f.explain {
+				fmt.Fprintf(g.stderr, "sifctl: %s: is a directory; --explain compares files\n", file)
+				errs++
+				continue
+			}
+			ok, unreadable, err := similarDir(ctx, g, c, info.Params, f, prefix, file)
+			if err != nil {
+				return failed(describe(err, g.socket))
+			}
+			found = found || ok
+			if unreadable {
+				errs++
+			}
+			continue
+		}
+		var qbytes []byte // the query's bytes, for --explain
+		if f.explain {
+			if qbytes, err = readExplainQuery(g, file); err != nil {
+				fmt.Fprintf(g.stderr, "sifctl: %v\n", err)
+				errs++
+				continue
+			}
+		}
 		abs, sk, data, err := readQuery(ctx, g, file, info.Params, ipc.ReadOptions{}, !f.fast)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -126,6 +173,7 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 		req.Threshold = &f.threshold
 		req.Limit, req.SizeRatio, req.SameExt, req.SameType = f.limit, f.sizeRatio, f.sameExt, f.sameType
 		req.PathPrefix, req.MaxDF = prefix, f.maxDF
+		req.ListCommon = f.explain
 		resp, err := c.Similar(ctx, req)
 		if err != nil {
 			return failed(fmt.Errorf("%s: %w", file, describe(err, g.socket)))
@@ -140,6 +188,18 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 			}
 			line := similarLine{Query: q, QueryRaw: raw, Size: sk.Size, Fingerprints: resp.Fingerprints,
 				Skipped: resp.Skipped, TooFew: resp.TooFew, Checked: resp.Checked, Matches: resp.Matches}
+			if f.explain {
+				ex := similarExplained{similarLine: line, Matches: make([]explainedMatch, 0, len(resp.Matches))}
+				for _, m := range resp.Matches {
+					em := explainMatch(qbytes, explainName(file, abs), m, judgeFor(qbytes, info.Params, resp.Common))
+					em.bytes = nil
+					ex.Matches = append(ex.Matches, em)
+				}
+				if err := g.printJSON(ex); err != nil {
+					return err
+				}
+				continue
+			}
 			if err := g.printJSON(line); err != nil {
 				return err
 			}
@@ -150,6 +210,9 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 			name = "(standard input)"
 		}
 		printSimilar(g, name, sk.Size, f.threshold, resp)
+		if f.explain {
+			printExplained(g, qbytes, explainName(file, abs), resp, info.Params)
+		}
 	}
 	switch {
 	case errs > 0:
@@ -244,5 +307,55 @@ func printSimilar(g *globals, file string, size int64, threshold float64, r *ipc
 			note = "  changed since indexed"
 		}
 		fmt.Fprintf(w, "  %3.0f%%  %s  %d%s\n", m.Containment, p, m.Size, note)
+	}
+}
+
+// readExplainQuery reads the whole query for --explain: the file, or
+// standard input, which is then read from memory by readQuery.
+func readExplainQuery(g *globals, file string) ([]byte, error) {
+	if file == "-" {
+		b, err := readLimited(g.stdin, "standard input")
+		if err != nil {
+			return nil, err
+		}
+		g.stdin = bytes.NewReader(b)
+		return b, nil
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	b, _, err := readWhole(abs)
+	return b, err
+}
+
+// explainName is the query's name in an explanation: its absolute path,
+// or "-" for standard input.
+func explainName(file, abs string) string {
+	if file == "-" {
+		return "-"
+	}
+	return abs
+}
+
+// judgeFor marks boilerplate in explanations of query q from the hashes
+// the daemon skipped.
+func judgeFor(q []byte, p fingerprint.Params, common []string) func(*explain.Explanation) error {
+	return func(e *explain.Explanation) error { return judge(e, q, p, common) }
+}
+
+// printExplained writes, after the list of matches, the side-by-side
+// view of each, reading each match as it goes.
+func printExplained(g *globals, q []byte, qname string, r *ipc.SimilarResponse, p fingerprint.Params) {
+	o := g.textOptions()
+	for _, m := range r.Matches {
+		fmt.Fprintln(g.stdout)
+		em := explainMatch(q, qname, m, judgeFor(q, p, r.Common))
+		if em.Explain == nil {
+			path, _ := ipc.JoinPath(m.Path, m.PathRaw)
+			fmt.Fprintf(g.stdout, "%s: cannot explain: %s\n", path, em.ExplainError)
+			continue
+		}
+		em.Explain.WriteText(g.stdout, q, em.bytes, o)
 	}
 }

@@ -52,8 +52,8 @@ func printStatus(g *globals, st *ipc.Status) {
 	}
 	fmt.Fprintf(w, "  index:   %s\n  socket:  %s\n  scheme:  %s\n", st.DB, st.Socket, st.Params)
 	ix := st.Index
-	fmt.Fprintf(w, "  indexed: %d files, %s; %d postings; %s on disk\n",
-		ix.Files, human(ix.Bytes), ix.Postings, human(ix.DiskBytes))
+	fmt.Fprintf(w, "  indexed: %d files, %s; %d distinct contents, %d postings; %s on disk\n",
+		ix.Files, human(ix.Bytes), ix.Contents, ix.Postings, human(ix.DiskBytes))
 	if st.UncleanStart {
 		fmt.Fprintln(w, "  note:    previous run did not shut down cleanly; first scan re-read recent changes")
 	}

@@ -99,12 +99,14 @@ again, every 50ms at first, then every 500ms, so that
 wait, for the daemon and for its index. A socket this user may not use
 fails at once.
 
-It works with cookie files: in each root the daemon creates a hidden file
-named .sifd-cookie-*, deletes it at once, and waits for the change events of
-that file. Events arrive in order, so by then the daemon has seen every
-earlier change, and it answers once those are applied. Roots that have no
-change events (polling) or that the daemon cannot write to are rescanned
-instead; wait lists them.
+It works with cookie files: the daemon creates a file, deletes it at once,
+and waits for its change events. Events arrive in order, so by then the
+daemon has seen every earlier change, and it answers once those are
+applied. On Linux one cookie in the daemon's own directory (DB.state/cookies)
+answers for every watched root and nothing is written in them; elsewhere
+each root gets a hidden .sifd-cookie-* file. Roots that have no change
+events (polling), and off Linux roots the daemon cannot write to or whose
+exclusions would hide the cookie, are rescanned instead; wait lists them.
 
 Exit status: 0 once the daemon has caught up; 1 when --timeout ran out first,
 whether no daemon answered on the socket in that time or the daemon had

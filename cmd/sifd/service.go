@@ -118,15 +118,16 @@ func install(fl *pflag.FlagSet, f *runFlags, user bool, stdout io.Writer) error 
 		}
 		// The sandbox lets the service write only these; create them now
 		// (systemd creates /var/lib/sifd and /run/sifd itself).
-		for _, d := range []string{db, filepath.Dir(sock)} {
-			if !user && (d == daemon.SystemDB || d == filepath.Dir(daemonSystemSocket())) {
+		writable := []string{db, daemon.StateDir(db), filepath.Dir(sock)}
+		for _, d := range writable {
+			if !user && (d == daemon.SystemDB || d == daemon.StateDir(daemon.SystemDB) || d == filepath.Dir(daemonSystemSocket())) {
 				continue
 			}
 			if err := mkdirFor(d, user, stdout); err != nil {
 				return fmt.Errorf("install: %w", err)
 			}
 		}
-		unit, err = systemd.Render(systemd.Unit{User: user, Exec: exe, Args: args, Writable: []string{db, filepath.Dir(sock)}})
+		unit, err = systemd.Render(systemd.Unit{User: user, Exec: exe, Args: args, Writable: writable})
 		if err != nil {
 			return fmt.Errorf("install: %w", err)
 		}

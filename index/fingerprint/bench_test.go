@@ -102,24 +102,33 @@ func BenchmarkStrongHash(b *testing.B) {
 }
 
 // BenchmarkSketcher runs everything a stream gets: the scheme, SHA-256,
-// SimiHash and the type.
+// SimiHash and the type; the nosimi variants skip SimiHash, as sifd does.
 func BenchmarkSketcher(b *testing.B) {
 	for _, p := range []Params{{Scheme: Manber}, {Scheme: Chunks}} {
 		for _, in := range benchInputs() {
-			b.Run(string(p.Scheme)+"/"+in.name, func(b *testing.B) {
-				n := 0
-				s, err := NewSketcher(p, func(Fingerprint) { n++ })
-				if err != nil {
-					b.Fatal(err)
+			for _, skip := range []bool{false, true} {
+				name := string(p.Scheme) + "/" + in.name
+				if skip {
+					name = string(p.Scheme) + "/nosimi/" + in.name
 				}
-				b.SetBytes(int64(len(in.data)))
-				for b.Loop() {
-					s.Reset()
-					s.Write(in.data)
-					s.Finish()
-				}
-				benchSink += uint64(n)
-			})
+				b.Run(name, func(b *testing.B) {
+					n := 0
+					s, err := NewSketcher(p, func(Fingerprint) { n++ })
+					if err != nil {
+						b.Fatal(err)
+					}
+					if skip {
+						s.SkipSimiHash()
+					}
+					b.SetBytes(int64(len(in.data)))
+					for b.Loop() {
+						s.Reset()
+						s.Write(in.data)
+						s.Finish()
+					}
+					benchSink += uint64(n)
+				})
+			}
 		}
 	}
 }

@@ -45,6 +45,7 @@ type Sketcher struct {
 	strong hash.Hash
 	typ    typer
 	simi   simiHash
+	noSimi bool // SkipSimiHash was called
 	size   int64
 	done   bool
 	sum    Summary // valid when done
@@ -76,6 +77,12 @@ func NewSketcher(p Params, emit func(Fingerprint)) (*Sketcher, error) {
 	return s, nil
 }
 
+// SkipSimiHash makes s leave the SimiHash sum table and skew key of its
+// Summaries zero, for callers that use neither: it spares their pass over
+// the bytes, which takes about as long as the scheme's. It holds for the
+// rest of s's life, across Resets; call it before the first Write.
+func (s *Sketcher) SkipSimiHash() { s.noSimi = true }
+
 // Params returns the normalized parameters of s.
 func (s *Sketcher) Params() Params { return s.params }
 
@@ -95,7 +102,9 @@ func (s *Sketcher) Write(b []byte) (int, error) {
 		b = b[len(blk):]
 		s.strong.Write(blk)
 		s.typ.write(blk)
-		s.simi.write(blk)
+		if !s.noSimi {
+			s.simi.write(blk)
+		}
 		if s.scan != nil {
 			s.scan.write(blk)
 		}
@@ -115,9 +124,12 @@ func (s *Sketcher) Finish() Summary {
 	if s.scan != nil {
 		s.scan.finish()
 	}
-	sum := Summary{Size: s.size, Type: s.typ.typ(), Sum: s.simi.sum()}
+	sum := Summary{Size: s.size, Type: s.typ.typ()}
+	if !s.noSimi {
+		sum.Sum = s.simi.sum()
+		sum.Key = SkewKey(sum.Sum)
+	}
 	s.strong.Sum(sum.Strong[:0])
-	sum.Key = SkewKey(sum.Sum)
 	s.sum = sum
 	return sum
 }

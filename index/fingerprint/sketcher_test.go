@@ -234,6 +234,39 @@ func TestNilEmit(t *testing.T) {
 	}
 }
 
+// TestSkipSimiHash: a Sketcher told to skip SimiHash emits the same
+// fingerprints and the same size, strong hash and type, with a zero sum
+// table and key, across Resets.
+func TestSkipSimiHash(t *testing.T) {
+	data := textBytes(23, 50000)
+	for _, p := range testParams() {
+		var got []Fingerprint
+		s, err := NewSketcher(p, func(f Fingerprint) { got = append(got, f) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.SkipSimiHash()
+		for range 2 {
+			got = got[:0]
+			s.Reset()
+			s.Write(data[:777])
+			s.Write(data[777:])
+			sum := s.Finish()
+			wantFps, want := sketch(t, p, data, nil)
+			if want.Sum == (SumTable{}) || want.Key == 0 {
+				t.Fatalf("%v: the data has no SimiHash: the test shows nothing", p)
+			}
+			want.Sum, want.Key = SumTable{}, 0
+			if sum != want {
+				t.Errorf("%v: summary %+v, want %+v", p, sum, want)
+			}
+			if !slices.Equal(got, wantFps) {
+				t.Errorf("%v: %d fingerprints, want %d, or they differ", p, len(got), len(wantFps))
+			}
+		}
+	}
+}
+
 func TestNewSketcherParams(t *testing.T) {
 	for _, p := range []Params{
 		{Scheme: "rabin"},

@@ -41,10 +41,16 @@
 //     or WholeWait [10 s] behind MaxWholeQueued [4] for whole-index ones,
 //     none for waits; beyond that the answer is 503 busy with Retry-After.
 //     Identical whole-index requests of one caller that wait together
-//     share one answer.
-//   - An answer is written within WriteTimeout [30 s] of its first byte,
-//     or the connection is closed, so a client that stops reading frees
-//     its slot.
+//     share one answer, written to each of them as it is made.
+//   - Each piece of an answer is written within WriteTimeout [30 s] of
+//     being sent, or the connection is closed, so a client that stops
+//     reading frees its slot.
+//
+// Streaming. The groups and dupes answers are encoded and sent in pieces
+// as they are made (see stream), never held whole: one JSON object, the
+// same bytes as if encoded at once, so a client that reads it whole sees
+// no difference. The status goes with the first piece; a failure after it
+// cuts the connection rather than end a truncated answer cleanly.
 //   - At most MaxConns [128] connections are open. A new connection
 //     closes the one that has waited longest without a request in
 //     progress (idle, or still sending its header), failing that the one

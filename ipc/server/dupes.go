@@ -2,45 +2,94 @@ package server
 
 import (
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"slices"
 
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/ipc"
 )
 
-// dupesResponse converts the index's sets of identical files to their wire
-// form, with the redundant copies of each set and the totals. Hard links
-// to one inode count as one copy on disk. When canRead is not nil, only the
-// files it accepts are listed and counted, and a set left with fewer than
-// two files is dropped: a copy the caller cannot see makes no set.
-func dupesResponse(sets []index.DupeSet, canRead func(string) bool) ipc.DupesResponse {
-	out := ipc.DupesResponse{Sets: make([]ipc.DupeSet, 0, len(sets))}
-	for i := range sets {
-		d := &sets[i]
-		if canRead != nil {
-			kept := *d
-			kept.Files = slices.DeleteFunc(slices.Clone(d.Files), func(f index.FileMeta) bool { return !canRead(f.Path) })
-			if len(kept.Files) < 2 {
-				continue
-			}
-			d = &kept
-		}
-		set := ipc.DupeSet{Size: d.Size, Strong: hex.EncodeToString(d.Strong[:]), Inodes: d.Inodes(),
-			Files: make([]ipc.DupeFile, 0, len(d.Files))}
-		set.RedundantFiles, set.RedundantBytes = d.Redundant()
-		for j, link := range d.HardLinkOf() {
-			f := ipc.DupeFile{FilePath: ipc.NewFilePath(d.Files[j].Path)}
-			if link != "" {
-				l := ipc.NewFilePath(link)
-				f.HardLinkOf = &l
-			}
-			set.Files = append(set.Files, f)
-		}
-		out.Sets = append(out.Sets, set)
-		out.Totals.Sets++
-		out.Totals.Files += len(set.Files)
-		out.Totals.RedundantFiles += set.RedundantFiles
-		out.Totals.RedundantBytes += set.RedundantBytes
+// dupes answers GET /v1/dupes. The index returns the sets whole; each is
+// converted, encoded and sent in turn (see stream), and let go of once
+// sent, so neither the wire form of the answer nor its JSON is held whole.
+// The bytes are those of one ipc.DupesResponse encoded at once.
+func (s *Server) dupes(w http.ResponseWriter, r *http.Request) {
+	c := s.identify(w, r)
+	if c == nil {
+		return
 	}
-	return out
+	sets, err := s.q.Dupes(r.URL.Query().Get("prefix"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	var canRead func(string) bool
+	if v := c.view(); v != nil {
+		canRead = v.CanRead
+	}
+	st := newStream(w)
+	st.buf = append(st.buf, `{"sets":[`...)
+	var totals ipc.DupesTotals
+	for i := range sets {
+		set, ok := dupeSet(&sets[i], canRead)
+		sets[i] = index.DupeSet{} // sent: the collector may have it
+		if !ok {
+			continue
+		}
+		b, err := json.Marshal(set)
+		if err == nil && totals.Sets > 0 {
+			st.buf = append(st.buf, ',')
+		}
+		if err != nil {
+			// Cannot happen (strings and numbers); cut the answer short
+			// rather than send it without the set.
+			s.abortStream(st, w, fmt.Errorf("encoding dupes set: %w", err))
+			return
+		}
+		st.buf = append(st.buf, b...)
+		totals.Sets++
+		totals.Files += len(set.Files)
+		totals.RedundantFiles += set.RedundantFiles
+		totals.RedundantBytes += set.RedundantBytes
+		if err := st.maybeFlush(); err != nil {
+			s.log.Debug("dupes answer not taken", "err", err)
+			return
+		}
+	}
+	b, _ := json.Marshal(totals)
+	st.buf = append(st.buf, `],"totals":`...)
+	st.buf = append(append(st.buf, b...), "}\n"...)
+	if err := st.flush(); err != nil {
+		s.log.Debug("dupes answer not taken", "err", err)
+	}
+}
+
+// dupeSet converts one of the index's sets of identical files to its wire
+// form, with its redundant copies. Hard links to one inode count as one
+// copy on disk. When canRead is not nil, only the files it accepts are
+// listed and counted, and a set left with fewer than two files is
+// dropped (false): a copy the caller cannot see makes no set.
+func dupeSet(d *index.DupeSet, canRead func(string) bool) (ipc.DupeSet, bool) {
+	if canRead != nil {
+		kept := *d
+		kept.Files = slices.DeleteFunc(slices.Clone(d.Files), func(f index.FileMeta) bool { return !canRead(f.Path) })
+		if len(kept.Files) < 2 {
+			return ipc.DupeSet{}, false
+		}
+		d = &kept
+	}
+	set := ipc.DupeSet{Size: d.Size, Strong: hex.EncodeToString(d.Strong[:]), Inodes: d.Inodes(),
+		Files: make([]ipc.DupeFile, 0, len(d.Files))}
+	set.RedundantFiles, set.RedundantBytes = d.Redundant()
+	for j, link := range d.HardLinkOf() {
+		f := ipc.DupeFile{FilePath: ipc.NewFilePath(d.Files[j].Path)}
+		if link != "" {
+			l := ipc.NewFilePath(link)
+			f.HardLinkOf = &l
+		}
+		set.Files = append(set.Files, f)
+	}
+	return set, true
 }

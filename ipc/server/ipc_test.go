@@ -32,9 +32,9 @@ func (f *fakeBackend) Similar(q index.Query, o index.QueryOptions) (*index.Resul
 	}
 	return f.result, nil
 }
-func (f *fakeBackend) Groups(o index.GroupOptions) ([]index.Group, error) {
+func (f *fakeBackend) EachGroup(o index.GroupOptions, _ func(index.Group) error) error {
 	f.groupsO = o
-	return nil, f.err
+	return f.err
 }
 func (f *fakeBackend) Dupes(string) ([]index.DupeSet, error) { return nil, f.err }
 func (f *fakeBackend) Stats() (index.Stats, error)           { return index.Stats{Files: 7}, nil }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -181,8 +180,8 @@ func received(r *http.Request) time.Time {
 // slot. It then takes a slot: of MaxWhole for a whole-index request, of
 // MaxWaits for a wait, else of MaxConcurrent, waiting in a queue of
 // bounded length and for a bounded time (none for waits); beyond either,
-// the answer is 503 busy. The response must be taken within WriteTimeout
-// from its first byte.
+// the answer is 503 busy. Each piece of the response must be taken within
+// WriteTimeout from when it is sent (see deadlineWriter).
 func (s *Server) limit(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	rc := http.NewResponseController(w)
 	// Deadlines cannot be set on every ResponseWriter (a test's recorder);
@@ -319,10 +318,12 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (io.ReadCloser
 
 // flights are the whole-index requests waiting for a slot, by what they
 // ask and who asks it. A request identical to one waiting, from a caller
-// with the same credentials, joins it and gets a copy of its answer: the
-// answer is computed once, after both arrived. (A request is never joined
-// to one already being computed, whose answer may predate changes the
-// caller waited for.)
+// with the same credentials, joins it and gets the same answer: the answer
+// is computed once, after both arrived, and each piece of it is written to
+// every client of the flight as it is made (see tee), so that a streamed
+// answer is not held for the clients that joined. (A request is never
+// joined to one already being computed, whose answer may predate changes
+// the caller waited for.)
 type flights struct {
 	mu      sync.Mutex
 	pending map[string]*flight
@@ -330,8 +331,9 @@ type flights struct {
 
 // flight is one whole-index computation and the requests that share it.
 type flight struct {
-	done chan struct{} // closed once rec holds the answer
-	rec  recorder
+	out     tee           // appended to under flights.mu while pending
+	done    chan struct{} // closed once the answer is written
+	aborted bool          // the answer was cut short; set before done is closed
 }
 
 // serveWhole serves a whole-index request r with next, within MaxWhole,
@@ -344,15 +346,20 @@ func (s *Server) serveWhole(w http.ResponseWriter, r *http.Request, next http.Ha
 	fs.mu.Lock()
 	f, joined := fs.pending[key]
 	if !joined {
-		f = &flight{done: make(chan struct{}), rec: recorder{header: http.Header{}}}
+		f = &flight{done: make(chan struct{}), out: tee{header: http.Header{}}}
 		fs.pending[key] = f
 	}
+	me := &teeOut{w: w}
+	f.out.outs = append(f.out.outs, me)
 	fs.mu.Unlock()
 	if joined {
 		select {
 		case <-f.done:
-			f.rec.replay(w)
+			if f.aborted {
+				panic(http.ErrAbortHandler)
+			}
 		case <-r.Context().Done(): // the client hung up
+			me.leave()
 		}
 		return
 	}
@@ -362,45 +369,110 @@ func (s *Server) serveWhole(w http.ResponseWriter, r *http.Request, next http.Ha
 	fs.mu.Lock()
 	delete(fs.pending, key)
 	fs.mu.Unlock()
-	if ok {
-		next.ServeHTTP(&f.rec, r)
-		s.lim.whole.leave()
-	} else {
-		busy(&f.rec, s.lim.whole.busyMsg("whole-index requests (groups, dupes)"))
+	if !ok {
+		busy(&f.out, s.lim.whole.busyMsg("whole-index requests (groups, dupes)"))
+		close(f.done)
+		return
 	}
-	close(f.done)
-	f.rec.replay(w)
+	defer close(f.done)
+	defer s.lim.whole.leave()
+	defer func() {
+		if p := recover(); p != nil {
+			f.aborted = true
+			panic(p)
+		}
+	}()
+	next.ServeHTTP(&f.out, r)
 }
 
-// recorder is a ResponseWriter that keeps a response to be replayed to
-// several clients.
-type recorder struct {
+// tee is a ResponseWriter that writes to the ResponseWriters of every
+// client of a flight, from the goroutine serving the flight. A client whose
+// writes fail, or who left, is written to no more; once none is left,
+// Write and Flush fail, which stops a streamed answer.
+type tee struct {
 	header http.Header
 	status int
-	body   bytes.Buffer
+	outs   []*teeOut
 }
 
-func (rec *recorder) Header() http.Header { return rec.header }
+// teeOut is one client of a tee. Its goroutine waits for the flight to be
+// done before it returns, unless it leaves first.
+type teeOut struct {
+	mu   sync.Mutex
+	w    http.ResponseWriter
+	gone bool // left, or a write failed: not written to any more
+}
 
-func (rec *recorder) WriteHeader(code int) {
-	if rec.status == 0 {
-		rec.status = code
+// leave stops writes to o, waiting for one in progress.
+func (o *teeOut) leave() {
+	o.mu.Lock()
+	o.gone = true
+	o.mu.Unlock()
+}
+
+// errNoClient fails a write to a tee whose clients are all gone.
+var errNoClient = errors.New("server: every client of the answer went away")
+
+// each calls fn with the ResponseWriter of every client still there; a
+// client for which fn fails is written to no more. It fails when none is
+// left.
+func (t *tee) each(fn func(w http.ResponseWriter) error) error {
+	left := 0
+	for _, o := range t.outs {
+		o.mu.Lock()
+		if !o.gone {
+			if err := fn(o.w); err != nil {
+				o.gone = true
+			} else {
+				left++
+			}
+		}
+		o.mu.Unlock()
 	}
-}
-
-func (rec *recorder) Write(b []byte) (int, error) {
-	rec.WriteHeader(http.StatusOK)
-	return rec.body.Write(b)
-}
-
-// replay writes the recorded response to w.
-func (rec *recorder) replay(w http.ResponseWriter) {
-	h := w.Header()
-	for k, v := range rec.header {
-		h[k] = v
+	if left == 0 {
+		return errNoClient
 	}
-	w.WriteHeader(cmp.Or(rec.status, http.StatusOK))
-	w.Write(rec.body.Bytes())
+	return nil
+}
+
+func (t *tee) Header() http.Header { return t.header }
+
+func (t *tee) WriteHeader(code int) {
+	if t.status != 0 {
+		return
+	}
+	t.status = code
+	t.each(func(w http.ResponseWriter) error {
+		h := w.Header()
+		for k, v := range t.header {
+			h[k] = v
+		}
+		w.WriteHeader(code)
+		return nil
+	})
+}
+
+func (t *tee) Write(b []byte) (int, error) {
+	t.WriteHeader(http.StatusOK)
+	err := t.each(func(w http.ResponseWriter) error {
+		_, err := w.Write(b)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// FlushError sends what every client's writer buffers (see
+// http.ResponseController).
+func (t *tee) FlushError() error {
+	return t.each(func(w http.ResponseWriter) error {
+		if err := http.NewResponseController(w).Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return err
+		}
+		return nil
+	})
 }
 
 func busy(w http.ResponseWriter, msg string) {
@@ -412,31 +484,34 @@ func tooLargeBody(max int64) string {
 	return fmt.Sprintf("request body: larger than %d bytes, the most this daemon accepts", max)
 }
 
-// deadlineWriter gives the response timeout to be written from its first
-// byte, so that a client that stops reading frees its request slot while
-// a request that takes long to compute still gets its answer.
+// deadlineWriter gives each piece of a response the response timeout to
+// be written, from the moment it is written: a client that stops reading
+// frees its request slot, while a request that takes long to compute, or
+// an answer streamed in many pieces, still gets through.
 type deadlineWriter struct {
 	http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
-	started bool
 }
 
-func (w *deadlineWriter) start() {
-	if !w.started {
-		w.started = true
-		w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
-	}
+func (w *deadlineWriter) extend() {
+	w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
 }
 
 func (w *deadlineWriter) WriteHeader(code int) {
-	w.start()
+	w.extend()
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *deadlineWriter) Write(b []byte) (int, error) {
-	w.start()
+	w.extend()
 	return w.ResponseWriter.Write(b)
+}
+
+// FlushError sends what the server buffers, within the timeout.
+func (w *deadlineWriter) FlushError() error {
+	w.extend()
+	return w.rc.Flush()
 }
 
 // Unwrap lets http.ResponseController reach the server's writer.

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -134,8 +133,9 @@ type Options struct {
 	MaxConns int
 	// HeaderTimeout bounds the reading of a request's header, from the
 	// connection's opening or the request's first byte; BodyTimeout the
-	// reading of its body; WriteTimeout the writing of a response from its
-	// first byte (a client that stops reading is cut off); IdleTimeout how
+	// reading of its body; WriteTimeout the writing of each piece of a
+	// response from when it is sent (a client that stops reading is cut
+	// off; an answer not streamed is one piece); IdleTimeout how
 	// long a connection is kept open between requests. Defaults 10 s, 30 s,
 	// 30 s and 60 s.
 	HeaderTimeout time.Duration
@@ -180,6 +180,7 @@ func New(b Backend, opts Options) *Server {
 	s.mux.HandleFunc("POST /v1/basis", s.basis)
 	s.mux.HandleFunc("GET /v1/groups", s.groups)
 	s.mux.HandleFunc("GET /v1/dupes", s.dupes)
+	s.mux.HandleFunc("POST /v1/dirs/totals", s.dirTotals)
 	s.mux.HandleFunc("GET /v1/status", s.status)
 	s.mux.HandleFunc("GET /v1/roots", s.roots)
 	s.mux.HandleFunc("POST /v1/roots", s.changeRoots)
@@ -277,7 +278,7 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request) {
 }
 
 func statsOf(st index.Stats) ipc.IndexStats {
-	return ipc.IndexStats{Files: st.Files, Bytes: st.Bytes, Postings: st.Features, Fingerprints: st.Fingerprints, DiskBytes: st.DiskBytes}
+	return ipc.IndexStats{Files: st.Files, Bytes: st.Bytes, Contents: st.Contents, Postings: st.Postings, Fingerprints: st.Fingerprints, DiskBytes: st.DiskBytes}
 }
 
 func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
@@ -345,6 +346,13 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
 		Candidates:      res.Candidates,
 		Checked:         measured,
 		Dropped:         dropped,
+	}
+	if req.ListCommon {
+		for _, f := range q.Sketch.Features {
+			if res.SkippedHash(f.Hash) {
+				out.Common = append(out.Common, fmt.Sprintf("%016x", f.Hash))
+			}
+		}
 	}
 	for _, m := range checkedMs {
 		mo := matchOf(m.Match)
@@ -473,90 +481,6 @@ func matchOf(m index.Match) ipc.Match {
 
 // pct converts a share in 0..1 to a percentage rounded to 0.01.
 func pct(x float64) float64 { return math.Round(x*10000) / 100 }
-
-func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
-	start := received(r)
-	c := s.identify(w, r)
-	if c == nil {
-		return
-	}
-	q := r.URL.Query()
-	opts := index.GroupOptions{SameType: q.Get("all_types") == "", PathPrefix: q.Get("prefix")}
-	if v := c.view(); v != nil {
-		opts.Visible = v.CanRead
-	}
-	thr := 25.0
-	if v := q.Get("threshold"); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(f > 0 && f <= 100) { // NaN too
-			writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, fmt.Sprintf("threshold %q: want a percentage above 0, at most 100", v))
-			return
-		}
-		thr = f
-	}
-	opts.Threshold = thr / 100
-	if v := q.Get("max_df"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < -1 {
-			writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, fmt.Sprintf("max_df %q: want -1 (no cap), 0 (default) or a count", v))
-			return
-		}
-		opts.MaxDF = n
-	}
-	if v := q.Get("min_shared"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, fmt.Sprintf("min_shared %q: want a count of at least 1", v))
-			return
-		}
-		opts.MinShared = n
-	}
-	gs, err := s.q.Groups(opts)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	out := ipc.GroupsResponse{Threshold: thr, Groups: make([]ipc.Group, 0, len(gs))}
-	for _, g := range gs {
-		wg := ipc.Group{Reference: groupFile(g.Reference), Members: make([]ipc.GroupFile, 0, len(g.Members))}
-		for _, m := range g.Members {
-			wg.Members = append(wg.Members, groupFile(m))
-		}
-		out.Groups = append(out.Groups, wg)
-	}
-	out.ElapsedNs = time.Since(start).Nanoseconds()
-	writeJSON(w, out)
-}
-
-func groupFile(m index.GroupMember) ipc.GroupFile {
-	p, raw := ipc.PathFields(m.Path)
-	g := ipc.GroupFile{Path: p, PathRaw: raw, Size: m.FileMeta.Size, Percent: pct(m.Percent)}
-	if m.Via != "" {
-		v := ipc.NewFilePath(m.Via)
-		g.Via = &v
-	}
-	for _, c := range m.Copies {
-		g.Copies = append(g.Copies, ipc.NewFilePath(c))
-	}
-	return g
-}
-
-func (s *Server) dupes(w http.ResponseWriter, r *http.Request) {
-	c := s.identify(w, r)
-	if c == nil {
-		return
-	}
-	sets, err := s.q.Dupes(r.URL.Query().Get("prefix"))
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	var canRead func(string) bool
-	if v := c.view(); v != nil {
-		canRead = v.CanRead
-	}
-	writeJSON(w, dupesResponse(sets, canRead))
-}
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	c := s.identify(w, r)

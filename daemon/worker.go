@@ -6,30 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"strings"
 	"syscall"
-	"time"
 
 	"github.com/sif-dev/sif/index"
 )
-
-// changeRetries is how often a file that changes while it is read is put
-// back to settle again before it is left until its next change.
-const changeRetries = 5
-
-// goneDeferrals bounds how often the removal of a directory's records is
-// put off while scans of new directories run (which may be the same
-// directory, moved: its files are then renamed in the index, not read).
-const goneDeferrals = 20
-
-// cookiePrefix starts the names of the files sifctl wait creates in each
-// root; they are never indexed.
-const cookiePrefix = ".sifd-cookie-"
-
-func isCookie(path string) bool {
-	return strings.HasPrefix(filepath.Base(path), cookiePrefix)
-}
 
 // worker handles items until ctx is done.
 func (d *Daemon) worker(ctx context.Context, r *reader) {
@@ -137,22 +117,46 @@ func (d *Daemon) syncPath(ctx context.Context, r *reader, path string, info fs.F
 func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path string, info fs.FileInfo, t ticket) {
 	dev, ino := fileID(info)
 	mtime := info.ModTime().UnixNano()
-	rec, err := d.ix.Lookup(path)
-	if err == nil && rec.FileMeta.Size == info.Size() && rec.MtimeNs == mtime && rec.Dev == dev && rec.Ino == ino &&
-		!d.racy(mtime) {
-		d.count.unchanged.Add(1)
-		return
+	// A file of a first scan into an index that held nothing under its
+	// root has no record to compare, or to have been moved from, unless
+	// written during the scan: it is read without looking (at worst read
+	// twice).
+	fresh := t.scan != nil && t.scan.fresh
+	if !fresh {
+		rec, err := d.ix.Lookup(path)
+		if err == nil && sameMeta(rec.FileMeta, info) && !d.racy(mtime) {
+			d.count.unchanged.Add(1)
+			return
+		}
 	}
 	if d.faults.held(path) {
 		return // not worth reading while the index cannot take it
 	}
-	if d.renamed(path, info, dev, ino, mtime) {
+	if !fresh && d.renamed(path, info, dev, ino, mtime) {
 		return
 	}
 	r.maxSize = d.filter().maxSize
-	meta, sketch, err := r.read(ctx, path)
+	// A file is first offered to the index as a copy of a content it
+	// holds; one read whole is fingerprinted only when it is new. In a
+	// first scan into an empty index, a file whose bytes the scan has
+	// not met yet is new without asking (and Put still joins it to an
+	// equal content, should one have been written meanwhile).
+	meta, strong, sketch, err := r.load(ctx, path, info)
 	if err == nil {
-		if _, err := d.ix.Put(meta, sketch); err != nil {
+		var err error
+		copied := false
+		if t.scan != nil && t.scan.contents != nil && t.scan.contents.add(strong) {
+			// the first file with these bytes
+		} else {
+			_, copied, err = d.ix.PutCopy(meta, meta.Size, strong)
+		}
+		if err == nil && !copied && sketch == nil {
+			sketch = r.sketch()
+		}
+		if err == nil && !copied {
+			_, err = d.ix.Put(meta, sketch)
+		}
+		if err != nil {
 			d.count.errors.Add(1)
 			if errors.Is(err, errWritesHeld) || errors.Is(err, index.ErrClosed) {
 				return // kept, or rescanned into the rebuilt index
@@ -205,7 +209,7 @@ func (d *Daemon) renamed(path string, info fs.FileInfo, dev, ino uint64, mtime i
 				continue // a hard link: both paths are this file
 			}
 		}
-		meta := index.FileMeta{Path: path, Size: info.Size(), MtimeNs: mtime, Dev: dev, Ino: ino, Mode: uint32(info.Mode())}
+		meta := index.FileMeta{Path: path, Size: info.Size(), MtimeNs: mtime, CtimeNs: fileCtime(info), Dev: dev, Ino: ino, Mode: uint32(info.Mode())}
 		if err := d.ix.Rename(c.Path, meta); err != nil {
 			if !errors.Is(err, index.ErrNotFound) && !errors.Is(err, errWritesHeld) { // else removed meanwhile: read it
 				d.log.Error("index rename failed", "from", c.Path, "to", path, "err", err)
@@ -308,91 +312,6 @@ func (d *Daemon) skip(root *rootState, path string, err error) {
 	}
 	d.errs.add(err.Error())
 	d.log.Warn("skipped", "err", err)
-}
-
-// touch records a change to path, applied once it has settled. epoch is
-// the tracker epoch of the change, or 0 for the current one; gone says the
-// watcher reported the path removed or renamed away (removals settle a
-// little later than changes, so a file's new name is seen before its old
-// one goes, and the move costs no read).
-func (d *Daemon) touch(path string, epoch uint64, gone bool) {
-	d.pmu.Lock()
-	defer d.pmu.Unlock()
-	if e, ok := d.pend[path]; !ok {
-		d.faults.burst[path] = time.Now()
-		if epoch == 0 {
-			epoch = d.track.begin()
-		} else {
-			d.track.add(epoch)
-		}
-		d.pend[path] = epoch
-	} else if epoch != 0 && epoch < e {
-		d.track.add(epoch)
-		d.pend[path] = epoch
-		d.track.done(e)
-	}
-	if gone {
-		d.settleGone.Touch(path, 0)
-	} else {
-		d.settle.Touch(path, 0)
-	}
-}
-
-// settled queues a path whose changes have settled.
-func (d *Daemon) settled(ctx context.Context, path string) {
-	d.pmu.Lock()
-	e := d.pend[path]
-	delete(d.pend, path)
-	start, ok := d.faults.burst[path]
-	delete(d.faults.burst, path)
-	d.pmu.Unlock()
-	if ok {
-		d.settledAfter(path, time.Since(start))
-	}
-	if !d.lanes.push(ctx, true, item{path: path, t: ticket{epoch: e}}) {
-		d.track.done(e)
-	}
-}
-
-// retryLater puts back a file that changed while it was read, to be read
-// once it has settled again. It returns false when the file has changed
-// during too many reads in a row: it is then left until its next change.
-func (d *Daemon) retryLater(path string, t ticket) bool {
-	if !d.bump(d.retries, path, changeRetries) {
-		return false
-	}
-	d.touch(path, t.waitEpoch(), false)
-	return true
-}
-
-func (d *Daemon) clearRetries(path string) {
-	d.pmu.Lock()
-	delete(d.retries, path)
-	d.pmu.Unlock()
-}
-
-// deferGone puts off the removal of the records under path; it returns
-// false once it has been put off goneDeferrals times.
-func (d *Daemon) deferGone(path string, t ticket) bool {
-	if !d.bump(d.deferrals, path, goneDeferrals) {
-		return false
-	}
-	d.touch(path, t.waitEpoch(), true)
-	return true
-}
-
-// bump counts one more attempt for path in m and reports whether it is
-// within limit; past it, the count starts over.
-func (d *Daemon) bump(m map[string]int, path string, limit int) bool {
-	d.pmu.Lock()
-	defer d.pmu.Unlock()
-	n := m[path] + 1
-	if n > limit {
-		delete(m, path)
-		return false
-	}
-	m[path] = n
-	return true
 }
 
 // racy reports whether a file with this mtime must be read even though

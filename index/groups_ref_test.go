@@ -1,0 +1,298 @@
+package index
+
+// The implementation of Groups before it streamed: it loads every record
+// under the prefix and holds every pair sharing a fingerprint. Tests and
+// benchmarks compare the streaming Groups with it.
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/sif-dev/sif/index/fingerprint"
+)
+
+// GroupsReference is Groups as it was before it streamed.
+func (ix *Index) GroupsReference(opts GroupOptions) ([]Group, error) { return ix.groupsRef(opts) }
+
+// SetGroupPairBudget sets the most pairs a pass of Groups holds, and
+// returns a function that restores the default.
+func SetGroupPairBudget(n int) (restore func()) {
+	old := groupPairBudget
+	groupPairBudget = n
+	return func() { groupPairBudget = old }
+}
+
+// GroupPasses is the number of passes over the postings the last Groups
+// made.
+func GroupPasses() int { return int(lastGroupPasses.Load()) }
+
+// refNode is one distinct content among the files considered: a
+// representative file and its identical copies.
+type refNode struct {
+	rec    FileRecord
+	copies []string
+	parent int // union-find
+	links  int
+}
+
+func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := ix.acquire(); err != nil {
+		return nil, err
+	}
+	defer ix.release()
+	snap := ix.db.NewSnapshot()
+	defer snap.Close()
+
+	nodes, nodeOf, err := ix.refNodes(snap, opts.PathPrefix, opts.Visible)
+	if err != nil {
+		return nil, err
+	}
+	shared, common, err := ix.refPairShares(snap, opts.MaxDF, nodeOf)
+	if err != nil {
+		return nil, err
+	}
+	// A node's distinctive weight at level l: its weight at that level
+	// without its keys held by too many files. Two files are compared at
+	// the higher of their levels (fingerprint.Compare); the keys they share
+	// are all of that level or more. The level of a key held by too many
+	// files is not stored: its weight is taken out at every level.
+	distinct := func(i, l int) uint64 {
+		w := nodes[i].rec.WeightAt(l)
+		return w - min(common[i], w)
+	}
+
+	// Link the pairs that pass, and merge them with union-find.
+	type link struct {
+		a, b    int
+		percent float64
+	}
+	var links []link
+	for key, ps := range shared {
+		if int(ps.n) < opts.MinShared {
+			continue
+		}
+		sh := ps.weight
+		a, b := int(key>>32), int(key&math.MaxUint32)
+		na, nb := &nodes[a], &nodes[b]
+		if opts.SameType && na.rec.Type != nb.rec.Type {
+			continue
+		}
+		l := int(max(na.rec.Level, nb.rec.Level))
+		p := max(fingerprint.Ratio(sh, distinct(a, l)), fingerprint.Ratio(sh, distinct(b, l)))
+		if p < opts.Threshold {
+			continue
+		}
+		links = append(links, link{a, b, p})
+		na.links++
+		nb.links++
+		refUnion(nodes, a, b)
+	}
+	slices.SortFunc(links, func(x, y link) int {
+		return cmp.Or(cmp.Compare(x.a, y.a), cmp.Compare(x.b, y.b))
+	})
+
+	// Collect the groups, and each member's links.
+	members := make(map[int][]int) // root → node indexes
+	for i := range nodes {
+		if nodes[i].links > 0 {
+			r := refFind(nodes, i)
+			members[r] = append(members[r], i)
+		}
+	}
+	percentTo := make(map[int]map[int]float64) // node → linked node → percent
+	for _, l := range links {
+		for _, e := range [][2]int{{l.a, l.b}, {l.b, l.a}} {
+			m := percentTo[e[0]]
+			if m == nil {
+				m = make(map[int]float64)
+				percentTo[e[0]] = m
+			}
+			m[e[1]] = l.percent
+		}
+	}
+
+	groups := make([]Group, 0, len(members))
+	for _, ms := range members {
+		ref := slices.MinFunc(ms, func(x, y int) int {
+			nx, ny := &nodes[x], &nodes[y]
+			return cmp.Or(-cmp.Compare(nx.links, ny.links), -cmp.Compare(nx.rec.Weight, ny.rec.Weight),
+				strings.Compare(nx.rec.Path, ny.rec.Path))
+		})
+		g := Group{Reference: nodes[ref].member(1, "")}
+		for _, m := range ms {
+			if m == ref {
+				continue
+			}
+			if p, ok := percentTo[m][ref]; ok {
+				g.Members = append(g.Members, nodes[m].member(p, ""))
+				continue
+			}
+			// Not linked to the reference: name the strongest link.
+			best, bestP := -1, -1.0
+			for o, p := range percentTo[m] {
+				if p > bestP || p == bestP && nodes[o].rec.Path < nodes[best].rec.Path {
+					best, bestP = o, p
+				}
+			}
+			g.Members = append(g.Members, nodes[m].member(0, nodes[best].rec.Path))
+		}
+		slices.SortFunc(g.Members, func(x, y GroupMember) int {
+			return cmp.Or(-cmp.Compare(x.Percent, y.Percent), strings.Compare(x.Path, y.Path))
+		})
+		groups = append(groups, g)
+	}
+	slices.SortFunc(groups, func(x, y Group) int {
+		return cmp.Or(-cmp.Compare(len(x.Members), len(y.Members)), strings.Compare(x.Reference.Path, y.Reference.Path))
+	})
+	return groups, nil
+}
+
+func (n *refNode) member(percent float64, via string) GroupMember {
+	return GroupMember{FileRecord: n.rec, Percent: percent, Via: via, Copies: n.copies}
+}
+
+// refNodes loads the records in the tree prefix (InTree) that visible
+// (when not nil) accepts and folds identical files into nodes. nodeOf maps
+// a content id to its node's index; contents none of whose files are
+// considered are absent.
+func (ix *Index) refNodes(r pebble.Reader, prefix string, visible func(string) bool) ([]refNode, map[uint32]int, error) {
+	type file struct {
+		rec FileRecord
+		cid uint32
+	}
+	var files []file
+	lo := pathKey(strings.TrimRight(prefix, "/"))
+	err := scan(r, lo, prefixEnd(lo), func(k, v []byte) error {
+		id, err := decodeID(v)
+		if err != nil {
+			return fmt.Errorf("path %q: %w", k[1:], err)
+		}
+		rec, cid, found, err := readRecord(r, id)
+		if err != nil {
+			return err
+		}
+		if found && InTree(rec.Path, prefix) && (visible == nil || visible(rec.Path)) {
+			files = append(files, file{rec, cid}) // in path order
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	type content struct {
+		strong [32]byte
+		size   int64
+	}
+	byContent := make(map[content]int)
+	nodeOf := make(map[uint32]int, len(files))
+	var nodes []refNode
+	for _, f := range files {
+		c := content{f.rec.Strong, f.rec.Summary.Size}
+		if n, ok := byContent[c]; ok && f.rec.Strong != ([32]byte{}) {
+			nodes[n].copies = append(nodes[n].copies, f.rec.Path) // files are in path order
+			nodeOf[f.cid] = n
+			continue
+		}
+		byContent[c] = len(nodes)
+		nodeOf[f.cid] = len(nodes)
+		nodes = append(nodes, refNode{rec: f.rec, parent: len(nodes)})
+	}
+	return nodes, nodeOf, nil
+}
+
+// refPairShare is what two nodes share: weight, and the number of keys.
+type refPairShare struct {
+	weight uint64
+	n      uint32
+}
+
+// refPairShares scans the postings once and returns, for every pair of nodes
+// that share a fingerprint key held by 2 to maxDF files, their shared
+// weight and key count, keyed by a<<32|b with a < b; and, for every node holding keys
+// held by more than maxDF files, the weight of those keys (its boilerplate,
+// left out of its weight when containments are computed).
+func (ix *Index) refPairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int) (shared map[uint64]refPairShare, common map[int]uint64, err error) {
+	type holder struct {
+		node   int
+		weight uint64
+	}
+	shared = make(map[uint64]refPairShare)
+	common = make(map[int]uint64)
+	ix.copiesMu.RLock()
+	copies := maps.Clone(ix.copies)
+	ix.copiesMu.RUnlock()
+	var (
+		cur     uint32 // the current fingerprint key
+		n       int    // the files holding it, all of them: a posting counts its content's
+		holders []holder
+	)
+	flush := func() {
+		if n < 2 {
+			return
+		}
+		slices.SortFunc(holders, func(x, y holder) int { return cmp.Compare(x.node, y.node) })
+		holders = slices.CompactFunc(holders, func(x, y holder) bool { return x.node == y.node })
+		if maxDF >= 0 && n > maxDF {
+			for _, h := range holders {
+				common[h.node] += h.weight
+			}
+			return
+		}
+		for i, a := range holders {
+			for _, b := range holders[i+1:] {
+				// No overflow: shared weight is at most either file's weight.
+				k := uint64(a.node)<<32 | uint64(b.node)
+				ps := shared[k]
+				ps.weight += min(a.weight, b.weight)
+				ps.n++
+				shared[k] = ps
+			}
+		}
+	}
+	started := false
+	err = scanPostings(r, func(p postingEntry) error {
+		if !started || p.key != cur {
+			flush()
+			cur, started = p.key, true
+			n, holders = 0, holders[:0]
+		}
+		n++
+		if c, ok := copies[p.cid]; ok {
+			n += int(c) - 1
+		}
+		if node, ok := nodeOf[p.cid]; ok {
+			holders = append(holders, holder{node, p.weight})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	flush()
+	return shared, common, nil
+}
+
+func refFind(nodes []refNode, i int) int {
+	for nodes[i].parent != i {
+		nodes[i].parent = nodes[nodes[i].parent].parent
+		i = nodes[i].parent
+	}
+	return i
+}
+
+func refUnion(nodes []refNode, a, b int) {
+	ra, rb := refFind(nodes, a), refFind(nodes, b)
+	if ra != rb {
+		nodes[max(ra, rb)].parent = min(ra, rb)
+	}
+}
