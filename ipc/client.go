@@ -368,8 +368,9 @@ func NewSimilarRequest(path string, sk *fingerprint.Sketch) *SimilarRequest {
 	}
 }
 
-// SketchFile reads and fingerprints the regular file at path with p. It
-// refuses directories and special files (fifos, sockets, devices) at once,
+// SketchFile reads and fingerprints the regular file at path with p for
+// a query: without the SimiHash sum table and key, which no query
+// carries (fingerprint.SketchQuery). It refuses directories and special files (fifos, sockets, devices) at once,
 // naming the path and what it is: it opens the file without blocking and
 // checks what it is before reading.
 func SketchFile(path string, p fingerprint.Params) (*fingerprint.Sketch, error) {
@@ -378,7 +379,7 @@ func SketchFile(path string, p fingerprint.Params) (*fingerprint.Sketch, error) 
 		return nil, err
 	}
 	defer f.Close()
-	sk, err := fingerprint.SketchReader(f, p)
+	sk, err := fingerprint.SketchQuery(f, p)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -42,6 +42,7 @@ func ReadQuery(r io.Reader, p fingerprint.Params, o ReadOptions) (*fingerprint.S
 	if err != nil {
 		return nil, nil, err
 	}
+	sk.SkipSimiHash() // a query does not carry it
 	qc := &queryCollector{keep: !o.Signature, level: exact.MinSignatureLevel}
 	var cw countWriter
 	var fw *flate.Writer

@@ -3,6 +3,9 @@ package ipc
 import (
 	"bytes"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/sif-dev/sif/index/exact"
@@ -48,3 +51,38 @@ func TestReadQuery(t *testing.T) {
 type iotest struct{ r io.Reader }
 
 func (o iotest) Read(p []byte) (int, error) { return o.r.Read(p[:min(len(p), 77777)]) }
+
+// TestQuerySketchesLeaveSimiHash: the sketches a query sends (SketchFile,
+// QueryFile, ReadQuery) skip the SimiHash pass, which no query carries,
+// and keep everything a query does carry equal to a full sketch's.
+func TestQuerySketchesLeaveSimiHash(t *testing.T) {
+	p := fingerprint.DefaultParams()
+	data := text(9, 20000)
+	path := filepath.Join(t.TempDir(), "q.txt")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	full, err := fingerprint.SketchReader(bytes.NewReader(data), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.Key == 0 && full.Sum == (fingerprint.SumTable{}) {
+		t.Fatal("a full sketch has no SimiHash: the test says nothing")
+	}
+	fromFile, err := SketchFile(path, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, _, err := ReadQuery(bytes.NewReader(data), p, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, sk := range map[string]*fingerprint.Sketch{"SketchFile": fromFile, "ReadQuery": read} {
+		if sk.Key != 0 || sk.Sum != (fingerprint.SumTable{}) {
+			t.Errorf("%s: SimiHash computed (key %d)", name, sk.Key)
+		}
+		if sk.Strong != full.Strong || sk.Size != full.Size || sk.Type != full.Type || !slices.Equal(sk.Features, full.Features) {
+			t.Errorf("%s: the sketch differs from a full one's in what a query carries", name)
+		}
+	}
+}

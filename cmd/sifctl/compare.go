@@ -151,7 +151,17 @@ func sketch(file string, p fingerprint.Params) (*fingerprint.Sketch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	return ipc.SketchFile(abs, p)
+	// The whole sketch: compare prints the SimiHash distance too.
+	f, err := ipc.OpenRegular(abs)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sk, err := fingerprint.SketchReader(f, p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", abs, err)
+	}
+	return sk, nil
 }
 
 // explainPair reads the two files and explains what they share, marking

@@ -263,7 +263,7 @@ func readQuery(ctx context.Context, g *globals, file string, p fingerprint.Param
 	if check {
 		sk, d, err = ipc.ReadQuery(pr, p, o)
 	} else {
-		sk, err = fingerprint.SketchReader(pr, p)
+		sk, err = fingerprint.SketchQuery(pr, p)
 	}
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("standard input: %w", err)
