@@ -245,6 +245,10 @@ type GroupOptions struct {
 	// link the files they resemble. It is called once per file under
 	// PathPrefix, on the caller's goroutine.
 	Visible func(path string) bool
+	// Links, when set, lists in each Group the links between its files
+	// with their containments both ways (Group.Links): what a caller that
+	// weighs the pairs itself needs, such as directory grouping.
+	Links bool
 }
 
 // Group is a set of similar files (Manber §4, Figure 3): a reference file
@@ -254,6 +258,19 @@ type GroupOptions struct {
 type Group struct {
 	Reference GroupMember
 	Members   []GroupMember // by percentage, descending
+	// Links are the links between the group's files, when
+	// GroupOptions.Links is set (else nil), ordered by A, then B.
+	Links []GroupLink
+}
+
+// GroupLink is one link of a group: two of its files, each named by its
+// place in the group (0 the reference, i the member Members[i-1]; A < B),
+// and how much of each the other contains, 0..1, as a query of one would
+// find the other (boilerplate left out). Copies of a file are identical
+// to it and have no links of their own.
+type GroupLink struct {
+	A, B       int
+	AInB, BInA float64
 }
 
 // GroupMember is one file of a group.

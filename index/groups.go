@@ -51,7 +51,8 @@ func (o GroupOptions) withDefaults() (GroupOptions, error) {
 // nothing else similar form no group: Dupes reports them.
 //
 // Each group's reference is the member with the most links (then the larger
-// weight, then the first path). The output is deterministic: groups by
+// weight, then the first path). With GroupOptions.Links, each group also
+// lists its links, with both containments (Group.Links). The output is deterministic: groups by
 // size, descending, then by reference path; members by Percent, descending,
 // then by path. Groups sees one consistent state of the index.
 //
@@ -166,10 +167,15 @@ type grouping struct {
 	links  []groupLink
 }
 
+// groupLink links nodes a and b: ab is how much of a b contains, ba how
+// much of b a contains.
 type groupLink struct {
-	a, b    uint32
-	percent float64
+	a, b   uint32
+	ab, ba float64
 }
+
+// percent is the link's strength: the larger containment.
+func (l groupLink) percent() float64 { return max(l.ab, l.ba) }
 
 // fileOK reports whether the file with id is considered.
 func (g *grouping) fileOK(id uint32) bool { return !g.filtered || g.files.has(id) }
@@ -636,11 +642,11 @@ func (g *grouping) link(shared *pairTable) error {
 			return
 		}
 		l := int(max(wa.level, wb.level))
-		p := max(fingerprint.Ratio(ps.weight, distinct(a, wa, l)), fingerprint.Ratio(ps.weight, distinct(b, wb, l)))
-		if p < g.opts.Threshold {
+		ab, ba := fingerprint.Ratio(ps.weight, distinct(a, wa, l)), fingerprint.Ratio(ps.weight, distinct(b, wb, l))
+		if max(ab, ba) < g.opts.Threshold {
 			return
 		}
-		g.links = append(g.links, groupLink{a, b, p})
+		g.links = append(g.links, groupLink{a, b, ab, ba})
 		g.nlinks[a]++
 		g.nlinks[b]++
 		g.union(a, b)
@@ -831,30 +837,50 @@ func (g *grouping) group(ds []uint32, links []groupLink, ref uint32) (Group, err
 		a, b := at(l.a), at(l.b)
 		for _, e := range [2][2]int{{a, b}, {b, a}} {
 			m, o := &nodes[e[0]], e[1]
+			p := l.percent()
 			if o == r {
-				m.toRef, m.linked = l.percent, true
+				m.toRef, m.linked = p, true
 			}
-			if l.percent > m.bestP || l.percent == m.bestP && nodes[o].rec.Path < nodes[m.best].rec.Path {
-				m.best, m.bestP = o, l.percent
+			if p > m.bestP || p == m.bestP && nodes[o].rec.Path < nodes[m.best].rec.Path {
+				m.best, m.bestP = o, p
 			}
 		}
 	}
-	grp := Group{Reference: nodes[r].member(1, ""), Members: make([]GroupMember, 0, len(nodes)-1)}
+	// The members, by percentage, then path; one not linked to the
+	// reference (toRef 0) names its strongest link.
+	order := make([]int, 0, len(nodes)-1)
 	for i := range nodes {
-		n := &nodes[i]
-		if i == r {
-			continue
+		if i != r {
+			order = append(order, i)
 		}
+	}
+	slices.SortFunc(order, func(x, y int) int {
+		return cmp.Or(-cmp.Compare(nodes[x].toRef, nodes[y].toRef), strings.Compare(nodes[x].rec.Path, nodes[y].rec.Path))
+	})
+	grp := Group{Reference: nodes[r].member(1, ""), Members: make([]GroupMember, 0, len(order))}
+	for _, i := range order {
+		n := &nodes[i]
 		if n.linked {
 			grp.Members = append(grp.Members, n.member(n.toRef, ""))
 		} else {
-			// Not linked to the reference: name the strongest link.
 			grp.Members = append(grp.Members, n.member(0, nodes[n.best].rec.Path))
 		}
 	}
-	slices.SortFunc(grp.Members, func(x, y GroupMember) int {
-		return cmp.Or(-cmp.Compare(x.Percent, y.Percent), strings.Compare(x.Path, y.Path))
-	})
+	if g.opts.Links {
+		place := make([]int, len(nodes)) // node → its place in the group; the reference's is 0
+		for p, i := range order {
+			place[i] = p + 1
+		}
+		grp.Links = make([]GroupLink, 0, len(links))
+		for _, l := range links {
+			gl := GroupLink{A: place[at(l.a)], B: place[at(l.b)], AInB: l.ab, BInA: l.ba}
+			if gl.A > gl.B {
+				gl.A, gl.B, gl.AInB, gl.BInA = gl.B, gl.A, gl.BInA, gl.AInB
+			}
+			grp.Links = append(grp.Links, gl)
+		}
+		slices.SortFunc(grp.Links, func(x, y GroupLink) int { return cmp.Or(cmp.Compare(x.A, y.A), cmp.Compare(x.B, y.B)) })
+	}
 	return grp, nil
 }
 

@@ -1,9 +1,11 @@
 package index_test
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -62,6 +64,12 @@ func TestGroupsAgainstBruteForce(t *testing.T) {
 					t.Fatalf("%+v: groups\n%s\nwant\n%s", opts, g, w)
 				}
 				checkGroupDetails(t, m, opts, got)
+				opts.Links = true
+				withLinks, err := ix.Groups(opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkGroupLinks(t, m, opts, got, withLinks)
 				t.Logf("%+v: %d groups, largest %d", opts, len(got), largestGroup(got))
 			}
 		})
@@ -189,6 +197,49 @@ func checkGroupDetails(t *testing.T, m model, opts index.GroupOptions, gs []inde
 				prev := g.Members[i-1]
 				if prev.Percent < mem.Percent || prev.Percent == mem.Percent && prev.Path > mem.Path {
 					t.Errorf("member %q listed after %q", mem.Path, prev.Path)
+				}
+			}
+		}
+	}
+}
+
+// checkGroupLinks checks the groups asked for with Links against those
+// asked for without: the same groups, in the same order, and each group's
+// links exactly the pairs of its files that are linked, with their
+// containments as Compare measures them.
+func checkGroupLinks(t *testing.T, m model, opts index.GroupOptions, plain, gs []index.Group) {
+	t.Helper()
+	if len(gs) != len(plain) {
+		t.Fatalf("%d groups with links, %d without", len(gs), len(plain))
+	}
+	for gi, g := range gs {
+		links := g.Links
+		g.Links = nil
+		if !reflect.DeepEqual(g, plain[gi]) {
+			t.Fatalf("group %d differs with links:\n%+v\nwithout:\n%+v", gi, g, plain[gi])
+		}
+		files := append([]index.GroupMember{g.Reference}, g.Members...)
+		got := map[[2]int]index.GroupLink{}
+		for i, l := range links {
+			if l.A < 0 || l.A >= l.B || l.B >= len(files) {
+				t.Fatalf("group %q: link %+v names no pair of its %d files", g.Reference.Path, l, len(files))
+			}
+			if i > 0 && cmp.Or(cmp.Compare(links[i-1].A, l.A), cmp.Compare(links[i-1].B, l.B)) >= 0 {
+				t.Errorf("group %q: link %+v listed after %+v", g.Reference.Path, l, links[i-1])
+			}
+			got[[2]int{l.A, l.B}] = l
+		}
+		for a := range files {
+			for b := a + 1; b < len(files); b++ {
+				sa, sb := m[files[a].Path].sk, m[files[b].Path].sk
+				c := fingerprint.Compare(sa, sb)
+				linked := max(c.AInB, c.BInA) >= opts.Threshold && c.SharedFeatures >= minShared(opts) && (!opts.SameType || sa.Type == sb.Type)
+				l, ok := got[[2]int{a, b}]
+				switch {
+				case linked != ok:
+					t.Errorf("group %q: files %q and %q linked %v, listed %v", g.Reference.Path, files[a].Path, files[b].Path, linked, ok)
+				case ok && (l.AInB != c.AInB || l.BInA != c.BInA):
+					t.Errorf("group %q: link %+v of %q and %q, want %v and %v", g.Reference.Path, l, files[a].Path, files[b].Path, c.AInB, c.BInA)
 				}
 			}
 		}
