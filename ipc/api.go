@@ -250,6 +250,31 @@ type GroupFile struct {
 type Group struct {
 	Reference GroupFile   `json:"reference"`
 	Members   []GroupFile `json:"members"`
+	// Links are the links between the group's files, when asked for
+	// (GroupsOptions.Links), by A, then B.
+	Links []GroupLink `json:"links,omitempty"`
+}
+
+// GroupLink is one link of a group: two of its files named by their place
+// (0 the reference, i the member Members[i-1]; A < B), and the percentage
+// of each the other contains. A file's copies are identical to it and
+// have no links of their own.
+type GroupLink struct {
+	A    int     `json:"a"`
+	B    int     `json:"b"`
+	AInB float64 `json:"a_in_b"`
+	BInA float64 `json:"b_in_a"`
+}
+
+// check reports what is wrong with l as a link of a group of n files.
+func (l GroupLink) check(n int) error {
+	switch {
+	case l.A < 0 || l.A >= l.B || l.B >= n:
+		return fmt.Errorf("link %d-%d: not two files of a group of %d", l.A, l.B, n)
+	case !(l.AInB >= 0 && l.AInB <= 100 && l.BInA >= 0 && l.BInA <= 100):
+		return fmt.Errorf("link %d-%d: percentages %v and %v, want 0 to 100", l.A, l.B, l.AInB, l.BInA)
+	}
+	return nil
 }
 
 // GroupsResponse answers GET /v1/groups.

@@ -146,6 +146,9 @@ type GroupsOptions struct {
 	AllTypes  bool // link text and binary files too
 	Prefix    string
 	MinShared int // fingerprints two files must share to be linked; 0 means the daemon's default
+	// Links asks for each group's links, with their containments both
+	// ways (Group.Links).
+	Links bool
 }
 
 // Groups asks for all groups of similar files, and returns them whole.
@@ -188,6 +191,9 @@ func (c *Client) GroupsEach(ctx context.Context, o GroupsOptions, fn func(Group)
 	if o.MinShared != 0 {
 		v.Set("min_shared", strconv.Itoa(o.MinShared))
 	}
+	if o.Links {
+		v.Set("links", "1")
+	}
 	var out GroupsResponse
 	var fnErr error
 	err := c.doStream(ctx, http.MethodGet, "/v1/groups?"+v.Encode(), func(r io.Reader) error {
@@ -210,7 +216,9 @@ var ErrCutShort = errors.New("ipc: the answer was cut short")
 
 // decodeGroups reads a GroupsResponse from r, calling fn with each group
 // instead of keeping it, and the other fields into out. Fields it does not
-// know are skipped, in any order.
+// know are skipped, in any order. A group whose links do not name two of
+// its files, or carry a percentage out of 0..100, is an error: fn never
+// sees it.
 func decodeGroups(r io.Reader, out *GroupsResponse, fn func(Group) error) error {
 	dec := json.NewDecoder(r)
 	delim := func(want json.Delim) error {
@@ -240,6 +248,11 @@ func decodeGroups(r io.Reader, out *GroupsResponse, fn func(Group) error) error 
 				var g Group
 				if err := dec.Decode(&g); err != nil {
 					return fmt.Errorf("groups: %w", err)
+				}
+				for _, l := range g.Links {
+					if err := l.check(1 + len(g.Members)); err != nil {
+						return fmt.Errorf("groups: group of %s: %w", g.Reference.Path, err)
+					}
 				}
 				if err := fn(g); err != nil {
 					return err

@@ -1,8 +1,10 @@
 package ipc
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -60,6 +62,44 @@ func FuzzJoinPath(f *testing.F) {
 		}
 		if fp := (FilePath{Path: display, PathRaw: raw}).Exact(); err == nil && fp != got {
 			t.Fatalf("Exact %q, JoinPath %q", fp, got)
+		}
+	})
+}
+
+// FuzzDecodeGroupsAnswer feeds the groups decoder what a daemon, or something
+// posing as one, may answer: it never panics, every group it hands on has
+// links that name two of its files, with percentages in range, and what
+// it took, encoded again, decodes to the same.
+func FuzzDecodeGroupsAnswer(f *testing.F) {
+	f.Add([]byte(`{"threshold":10,"groups":[{"reference":{"path":"/a/x.c","size":10,"percent":100},` +
+		`"members":[{"path":"/b/x.c","size":12,"percent":80,"copies":[{"path":"/c/x.c"}]},{"path":"/d/y.c","size":9,"percent":0,"via":{"path":"/b/x.c"}}],` +
+		`"links":[{"a":0,"b":1,"a_in_b":80,"b_in_a":66.67},{"a":1,"b":2,"a_in_b":12.5,"b_in_a":40}]}],"elapsed_ns":5}`))
+	f.Add([]byte(`{"groups":[{"reference":{"path":"/a"},"members":[],"links":[{"a":0,"b":1,"a_in_b":1,"b_in_a":1}]}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var out GroupsResponse
+		groups := []Group{}
+		err := decodeGroups(bytes.NewReader(body), &out, func(g Group) error {
+			for _, l := range g.Links {
+				if l.A < 0 || l.A >= l.B || l.B > len(g.Members) || l.AInB < 0 || l.AInB > 100 || l.BInA < 0 || l.BInA > 100 {
+					t.Fatalf("group of %q handed on with link %+v, %d members", g.Reference.Path, l, len(g.Members))
+				}
+			}
+			groups = append(groups, g)
+			return nil
+		})
+		if err != nil {
+			return
+		}
+		again, err := json.Marshal(GroupsResponse{Threshold: out.Threshold, Groups: groups, ElapsedNs: out.ElapsedNs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := GroupsResponse{Groups: []Group{}}
+		if err := decodeGroups(bytes.NewReader(again), &back, func(g Group) error { back.Groups = append(back.Groups, g); return nil }); err != nil {
+			t.Fatalf("%s, encoded again: %v", body, err)
+		}
+		if !reflect.DeepEqual(back.Groups, groups) || back.Threshold != out.Threshold || back.ElapsedNs != out.ElapsedNs {
+			t.Fatalf("%s decodes to %+v; encoded again, to %+v", body, groups, back.Groups)
 		}
 	})
 }

@@ -169,6 +169,7 @@ func FuzzDecodeWait(f *testing.F) {
 // /v1/dupes.
 func FuzzDecodeGroups(f *testing.F) {
 	f.Add("threshold=40&max_df=-1&min_shared=2&all_types=1&prefix=%2Fsrv")
+	f.Add("threshold=10&links=1&prefix=%2Fsrv%2Fa")
 	fb := &fakeBackend{params: fingerprint.DefaultParams()}
 	srv := New(backendOf(fb), fuzzLimits)
 	f.Fuzz(func(t *testing.T, query string) {

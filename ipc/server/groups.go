@@ -85,7 +85,7 @@ func (s *Server) abortStream(st *stream, w http.ResponseWriter, err error) {
 // and returning false when one is wrong. thr is the threshold in percent.
 func groupOptions(w http.ResponseWriter, r *http.Request) (opts index.GroupOptions, thr float64, ok bool) {
 	q := r.URL.Query()
-	opts = index.GroupOptions{SameType: q.Get("all_types") == "", PathPrefix: q.Get("prefix")}
+	opts = index.GroupOptions{SameType: q.Get("all_types") == "", PathPrefix: q.Get("prefix"), Links: q.Has("links")}
 	thr = 25.0
 	if v := q.Get("threshold"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
@@ -119,6 +119,9 @@ func wireGroup(g index.Group) ipc.Group {
 	wg := ipc.Group{Reference: groupFile(g.Reference), Members: make([]ipc.GroupFile, 0, len(g.Members))}
 	for _, m := range g.Members {
 		wg.Members = append(wg.Members, groupFile(m))
+	}
+	for _, l := range g.Links {
+		wg.Links = append(wg.Links, ipc.GroupLink{A: l.A, B: l.B, AInB: pct(l.AInB), BInA: pct(l.BInA)})
 	}
 	return wg
 }

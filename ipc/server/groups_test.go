@@ -51,7 +51,11 @@ func (b *streamBackend) EachGroup(o index.GroupOptions, fn func(index.Group) err
 		if i == b.pause && b.atPause != nil {
 			b.atPause()
 		}
-		if err := fn(testGroup(i)); err != nil {
+		g := testGroup(i)
+		if o.Links {
+			g.Links = []index.GroupLink{{A: 0, B: 1, AInB: 0.4567, BInA: 0.123456}}
+		}
+		if err := fn(g); err != nil {
 			return err
 		}
 	}
@@ -168,6 +172,32 @@ func TestGroupsStreamed(t *testing.T) {
 	b.n.Store(0)
 	if status, body, err := getRaw(t, sock, "/v1/groups"); err != nil || status != http.StatusOK || !strings.HasPrefix(string(body), `{"threshold":25,"groups":[],"elapsed_ns":`) {
 		t.Errorf("no groups: %d %v %s", status, err, body)
+	}
+}
+
+// TestGroupsLinks: with links asked for, each group carries its links as
+// percentages, through the client's decoder; without, none.
+func TestGroupsLinks(t *testing.T) {
+	b := &streamBackend{fakeController: newFakeController()}
+	b.n.Store(3)
+	_, c := serveWith(t, b, Options{})
+	for _, links := range []bool{false, true} {
+		resp, err := c.Groups(context.Background(), ipc.GroupsOptions{Links: links})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Groups) != 3 {
+			t.Fatalf("%d groups, want 3", len(resp.Groups))
+		}
+		for _, g := range resp.Groups {
+			want := []ipc.GroupLink(nil)
+			if links {
+				want = []ipc.GroupLink{{A: 0, B: 1, AInB: 45.67, BInA: 12.35}}
+			}
+			if !reflect.DeepEqual(g.Links, want) {
+				t.Errorf("links asked for %v: group of %s has links %+v, want %+v", links, g.Reference.Path, g.Links, want)
+			}
+		}
 	}
 }
 

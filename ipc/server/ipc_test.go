@@ -162,8 +162,14 @@ func TestGroupsDefaults(t *testing.T) {
 	if _, err := c.Groups(context.Background(), ipc.GroupsOptions{Threshold: 60, AllTypes: true, MaxDF: 9}); err != nil {
 		t.Fatal(err)
 	}
-	if fb.groupsO.Threshold != 0.6 || fb.groupsO.SameType || fb.groupsO.MaxDF != 9 {
+	if fb.groupsO.Threshold != 0.6 || fb.groupsO.SameType || fb.groupsO.MaxDF != 9 || fb.groupsO.Links {
 		t.Errorf("group options %+v", fb.groupsO)
+	}
+	if _, err := c.Groups(context.Background(), ipc.GroupsOptions{Links: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !fb.groupsO.Links {
+		t.Errorf("links asked for, not passed on: %+v", fb.groupsO)
 	}
 }
 
