@@ -873,7 +873,7 @@ func (g *grouping) group(ds []uint32, links []groupLink, ref uint32) (Group, err
 		}
 		grp.Links = make([]GroupLink, 0, len(links))
 		for _, l := range links {
-			gl := GroupLink{A: place[at(l.a)], B: place[at(l.b)], AInB: l.ab, BInA: l.ba}
+			gl := GroupLink{A: place[at(l.a)], B: place[at(l.b)], AInB: min(1, l.ab), BInA: min(1, l.ba)}
 			if gl.A > gl.B {
 				gl.A, gl.B, gl.AInB, gl.BInA = gl.B, gl.A, gl.BInA, gl.AInB
 			}
