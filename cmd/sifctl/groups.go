@@ -14,9 +14,10 @@ import (
 
 func newGroupsCmd(g *globals) *cobra.Command {
 	var o ipc.GroupsOptions
+	var dirs bool
 	cmd := &cobra.Command{
-		Use:   "groups [--threshold PCT] [--json]",
-		Short: "Find all groups of similar files in the index",
+		Use:   "groups [--dirs] [--threshold PCT] [--json]",
+		Short: "Find all groups of similar files, or directories, in the index",
 		Long: `groups compares every indexed file with every other (Manber's all-against-all
 mode) and prints the groups of similar files. Two files are linked when one
 contains at least --threshold percent of the other; linked files form a group.
@@ -41,15 +42,47 @@ the groups and their files. With --json, one object as the daemon answers
 (GET /v1/groups): {"threshold": PCT, "groups": [{"reference": FILE,
 "members": [FILE, ...]}, ...], "elapsed_ns": N}, also written as it comes.
 An answer cut short (the daemon failed or went away midway) ends with a
-line saying so, or with --json is left unfinished, and exits 2.`,
+line saying so, or with --json is left unfinished, and exits 2.
+
+With --dirs, groups lists groups of directories that are near-copies of
+each other (a tree copied and edited, a backup, a vendored library), one
+line per group, the largest saving first:
+
+  48950 to save: R /srv/src/proj 62519 | 78 /srv/backup/2024/proj 58120
+
+Two directories are linked when each holds at least --threshold percent
+(default 50 with --dirs) of the other's bytes: a file counts whole when an
+identical file is in the other, by its shared part when a similar one is.
+The percentage is the lesser of the two. A copied tree is one line, at its
+top: pairs of its subdirectories are folded into it, and so are the
+parents of a copy that hold nothing more of it. The saving is what
+deleting every member but the reference (R) would reclaim without losing
+what R holds: for each member, the bytes of it found in R (or in the
+member it is linked through, "~ ... (via DIR)"), hard links not counted;
+a member inside another is counted with it. The numbers are estimates from
+the index; no file is read. sifctl asks the daemon for the links of the
+similar files (at 10 percent or more, or --threshold if lower; --max-df,
+--min-shared and --all-types shape them), the identical files and the
+totals of the directories, and sums them itself. With --json, one object:
+{"threshold": PCT, "dirs": true, "groups": [{"saving": N, "reference":
+DIR, "members": [DIR, ...]}], "elapsed_ns": N}, each DIR {"path", "size",
+"indexed_files", "percent", and for a member "containment",
+"reverse_containment", "resemblance", "shared_bytes", "files":
+{"identical", "similar", "missing"}, "via"?}. Exit status as without --dirs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dirs && !cmd.Flags().Changed("threshold") {
+				o.Threshold = defaultDirThreshold
+			}
 			if o.Threshold <= 0 || o.Threshold > 100 {
 				return failedf("--threshold %v: want a percentage above 0, at most 100", o.Threshold)
 			}
 			var err error
 			if o.Prefix, err = absPrefix(o.Prefix); err != nil {
 				return failed(err)
+			}
+			if dirs {
+				return groupsDirs(cmd.Context(), g, o, o.Threshold)
 			}
 			var p groupsPrinter
 			if g.json {
@@ -76,7 +109,8 @@ line saying so, or with --json is left unfinished, and exits 2.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.Float64Var(&o.Threshold, "threshold", 25, "least percentage of one file the other must contain to link them")
+	fl.Float64Var(&o.Threshold, "threshold", 25, "least percentage of one file the other must contain to link them (with --dirs: of each directory the other must contain; default 50)")
+	fl.BoolVar(&dirs, "dirs", false, "groups of similar directories instead of files")
 	fl.IntVar(&o.MaxDF, "max-df", 0, "ignore fingerprints found in more than this many files (0: the daemon's default, -1: none)")
 	fl.BoolVar(&o.AllTypes, "all-types", false, "link text and binary files too")
 	fl.StringVar(&o.Prefix, "prefix", "", "only files in this directory tree (whole path components; relative to the current directory)")

@@ -1,0 +1,658 @@
+package main
+
+import (
+	"cmp"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/sif-dev/sif/ipc"
+)
+
+// Directory groups, the arithmetic of `sifctl groups --dirs`: from pairs
+// of indexed files that are identical or similar to the groups of
+// directories that are near-copies of each other.
+//
+//   - A file pair is two files f and g and how much of each the other
+//     holds: f's size times the containment of f in g, and the reverse
+//     (both whole sizes when the two are identical).
+//   - The candidates are the pairs of directories at the same depth
+//     offset above the two files of a pair: their own directories, their
+//     parents, and so on, until the two are one directory or one holds
+//     the other (a directory is no copy of what it holds), or one of them
+//     is a top (its root, or --prefix).
+//   - shared(A in B), for a candidate (A, B), sums over the files under A
+//     the most of each found in one file under B, whatever their depths
+//     (a copy nested deeper in A than A's own files counts whole); the
+//     other way likewise. containment(A in B) is that over the bytes
+//     indexed under A (from the daemon); resemblance is the lesser of the
+//     two sums over the union (both sizes less it).
+//   - A pair is kept when each of its directories holds at least the
+//     threshold of the other (the lesser containment reaches it).
+//
+// Folding keeps one pair per copied tree:
+//
+//   - A kept pair whose shared bytes are, both ways, no more than those of
+//     one kept pair of their subdirectories adds nothing to it: the copy's
+//     top is the subdirectories' pair, and this one is dropped (a copy of
+//     proj/ in a directory holding nothing else is proj/, not its parent).
+//   - A kept pair (A/x, B/y) folds into a kept pair above it at the same
+//     depth offset, (A, B) or higher, that is not dropped: a copied tree
+//     is one pair, at its top, whatever was renamed or moved inside it.
+//   - The pairs left are linked into groups (union-find). A pair whose
+//     ancestors at the same depth offset are both in one group (they may
+//     hold one another) says nothing new, and is dropped: the src/ of two
+//     copies of a tree, one nested inside the other, is part of them. A
+//     folded pair whose two directories are in groups still links them: a
+//     tree duplicated inside each of two copies is one group.
+//
+// The saving of a group is the bytes deleting all its directories but the
+// reference would reclaim and lose nothing the reference holds: for each
+// other member, the bytes of it found in the directory it is linked to
+// (the reference, or its strongest link), less the files whose every
+// match there is a hard link of them; a member inside another member
+// that is not the reference is counted with it.
+
+// Bounds of the pairs a set of files yields.
+const (
+	// dirSetPairs is the most identical files whose pairs are all
+	// counted: a larger set pairs its first file with each other one.
+	dirSetPairs = 32
+	// dirLinkPairs is the most file pairs one link between two sets of
+	// identical files yields whole: beyond, the first file of each set
+	// pairs with every file of the other.
+	dirLinkPairs = 256
+)
+
+// dirGrouping is the state of one `groups --dirs`: directories and files
+// by number, the directory pairs, and what each file pair brought them.
+type dirGrouping struct {
+	tops   map[string]bool
+	dirs   []gDir
+	dirID  map[string]int32
+	files  []gFile
+	fileID map[string]int32
+	pairs  []gPair
+	pairID map[uint64]int32
+	// filePairs are the file pairs added; shares what they bring the
+	// candidate pairs (sum).
+	filePairs []filePair
+	shares    []gShare
+}
+
+// gDir is a directory above a file of a pair.
+type gDir struct {
+	path   string
+	parent int32 // -1 for a top
+	known  int64 // bytes of the paired files under it: a lower bound of its size
+	// From the daemon's totals (haveTotal).
+	bytes, nfiles int64
+	truncated     bool
+	haveTotal     bool
+}
+
+type gFile struct {
+	dir  int32
+	size int64
+}
+
+// gPair is a pair of directories, a < b by number; side 0 is a, side 1 b.
+type gPair struct {
+	a, b   int32
+	parent int32 // the pair of their parents, -1 when it is none
+	// shared[s] is the bytes of side s found in the other; save[s] the
+	// same without the files whose best matches are hard links of them;
+	// identical[s] and similar[s] count side s's files that have an
+	// identical file, or only similar ones, in the other.
+	shared, save       [2]float64
+	identical, similar [2]int
+	cont               [2]float64 // containment of side s in the other, 0..1
+	kept               bool       // each reaches the threshold in the other
+	redundant          bool       // kept, but a pair of subdirectories holds all it shares
+	folded             bool       // kept, and part of a kept pair above it
+	part               bool       // left, but its ancestors at the same depth offset are in one group
+}
+
+// gShare is what one file pair brought one directory pair, for one of
+// the two files: key is pair<<32 | file.
+type gShare struct {
+	key    uint64
+	shared float64
+	flags  uint8
+}
+
+const (
+	shareSide1     = 1 << iota // the file is on side 1 of the pair
+	shareIdentical             // the two files are identical
+	shareHardLink              // the two files are one file on disk
+)
+
+// newDirGrouping starts a grouping whose pairs climb no higher than the
+// directories tops (the roots and --prefix); a filesystem's root is one.
+func newDirGrouping(tops []string) *dirGrouping {
+	g := &dirGrouping{tops: make(map[string]bool), dirID: make(map[string]int32),
+		fileID: make(map[string]int32), pairID: make(map[uint64]int32)}
+	for _, t := range tops {
+		if t != "" {
+			g.tops[filepath.Clean(t)] = true
+		}
+	}
+	return g
+}
+
+// dir returns the number of directory path, adding it and the
+// directories above it up to its top.
+func (g *dirGrouping) dir(path string) int32 {
+	if id, ok := g.dirID[path]; ok {
+		return id
+	}
+	parent := int32(-1)
+	if up := filepath.Dir(path); !g.tops[path] && up != path {
+		parent = g.dir(up)
+	}
+	id := int32(len(g.dirs))
+	g.dirs = append(g.dirs, gDir{path: path, parent: parent})
+	g.dirID[path] = id
+	return id
+}
+
+// file returns the number of the file at path, of size bytes.
+func (g *dirGrouping) file(path string, size int64) int32 {
+	if id, ok := g.fileID[path]; ok {
+		return id
+	}
+	id := int32(len(g.files))
+	g.files = append(g.files, gFile{dir: g.dir(filepath.Dir(path)), size: size})
+	g.fileID[path] = id
+	return id
+}
+
+// addGroup counts the file pairs of a groups answer's group (asked for
+// with its links): each link pairs every file of one end, its copies
+// included, with every file of the other (up to dirLinkPairs pairs).
+func (g *dirGrouping) addGroup(grp ipc.Group) {
+	files := append([]ipc.GroupFile{grp.Reference}, grp.Members...)
+	ids := make([][]int32, len(files))
+	idsOf := func(i int) []int32 {
+		if ids[i] == nil {
+			f := &files[i]
+			ids[i] = append(ids[i], g.file(wirePath(f.Path, f.PathRaw), f.Size))
+			for _, c := range f.Copies {
+				ids[i] = append(ids[i], g.file(c.Exact(), f.Size))
+			}
+		}
+		return ids[i]
+	}
+	for _, l := range grp.Links {
+		if l.A < 0 || l.B < 0 || l.A >= len(files) || l.B >= len(files) || l.A == l.B {
+			continue // the client's decoder refuses these
+		}
+		as, bs := idsOf(l.A), idsOf(l.B)
+		ab, ba := l.AInB/100, l.BInA/100
+		if len(as)*len(bs) <= dirLinkPairs {
+			for _, x := range as {
+				for _, y := range bs {
+					g.add(x, y, ab, ba, false, false)
+				}
+			}
+			continue
+		}
+		for _, y := range bs {
+			g.add(as[0], y, ab, ba, false, false)
+		}
+		for _, x := range as[1:] {
+			g.add(x, bs[0], ab, ba, false, false)
+		}
+	}
+}
+
+// addDupes counts the file pairs of a set of identical files: all of them
+// up to dirSetPairs files, else its first file with each other one. Hard
+// links to one file are pairs that save nothing.
+func (g *dirGrouping) addDupes(set ipc.DupeSet) {
+	ids := make([]int32, len(set.Files))
+	inode := make([]string, len(set.Files)) // the first path of each file's inode
+	for i, f := range set.Files {
+		ids[i] = g.file(f.Exact(), set.Size)
+		inode[i] = f.Exact()
+		if f.HardLinkOf != nil {
+			inode[i] = f.HardLinkOf.Exact()
+		}
+	}
+	for i := range ids {
+		for j := i + 1; j < len(ids); j++ {
+			g.add(ids[i], ids[j], 1, 1, true, inode[i] == inode[j])
+		}
+		if len(ids) > dirSetPairs {
+			break
+		}
+	}
+}
+
+// nested reports whether one of directories x and y holds the other.
+func (g *dirGrouping) nested(x, y int32) bool {
+	px, py := g.dirs[x].path, g.dirs[y].path
+	return inTree(px, py) || inTree(py, px)
+}
+
+// pair returns the number of the pair of directories x and y, adding it.
+func (g *dirGrouping) pair(x, y int32) int32 {
+	a, b := min(x, y), max(x, y)
+	k := uint64(a)<<32 | uint64(b)
+	if id, ok := g.pairID[k]; ok {
+		return id
+	}
+	id := int32(len(g.pairs))
+	g.pairs = append(g.pairs, gPair{a: a, b: b, parent: -1})
+	g.pairID[k] = id
+	return id
+}
+
+// add records the file pair f, h (numbers from file): fInH is how much of
+// f h contains, 0..1, hInF the reverse; identical and hardLink say what
+// the two are. It adds the directory pairs at the same depth offset above
+// them, the candidates.
+func (g *dirGrouping) add(f, h int32, fInH, hInF float64, identical, hardLink bool) {
+	fp := filePair{f: f, h: h, fInH: min(1, fInH), hInF: min(1, hInF)}
+	if identical {
+		fp.flags |= shareIdentical
+		fp.fInH, fp.hInF = 1, 1
+	}
+	if hardLink {
+		fp.flags |= shareHardLink
+	}
+	x, y := g.files[f].dir, g.files[h].dir
+	if x == y {
+		return // one directory: no pair
+	}
+	g.filePairs = append(g.filePairs, fp)
+	prev := int32(-1)
+	for x >= 0 && y >= 0 && x != y && !g.nested(x, y) {
+		p := g.pair(x, y)
+		if prev >= 0 {
+			g.pairs[prev].parent = p
+		}
+		x, y, prev = g.dirs[x].parent, g.dirs[y].parent, p
+	}
+}
+
+// filePair is a pair of files as add records it.
+type filePair struct {
+	f, h       int32
+	fInH, hInF float64
+	flags      uint8 // shareIdentical, shareHardLink
+}
+
+// sum computes each candidate pair's shared bytes and file counts, and
+// each directory's known bytes. A file pair counts for every candidate
+// pair of an ancestor of one file and an ancestor of the other, not only
+// those at the same depth offset: a copy nested deeper in a directory
+// than the directory's own files counts for it. It is called once, after
+// the last add.
+func (g *dirGrouping) sum() {
+	inPair := make([]bool, len(g.dirs))
+	for _, p := range g.pairs {
+		inPair[p.a], inPair[p.b] = true, true
+	}
+	above := func(d int32, out []int32) []int32 {
+		for ; d >= 0; d = g.dirs[d].parent {
+			if inPair[d] {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	var xs, ys []int32
+	for _, fp := range g.filePairs {
+		xs, ys = above(g.files[fp.f].dir, xs[:0]), above(g.files[fp.h].dir, ys[:0])
+		for _, x := range xs {
+			for _, y := range ys {
+				p, ok := g.pairID[uint64(min(x, y))<<32|uint64(max(x, y))]
+				if !ok {
+					continue
+				}
+				fs, hs := fp.flags, fp.flags|shareSide1
+				if g.pairs[p].a != x {
+					fs, hs = hs, fs
+				}
+				g.shares = append(g.shares,
+					gShare{uint64(p)<<32 | uint64(fp.f), fp.fInH * float64(g.files[fp.f].size), fs},
+					gShare{uint64(p)<<32 | uint64(fp.h), fp.hInF * float64(g.files[fp.h].size), hs})
+			}
+		}
+	}
+	g.filePairs = nil
+	slices.SortFunc(g.shares, func(x, y gShare) int { return cmp.Compare(x.key, y.key) })
+	for i := 0; i < len(g.shares); {
+		j, best, save, ident := i, 0.0, 0.0, false
+		for ; j < len(g.shares) && g.shares[j].key == g.shares[i].key; j++ {
+			s := &g.shares[j]
+			best = max(best, s.shared)
+			if s.flags&shareHardLink == 0 {
+				save = max(save, s.shared)
+			}
+			ident = ident || s.flags&shareIdentical != 0
+		}
+		p, side := &g.pairs[g.shares[i].key>>32], 0
+		if g.shares[i].flags&shareSide1 != 0 {
+			side = 1
+		}
+		p.shared[side] += best
+		p.save[side] += save
+		if ident {
+			p.identical[side]++
+		} else {
+			p.similar[side]++
+		}
+		i = j
+	}
+	g.shares = nil
+	for _, f := range g.files {
+		for d := f.dir; d >= 0; d = g.dirs[d].parent {
+			g.dirs[d].known += f.size
+		}
+	}
+}
+
+// need returns the directories whose totals decide a pair: those of the
+// pairs that may reach thr (0..1) by the bytes known under them.
+func (g *dirGrouping) need(thr float64) []int32 {
+	var out []int32
+	seen := make(map[int32]bool)
+	for i := range g.pairs {
+		p := &g.pairs[i]
+		if !reaches(p.shared[0], g.dirs[p.a].known, thr) || !reaches(p.shared[1], g.dirs[p.b].known, thr) {
+			continue
+		}
+		for _, d := range [2]int32{p.a, p.b} {
+			if !seen[d] {
+				seen[d] = true
+				out = append(out, d)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// reaches reports whether shared bytes of size bytes reach thr (0..1).
+func reaches(shared float64, size int64, thr float64) bool {
+	return size > 0 && shared >= thr*float64(size)*(1-1e-12)
+}
+
+// setTotal records directory d's totals from the daemon.
+func (g *dirGrouping) setTotal(d int32, bytes, files int64, truncated bool) {
+	x := &g.dirs[d]
+	x.bytes, x.nfiles, x.truncated, x.haveTotal = bytes, files, truncated, true
+}
+
+// side returns the directory of pair p's side s.
+func (p *gPair) dir(s int) int32 {
+	if s == 0 {
+		return p.a
+	}
+	return p.b
+}
+
+// judge computes each pair's containments and keeps, drops and folds them
+// (see above); thr is 0..1.
+func (g *dirGrouping) judge(thr float64) {
+	for i := range g.pairs {
+		p := &g.pairs[i]
+		da, db := &g.dirs[p.a], &g.dirs[p.b]
+		if !da.haveTotal || !db.haveTotal || da.truncated || db.truncated {
+			continue
+		}
+		for s, d := range [2]*gDir{da, db} {
+			if d.bytes > 0 {
+				p.cont[s] = min(1, p.shared[s]/float64(d.bytes))
+			}
+		}
+		p.kept = reaches(p.shared[0], da.bytes, thr) && reaches(p.shared[1], db.bytes, thr)
+	}
+	// A kept pair adds nothing to a kept pair of its subdirectories that
+	// shares as much, both ways.
+	for i := range g.pairs {
+		c := &g.pairs[i]
+		if !c.kept || c.parent < 0 {
+			continue
+		}
+		p := &g.pairs[c.parent]
+		if !p.kept {
+			continue
+		}
+		pa, pb := 0, 1 // p's sides of c's a and b
+		if p.a != g.dirs[c.a].parent {
+			pa, pb = 1, 0
+		}
+		if !more(p.shared[pa], c.shared[0]) && !more(p.shared[pb], c.shared[1]) {
+			p.redundant = true
+		}
+	}
+	// A kept pair folds into a kept pair above it.
+	for i := range g.pairs {
+		c := &g.pairs[i]
+		if !c.kept || c.redundant {
+			continue
+		}
+		for x := c; x.parent >= 0; {
+			x = &g.pairs[x.parent]
+			if x.kept && !x.redundant {
+				c.folded = true
+				break
+			}
+		}
+	}
+	// A pair whose ancestors at the same depth offset are in one group is
+	// part of them.
+	uf := g.link()
+	for i := range g.pairs {
+		c := &g.pairs[i]
+		if !c.listed() {
+			continue
+		}
+		for x, y := c.a, c.b; ; {
+			x, y = g.dirs[x].parent, g.dirs[y].parent
+			if x < 0 || y < 0 || x == y {
+				break
+			}
+			if rx, ok := uf.find(x); ok {
+				if ry, ok := uf.find(y); ok && rx == ry {
+					c.part = true
+					break
+				}
+			}
+		}
+	}
+}
+
+// listed reports whether the pair is one of the answer's.
+func (p *gPair) listed() bool { return p.kept && !p.redundant && !p.folded && !p.part }
+
+// dirSets is a union-find over the directories of the listed pairs.
+type dirSets struct{ parent map[int32]int32 }
+
+// find returns d's set, and whether d is in one.
+func (u *dirSets) find(d int32) (int32, bool) {
+	p, ok := u.parent[d]
+	if !ok {
+		return 0, false
+	}
+	for p != d {
+		gp := u.parent[p]
+		u.parent[d] = gp
+		d, p = p, gp
+	}
+	return d, true
+}
+
+func (u *dirSets) union(a, b int32) {
+	for _, d := range [2]int32{a, b} {
+		if _, ok := u.parent[d]; !ok {
+			u.parent[d] = d
+		}
+	}
+	ra, _ := u.find(a)
+	rb, _ := u.find(b)
+	if ra != rb {
+		u.parent[max(ra, rb)] = min(ra, rb)
+	}
+}
+
+// link links the directories of the listed pairs.
+func (g *dirGrouping) link() *dirSets {
+	u := &dirSets{parent: make(map[int32]int32)}
+	for i := range g.pairs {
+		if p := &g.pairs[i]; p.listed() {
+			u.union(p.a, p.b)
+		}
+	}
+	return u
+}
+
+// dirGroupOut is a group as the arithmetic gives it: directory numbers
+// and the pairs that show each member's link.
+type dirGroupOut struct {
+	saving  float64
+	ref     int32
+	members []dirMemberOut // not the reference; by percent, then path
+}
+
+type dirMemberOut struct {
+	dir     int32
+	pair    int32 // the pair that links it: to the reference, else its strongest
+	via     bool  // the pair is not with the reference
+	percent float64
+}
+
+// groups returns the groups of the listed pairs, by saving, then by the
+// reference's path. judge must have run.
+func (g *dirGrouping) groups() []dirGroupOut {
+	// The links: the listed pairs, and the folded pairs both of whose
+	// directories are in listed pairs: a tree duplicated inside each of
+	// two copies is then one group, not one per copy.
+	uf := g.link()
+	var links []int32
+	for i := range g.pairs {
+		p := &g.pairs[i]
+		_, ina := uf.find(p.a)
+		_, inb := uf.find(p.b)
+		if p.listed() || p.folded && !p.part && ina && inb {
+			links = append(links, int32(i))
+		}
+	}
+	for _, i := range links {
+		uf.union(g.pairs[i].a, g.pairs[i].b)
+	}
+	byRoot := make(map[int32][]int32) // set → its links
+	for _, i := range links {
+		r, _ := uf.find(g.pairs[i].a)
+		byRoot[r] = append(byRoot[r], i)
+	}
+	var out []dirGroupOut
+	for _, pairs := range byRoot {
+		out = append(out, g.group(pairs))
+	}
+	slices.SortFunc(out, func(x, y dirGroupOut) int {
+		return cmp.Or(cmp.Compare(y.saving, x.saving), strings.Compare(g.dirs[x.ref].path, g.dirs[y.ref].path))
+	})
+	return out
+}
+
+// group builds the group of the links pairs.
+func (g *dirGrouping) group(pairs []int32) dirGroupOut {
+	links := make(map[int32]int) // member → its links
+	for _, i := range pairs {
+		links[g.pairs[i].a]++
+		links[g.pairs[i].b]++
+	}
+	members := make([]int32, 0, len(links))
+	for d := range links {
+		members = append(members, d)
+	}
+	slices.Sort(members)
+	// within reports whether a member other than skip holds member d.
+	within := func(d, skip int32) bool {
+		for x := g.dirs[d].parent; x >= 0; x = g.dirs[x].parent {
+			if _, ok := links[x]; ok && x != skip {
+				return true
+			}
+		}
+		return false
+	}
+	// The reference: of the members no other member holds, the one with
+	// the most links, then the most bytes, then the first path.
+	ref := int32(-1)
+	for _, d := range members {
+		if within(d, -1) {
+			continue
+		}
+		if ref < 0 || cmp.Or(cmp.Compare(links[ref], links[d]), cmp.Compare(g.dirs[ref].bytes, g.dirs[d].bytes),
+			strings.Compare(g.dirs[d].path, g.dirs[ref].path)) < 0 {
+			ref = d
+		}
+	}
+	grp := dirGroupOut{ref: ref}
+	for _, d := range members {
+		if d == ref {
+			continue
+		}
+		// Its link to the reference, else its strongest, then the one to
+		// the first path.
+		m := dirMemberOut{dir: d, pair: -1}
+		for _, i := range pairs {
+			p := &g.pairs[i]
+			if p.a != d && p.b != d {
+				continue
+			}
+			toRef := p.a == ref || p.b == ref
+			pct := min(p.cont[0], p.cont[1])
+			better := false
+			switch {
+			case m.pair < 0:
+				better = true
+			case toRef != !m.via:
+				better = toRef
+			case pct != m.percent:
+				better = pct > m.percent
+			default:
+				better = g.dirs[g.other(i, d)].path < g.dirs[g.other(m.pair, d)].path
+			}
+			if better {
+				m.pair, m.via, m.percent = i, !toRef, pct
+			}
+		}
+		if !within(d, ref) {
+			p := &g.pairs[m.pair]
+			s := 0
+			if p.b == d {
+				s = 1
+			}
+			grp.saving += p.save[s]
+		}
+		grp.members = append(grp.members, m)
+	}
+	slices.SortFunc(grp.members, func(x, y dirMemberOut) int {
+		return cmp.Or(cmpBool(x.via, y.via), cmp.Compare(y.percent, x.percent), strings.Compare(g.dirs[x.dir].path, g.dirs[y.dir].path))
+	})
+	return grp
+}
+
+// other returns the directory of pair i that is not d.
+func (g *dirGrouping) other(i, d int32) int32 {
+	if p := &g.pairs[i]; p.a != d {
+		return p.a
+	}
+	return g.pairs[i].b
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
+}
