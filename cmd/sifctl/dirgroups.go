@@ -18,9 +18,11 @@ import (
 //     (both whole sizes when the two are identical).
 //   - The candidates are the pairs of directories at the same depth
 //     offset above the two files of a pair: their own directories, their
-//     parents, and so on, until the two are one directory or one holds
-//     the other (a directory is no copy of what it holds), or one of them
-//     is a top (its root, or --prefix).
+//     parents, and so on, until the two are one directory, or one of them
+//     is a top (its root, or --prefix), or one holds the other: that pair
+//     is the last, and the holder stands for its files outside the other
+//     (a directory holding a copy of its own files, as a vendored copy of
+//     the project inside it).
 //   - shared(A in B), for a candidate (A, B), sums over the files under A
 //     the most of each found in one file under B, whatever their depths
 //     (a copy nested deeper in A than A's own files counts whole); the
@@ -33,9 +35,10 @@ import (
 // Folding keeps one pair per copied tree:
 //
 //   - A kept pair whose shared bytes are, both ways, no more than those of
-//     one kept pair of their subdirectories adds nothing to it: the copy's
-//     top is the subdirectories' pair, and this one is dropped (a copy of
-//     proj/ in a directory holding nothing else is proj/, not its parent).
+//     a kept pair within it (each directory in the pair's, or one of them)
+//     adds nothing to it: the copy's top is the smaller pair, and this one
+//     is dropped (a copy of proj/ in a directory holding nothing else is
+//     proj/, not its parent).
 //   - A kept pair (A/x, B/y) folds into a kept pair above it at the same
 //     depth offset, (A, B) or higher, that is not dropped: a copied tree
 //     is one pair, at its top, whatever was renamed or moved inside it.
@@ -97,8 +100,11 @@ type gFile struct {
 }
 
 // gPair is a pair of directories, a < b by number; side 0 is a, side 1 b.
+// When one holds the other (holder is its side, else -1), the holder
+// stands for its files outside the other.
 type gPair struct {
 	a, b   int32
+	holder int8
 	parent int32 // the pair of their parents, -1 when it is none
 	// shared[s] is the bytes of side s found in the other; save[s] the
 	// same without the files whose best matches are hard links of them;
@@ -229,12 +235,6 @@ func (g *dirGrouping) addDupes(set ipc.DupeSet) {
 	}
 }
 
-// nested reports whether one of directories x and y holds the other.
-func (g *dirGrouping) nested(x, y int32) bool {
-	px, py := g.dirs[x].path, g.dirs[y].path
-	return inTree(px, py) || inTree(py, px)
-}
-
 // pair returns the number of the pair of directories x and y, adding it.
 func (g *dirGrouping) pair(x, y int32) int32 {
 	a, b := min(x, y), max(x, y)
@@ -243,7 +243,14 @@ func (g *dirGrouping) pair(x, y int32) int32 {
 		return id
 	}
 	id := int32(len(g.pairs))
-	g.pairs = append(g.pairs, gPair{a: a, b: b, parent: -1})
+	p := gPair{a: a, b: b, holder: -1, parent: -1}
+	switch pa, pb := g.dirs[a].path, g.dirs[b].path; {
+	case inTree(pb, pa):
+		p.holder = 0
+	case inTree(pa, pb):
+		p.holder = 1
+	}
+	g.pairs = append(g.pairs, p)
 	g.pairID[k] = id
 	return id
 }
@@ -267,10 +274,13 @@ func (g *dirGrouping) add(f, h int32, fInH, hInF float64, identical, hardLink bo
 	}
 	g.filePairs = append(g.filePairs, fp)
 	prev := int32(-1)
-	for x >= 0 && y >= 0 && x != y && !g.nested(x, y) {
+	for x >= 0 && y >= 0 && x != y {
 		p := g.pair(x, y)
 		if prev >= 0 {
 			g.pairs[prev].parent = p
+		}
+		if g.pairs[p].holder >= 0 {
+			break
 		}
 		x, y, prev = g.dirs[x].parent, g.dirs[y].parent, p
 	}
@@ -309,6 +319,12 @@ func (g *dirGrouping) sum() {
 			for _, y := range ys {
 				p, ok := g.pairID[uint64(min(x, y))<<32|uint64(max(x, y))]
 				if !ok {
+					continue
+				}
+				// The holder of a pair counts only its files outside the
+				// other.
+				if h := g.pairs[p].holder; h >= 0 && (g.pairs[p].dir(int(h)) == x && slices.Contains(xs, y) ||
+					g.pairs[p].dir(int(h)) == y && slices.Contains(ys, x)) {
 					continue
 				}
 				fs, hs := fp.flags, fp.flags|shareSide1
@@ -361,7 +377,7 @@ func (g *dirGrouping) need(thr float64) []int32 {
 	seen := make(map[int32]bool)
 	for i := range g.pairs {
 		p := &g.pairs[i]
-		if !reaches(p.shared[0], g.dirs[p.a].known, thr) || !reaches(p.shared[1], g.dirs[p.b].known, thr) {
+		if !reaches(p.shared[0], g.known(p, 0), thr) || !reaches(p.shared[1], g.known(p, 1), thr) {
 			continue
 		}
 		for _, d := range [2]int32{p.a, p.b} {
@@ -386,7 +402,26 @@ func (g *dirGrouping) setTotal(d int32, bytes, files int64, truncated bool) {
 	x.bytes, x.nfiles, x.truncated, x.haveTotal = bytes, files, truncated, true
 }
 
-// side returns the directory of pair p's side s.
+// bytes returns the bytes indexed under side s of pair p, outside the
+// other side when s holds it.
+func (g *dirGrouping) bytes(p *gPair, s int) int64 {
+	b := g.dirs[p.dir(s)].bytes
+	if int(p.holder) == s {
+		b -= g.dirs[p.dir(1-s)].bytes
+	}
+	return b
+}
+
+// known is bytes for the bytes known.
+func (g *dirGrouping) known(p *gPair, s int) int64 {
+	b := g.dirs[p.dir(s)].known
+	if int(p.holder) == s {
+		b -= g.dirs[p.dir(1-s)].known
+	}
+	return b
+}
+
+// dir returns the directory of pair p's side s.
 func (p *gPair) dir(s int) int32 {
 	if s == 0 {
 		return p.a
@@ -403,30 +438,38 @@ func (g *dirGrouping) judge(thr float64) {
 		if !da.haveTotal || !db.haveTotal || da.truncated || db.truncated {
 			continue
 		}
-		for s, d := range [2]*gDir{da, db} {
-			if d.bytes > 0 {
-				p.cont[s] = min(1, p.shared[s]/float64(d.bytes))
+		for s := range 2 {
+			if b := g.bytes(p, s); b > 0 {
+				p.cont[s] = min(1, p.shared[s]/float64(b))
 			}
 		}
-		p.kept = reaches(p.shared[0], da.bytes, thr) && reaches(p.shared[1], db.bytes, thr)
+		p.kept = reaches(p.shared[0], g.bytes(p, 0), thr) && reaches(p.shared[1], g.bytes(p, 1), thr)
 	}
-	// A kept pair adds nothing to a kept pair of its subdirectories that
-	// shares as much, both ways.
+	// A kept pair adds nothing to a kept pair within it that shares as
+	// much, both ways.
 	for i := range g.pairs {
 		c := &g.pairs[i]
-		if !c.kept || c.parent < 0 {
+		if !c.kept {
 			continue
 		}
-		p := &g.pairs[c.parent]
-		if !p.kept {
-			continue
-		}
-		pa, pb := 0, 1 // p's sides of c's a and b
-		if p.a != g.dirs[c.a].parent {
-			pa, pb = 1, 0
-		}
-		if !more(p.shared[pa], c.shared[0]) && !more(p.shared[pb], c.shared[1]) {
-			p.redundant = true
+		for x := c.a; x >= 0; x = g.dirs[x].parent {
+			for y := c.b; y >= 0; y = g.dirs[y].parent {
+				if x == c.a && y == c.b {
+					continue
+				}
+				pi, ok := g.pairID[uint64(min(x, y))<<32|uint64(max(x, y))]
+				if !ok || !g.pairs[pi].kept {
+					continue
+				}
+				p := &g.pairs[pi]
+				pa, pb := 0, 1 // p's sides of c's a and b
+				if p.a != x {
+					pa, pb = 1, 0
+				}
+				if g.within(c, p, pa, pb) && !more(p.shared[pa], c.shared[0]) && !more(p.shared[pb], c.shared[1]) {
+					p.redundant = true
+				}
+			}
 		}
 	}
 	// A kept pair folds into a kept pair above it.
@@ -464,6 +507,19 @@ func (g *dirGrouping) judge(thr float64) {
 			}
 		}
 	}
+}
+
+// within reports whether pair c lies within pair p, whose sides pa and pb
+// hold c's a and b: the side of p that holds p's other side stands for
+// its files outside it, so c's directory there must be outside too.
+func (g *dirGrouping) within(c, p *gPair, pa, pb int) bool {
+	switch int(p.holder) {
+	case pa:
+		return !inTree(g.dirs[c.a].path, g.dirs[p.dir(pb)].path)
+	case pb:
+		return !inTree(g.dirs[c.b].path, g.dirs[p.dir(pa)].path)
+	}
+	return true
 }
 
 // listed reports whether the pair is one of the answer's.

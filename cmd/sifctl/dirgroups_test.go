@@ -223,8 +223,9 @@ func TestDirGroupsRenamed(t *testing.T) {
 
 // TestDirGroupsNested: copies nested in copies (outer holds proj's files
 // and, in third_party/inner, another copy) are one group, without the
-// pairs of outer's and inner's own subdirectories; inner, inside outer,
-// adds nothing to the saving.
+// pairs of outer's and inner's own subdirectories, nor the root as a copy
+// of outer. outer, linked to both and the largest, is the reference;
+// inner, a copy of outer's own files, saves its bytes.
 func TestDirGroupsNested(t *testing.T) {
 	c := &dgCase{files: map[string]int64{}}
 	tree(c.files, "/r/orig/proj", dgProj)
@@ -232,7 +233,7 @@ func TestDirGroupsNested(t *testing.T) {
 	tree(c.files, "/r/nest/outer/third_party/inner", dgProj)
 	c.copies(dgProj, "/r/orig/proj", "/r/nest/outer", "/r/nest/outer/third_party/inner")
 	_, _, lines := c.run(t, 0.5)
-	wantLines(t, lines, fmt.Sprintf("%d: R /r/orig/proj | 100 /r/nest/outer | 100 /r/nest/outer/third_party/inner", 2*projBytes()))
+	wantLines(t, lines, fmt.Sprintf("%d: R /r/nest/outer | 100 /r/nest/outer/third_party/inner | 100 /r/orig/proj", 2*projBytes()))
 }
 
 // TestDirGroupsWithinCopies: a tree holding a copy of its lib/ (as
@@ -251,6 +252,22 @@ func TestDirGroupsWithinCopies(t *testing.T) {
 	_, _, lines := c.run(t, 0.5)
 	wantLines(t, lines, fmt.Sprintf("%d: R /r/proj | 100 /r/proj-copy", projBytes()+14000),
 		"21000: R /r/proj-copy/lib | 100 /r/proj-copy/lib-old | 100 /r/proj/lib | 100 /r/proj/lib-old")
+}
+
+// TestDirGroupsSelfCopy: a tree holding a copy of its own files (a
+// vendored copy of itself) is one group, not one per subdirectory.
+func TestDirGroupsSelfCopy(t *testing.T) {
+	c := &dgCase{files: map[string]int64{}}
+	tree(c.files, "/r/outer", dgProj)
+	tree(c.files, "/r/outer/vendor/inner", dgProj)
+	c.copies(dgProj, "/r/outer", "/r/outer/vendor/inner")
+	_, out, lines := c.run(t, 0.5)
+	wantLines(t, lines, fmt.Sprintf("%d: R /r/outer | 100 /r/outer/vendor/inner", projBytes()))
+	if len(out) == 1 {
+		if m := out[0].Members[0]; *m.Resemblance != 100 || out[0].Reference.Size != 2*projBytes() {
+			t.Errorf("member %+v of %+v: outer less inner is inner", m, out[0].Reference)
+		}
+	}
 }
 
 // TestDirGroupsVia: a chain of near-copies, each 60 % of the next: the
@@ -358,7 +375,8 @@ func TestDirGroupsTotals(t *testing.T) {
 
 // TestDirGroupsArithmetic: a file matched by several files of the other
 // directory counts once, at its best; a file pair counts for every pair
-// of ancestors up to the top, not for a directory and one it holds.
+// of ancestors up to the top; a directory holding the other stands for
+// its files outside it.
 func TestDirGroupsArithmetic(t *testing.T) {
 	c := &dgCase{files: map[string]int64{"/r/a/x/f": 1000, "/r/b/y/g1": 1000, "/r/b/y/g2": 1000, "/r/a/h": 500, "/r/a/x/h2": 500}}
 	c.links = []dgLink{{"/r/a/x/f", "/r/b/y/g1", 0.7, 0.7}, {"/r/a/x/f", "/r/b/y/g2", 0.9, 0.5}}
@@ -366,13 +384,16 @@ func TestDirGroupsArithmetic(t *testing.T) {
 	g, _, _ := c.run(t, 0.5)
 	got := map[string]string{}
 	for _, p := range g.pairs {
-		got[g.dirs[p.a].path+" "+g.dirs[p.b].path] = fmt.Sprintf("%.0f/%.0f %d+%d", p.shared[0], p.shared[1], p.similar[0], p.similar[1])
+		got[g.dirs[p.a].path+" "+g.dirs[p.b].path] = fmt.Sprintf("%.0f/%.0f %d+%d %d+%d",
+			p.shared[0], p.shared[1], p.identical[0], p.identical[1], p.similar[0], p.similar[1])
 	}
-	want := map[string]string{"/r/a/x /r/b/y": "900/1200 1+2", "/r/a /r/b": "900/1200 1+2"}
+	// a holds a/x: h in a, outside a/x, and h2 in a/x are a copy of a part
+	// of a in a/x.
+	want := map[string]string{"/r/a/x /r/b/y": "900/1200 0+0 1+2", "/r/a /r/b": "900/1200 0+0 1+2", "/r/a /r/a/x": "500/500 1+1 0+0"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("pairs %v, want %v", got, want)
 	}
-	if p := g.pairs[0]; p.parent != 1 || g.pairs[1].parent != -1 {
-		t.Errorf("parents %d, %d", p.parent, g.pairs[1].parent)
+	if p := g.pairs[0]; p.parent != 1 || g.pairs[1].parent != -1 || g.pairs[2].holder != 0 {
+		t.Errorf("parents %d, %d; holder %d", p.parent, g.pairs[1].parent, g.pairs[2].holder)
 	}
 }

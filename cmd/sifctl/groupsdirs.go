@@ -130,7 +130,7 @@ func (g *dirGrouping) wireGroup(grp dirGroupOut) dirGroupJSON {
 		}
 		inter := min(p.shared[0], p.shared[1])
 		res := 0.0
-		if union := float64(g.dirs[p.a].bytes+g.dirs[p.b].bytes) - inter; union > 0 {
+		if union := float64(g.bytes(p, 0)+g.bytes(p, 1)) - inter; union > 0 {
 			res = min(1, inter/union)
 		}
 		cont, rev, r := pct(p.cont[s]), pct(p.cont[o]), pct(res)
