@@ -20,17 +20,21 @@ import (
 //     offset above the two files of a pair: their own directories, their
 //     parents, and so on, until the two are one directory, or one of them
 //     is a top (its root, or --prefix), or one holds the other: that pair
-//     is the last, and the holder stands for its files outside the other
-//     (a directory holding a copy of its own files, as a vendored copy of
-//     the project inside it).
+//     is the last, a candidate when the two files lie at one relative
+//     path below it, and the holder stands for its files outside the
+//     other (a directory holding a copy of its own files, as a vendored
+//     copy of the project inside it; not a root holding copies of a tree
+//     elsewhere than the tree itself).
 //   - shared(A in B), for a candidate (A, B), sums over the files under A
 //     the most of each found in one file under B, whatever their depths
 //     (a copy nested deeper in A than A's own files counts whole); the
 //     other way likewise. containment(A in B) is that over the bytes
 //     indexed under A (from the daemon); resemblance is the lesser of the
-//     two sums over the union (both sizes less it).
-//   - A pair is kept when each of its directories holds at least the
-//     threshold of the other (the lesser containment reaches it).
+//     two sums (the bytes they share) over the union (both sizes less it).
+//   - A pair is kept when its resemblance reaches the threshold: each
+//     holds most of the other, and not only as many copies of it (a
+//     directory holding two copies of proj/ contains proj/ and is
+//     contained in it, but resembles it at 50 %).
 //
 // Folding keeps one pair per copied tree:
 //
@@ -96,6 +100,7 @@ type gDir struct {
 
 type gFile struct {
 	dir  int32
+	name string // its base name
 	size int64
 }
 
@@ -113,7 +118,8 @@ type gPair struct {
 	shared, save       [2]float64
 	identical, similar [2]int
 	cont               [2]float64 // containment of side s in the other, 0..1
-	kept               bool       // each reaches the threshold in the other
+	res                float64    // resemblance, 0..1
+	kept               bool       // the resemblance reaches the threshold
 	redundant          bool       // kept, but a pair of subdirectories holds all it shares
 	folded             bool       // kept, and part of a kept pair above it
 	part               bool       // left, but its ancestors at the same depth offset are in one group
@@ -168,7 +174,7 @@ func (g *dirGrouping) file(path string, size int64) int32 {
 		return id
 	}
 	id := int32(len(g.files))
-	g.files = append(g.files, gFile{dir: g.dir(filepath.Dir(path)), size: size})
+	g.files = append(g.files, gFile{dir: g.dir(filepath.Dir(path)), name: filepath.Base(path), size: size})
 	g.fileID[path] = id
 	return id
 }
@@ -274,7 +280,11 @@ func (g *dirGrouping) add(f, h int32, fInH, hInF float64, identical, hardLink bo
 	}
 	g.filePairs = append(g.filePairs, fp)
 	prev := int32(-1)
+	same := g.files[f].name == g.files[h].name // f and h lie at one relative path below x and y
 	for x >= 0 && y >= 0 && x != y {
+		if holds := inTree(g.dirs[x].path, g.dirs[y].path) || inTree(g.dirs[y].path, g.dirs[x].path); holds && !same {
+			break
+		}
 		p := g.pair(x, y)
 		if prev >= 0 {
 			g.pairs[prev].parent = p
@@ -282,6 +292,7 @@ func (g *dirGrouping) add(f, h int32, fInH, hInF float64, identical, hardLink bo
 		if g.pairs[p].holder >= 0 {
 			break
 		}
+		same = same && filepath.Base(g.dirs[x].path) == filepath.Base(g.dirs[y].path)
 		x, y, prev = g.dirs[x].parent, g.dirs[y].parent, p
 	}
 }
@@ -377,7 +388,7 @@ func (g *dirGrouping) need(thr float64) []int32 {
 	seen := make(map[int32]bool)
 	for i := range g.pairs {
 		p := &g.pairs[i]
-		if !reaches(p.shared[0], g.known(p, 0), thr) || !reaches(p.shared[1], g.known(p, 1), thr) {
+		if resemblance(p.shared, g.known(p, 0), g.known(p, 1)) < thr*(1-1e-12) {
 			continue
 		}
 		for _, d := range [2]int32{p.a, p.b} {
@@ -391,9 +402,14 @@ func (g *dirGrouping) need(thr float64) []int32 {
 	return out
 }
 
-// reaches reports whether shared bytes of size bytes reach thr (0..1).
-func reaches(shared float64, size int64, thr float64) bool {
-	return size > 0 && shared >= thr*float64(size)*(1-1e-12)
+// resemblance is that of two directories of a and b bytes that share
+// shared (each side's shared bytes), 0..1. Fewer bytes make it higher.
+func resemblance(shared [2]float64, a, b int64) float64 {
+	inter := min(shared[0], shared[1])
+	if union := float64(a+b) - inter; union > 0 {
+		return min(1, inter/union)
+	}
+	return 0
 }
 
 // setTotal records directory d's totals from the daemon.
@@ -443,7 +459,8 @@ func (g *dirGrouping) judge(thr float64) {
 				p.cont[s] = min(1, p.shared[s]/float64(b))
 			}
 		}
-		p.kept = reaches(p.shared[0], g.bytes(p, 0), thr) && reaches(p.shared[1], g.bytes(p, 1), thr)
+		p.res = resemblance(p.shared, g.bytes(p, 0), g.bytes(p, 1))
+		p.kept = p.res >= thr*(1-1e-12)
 	}
 	// A kept pair adds nothing to a kept pair within it that shares as
 	// much, both ways.
@@ -662,7 +679,7 @@ func (g *dirGrouping) group(pairs []int32) dirGroupOut {
 				continue
 			}
 			toRef := p.a == ref || p.b == ref
-			pct := min(p.cont[0], p.cont[1])
+			pct := p.res
 			better := false
 			switch {
 			case m.pair < 0:

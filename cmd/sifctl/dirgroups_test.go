@@ -175,10 +175,10 @@ func TestDirGroupsEdited(t *testing.T) {
 	// b: 9000 bytes, of which 5000 whole and 0.6*3000.
 	sharedA, sharedB := 5000+0.8*3000, 5000+0.6*3000
 	ca, cb := sharedA/10000, sharedB/9000
-	wantLines(t, lines, fmt.Sprintf("%.0f: R /r/a/proj | %g /r/b/proj", sharedB, pct(min(ca, cb))))
+	res := min(sharedA, sharedB) / (10000 + 9000 - min(sharedA, sharedB))
+	wantLines(t, lines, fmt.Sprintf("%.0f: R /r/a/proj | %g /r/b/proj", sharedB, pct(res)))
 	if len(out) == 1 {
 		m := out[0].Members[0]
-		res := min(sharedA, sharedB) / (10000 + 9000 - min(sharedA, sharedB))
 		if *m.Containment != pct(cb) || *m.ReverseContainment != pct(ca) || *m.Resemblance != pct(res) || *m.SharedBytes != int64(sharedB) {
 			t.Errorf("member: containment %v, reverse %v, resemblance %v, shared %v; want %v, %v, %v, %v",
 				*m.Containment, *m.ReverseContainment, *m.Resemblance, *m.SharedBytes, pct(cb), pct(ca), pct(res), sharedB)
@@ -224,16 +224,21 @@ func TestDirGroupsRenamed(t *testing.T) {
 // TestDirGroupsNested: copies nested in copies (outer holds proj's files
 // and, in third_party/inner, another copy) are one group, without the
 // pairs of outer's and inner's own subdirectories, nor the root as a copy
-// of outer. outer, linked to both and the largest, is the reference;
-// inner, a copy of outer's own files, saves its bytes.
+// of outer (what the root holds outside outer, two copies of proj,
+// resembles outer, two copies of proj, but the root holds no copy of its
+// own files there). outer, linked to both and the largest, is the reference;
+// inner, a copy of outer's own files, saves its bytes. outer, two copies
+// of proj, resembles it at 50 %.
 func TestDirGroupsNested(t *testing.T) {
 	c := &dgCase{files: map[string]int64{}}
 	tree(c.files, "/r/orig/proj", dgProj)
+	tree(c.files, "/r/bak/proj", dgProj)
 	tree(c.files, "/r/nest/outer", dgProj)
 	tree(c.files, "/r/nest/outer/third_party/inner", dgProj)
-	c.copies(dgProj, "/r/orig/proj", "/r/nest/outer", "/r/nest/outer/third_party/inner")
+	c.files["/r/other.txt"] = 2000
+	c.copies(dgProj, "/r/orig/proj", "/r/bak/proj", "/r/nest/outer", "/r/nest/outer/third_party/inner")
 	_, _, lines := c.run(t, 0.5)
-	wantLines(t, lines, fmt.Sprintf("%d: R /r/nest/outer | 100 /r/nest/outer/third_party/inner | 100 /r/orig/proj", 2*projBytes()))
+	wantLines(t, lines, fmt.Sprintf("%d: R /r/nest/outer | 100 /r/nest/outer/third_party/inner | 50 /r/bak/proj | 50 /r/orig/proj", 3*projBytes()))
 }
 
 // TestDirGroupsWithinCopies: a tree holding a copy of its lib/ (as
@@ -270,27 +275,30 @@ func TestDirGroupsSelfCopy(t *testing.T) {
 	}
 }
 
-// TestDirGroupsVia: a chain of near-copies, each 60 % of the next: the
-// reference is linked to two (then it is the first path); the member
-// linked only through another names it, and is measured against it.
+// TestDirGroupsVia: a chain of near-copies, each resembling the next at
+// 67 % and the one after at 43 %: the reference is linked to two (then
+// it is the first path); the member linked only through another names
+// it, and is measured against it.
 func TestDirGroupsVia(t *testing.T) {
-	// a, b, c and d hold five 1000-byte files each; a and b share three,
-	// b and c three, c and d three; a and c, b and d one.
+	// a, b, c and d hold five 1000-byte files each, contents 0-4, 1-5,
+	// 2-6 and 3-7.
 	c := &dgCase{files: map[string]int64{}}
-	for _, d := range []string{"a", "b", "c", "d"} {
-		for i := 1; i <= 5; i++ {
-			c.files[fmt.Sprintf("/r/%s/%s%d", d, d, i)] = 1000
+	dirs := []string{"a", "b", "c", "d"}
+	for k := range 8 {
+		var set []string
+		for i, d := range dirs {
+			if i <= k && k <= i+4 {
+				f := fmt.Sprintf("/r/%s/c%d", d, k)
+				c.files[f] = 1000
+				set = append(set, f)
+			}
 		}
-	}
-	for _, set := range []string{"a1 b1", "a2 b2", "a3 b3 c3", "b4 c4 d4", "b5 c5", "c1 d1", "c2 d2"} {
-		var files []string
-		for _, f := range strings.Fields(set) {
-			files = append(files, fmt.Sprintf("/r/%c/%s", f[0], f))
+		if len(set) > 1 {
+			c.dupes = append(c.dupes, set)
 		}
-		c.dupes = append(c.dupes, files)
 	}
 	_, _, lines := c.run(t, 0.5)
-	wantLines(t, lines, "9000: R /r/b | 60 /r/a | 60 /r/c | ~60 /r/d via /r/c")
+	wantLines(t, lines, "12000: R /r/b | 66.67 /r/a | 66.67 /r/c | ~66.67 /r/d via /r/c")
 }
 
 // TestDirGroupsNothing: identical files in one directory, a pair below
@@ -376,20 +384,24 @@ func TestDirGroupsTotals(t *testing.T) {
 // TestDirGroupsArithmetic: a file matched by several files of the other
 // directory counts once, at its best; a file pair counts for every pair
 // of ancestors up to the top; a directory holding the other stands for
-// its files outside it.
+// its files outside it, when a file pair lies at one relative path below
+// both.
 func TestDirGroupsArithmetic(t *testing.T) {
-	c := &dgCase{files: map[string]int64{"/r/a/x/f": 1000, "/r/b/y/g1": 1000, "/r/b/y/g2": 1000, "/r/a/h": 500, "/r/a/x/h2": 500}}
+	c := &dgCase{files: map[string]int64{"/r/a/x/f": 1000, "/r/b/y/g1": 1000, "/r/b/y/g2": 1000,
+		"/r/a/h": 500, "/r/a/x/h": 500, "/r/a/k": 300, "/r/a/x/k2": 300}}
 	c.links = []dgLink{{"/r/a/x/f", "/r/b/y/g1", 0.7, 0.7}, {"/r/a/x/f", "/r/b/y/g2", 0.9, 0.5}}
-	c.dupes = [][]string{{"/r/a/h", "/r/a/x/h2"}} // a holds x: no pair
+	// a holds x: h, at one relative path in both, pairs them; k and k2 do
+	// not, but count for the pair once it is one.
+	c.dupes = [][]string{{"/r/a/h", "/r/a/x/h"}, {"/r/a/k", "/r/a/x/k2"}}
 	g, _, _ := c.run(t, 0.5)
 	got := map[string]string{}
 	for _, p := range g.pairs {
 		got[g.dirs[p.a].path+" "+g.dirs[p.b].path] = fmt.Sprintf("%.0f/%.0f %d+%d %d+%d",
 			p.shared[0], p.shared[1], p.identical[0], p.identical[1], p.similar[0], p.similar[1])
 	}
-	// a holds a/x: h in a, outside a/x, and h2 in a/x are a copy of a part
+	// a holds a/x: h in a, outside a/x, and h in a/x are a copy of a part
 	// of a in a/x.
-	want := map[string]string{"/r/a/x /r/b/y": "900/1200 0+0 1+2", "/r/a /r/b": "900/1200 0+0 1+2", "/r/a /r/a/x": "500/500 1+1 0+0"}
+	want := map[string]string{"/r/a/x /r/b/y": "900/1200 0+0 1+2", "/r/a /r/b": "900/1200 0+0 1+2", "/r/a /r/a/x": "800/800 2+2 0+0"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("pairs %v, want %v", got, want)
 	}

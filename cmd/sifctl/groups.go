@@ -48,22 +48,25 @@ With --dirs, groups lists groups of directories that are near-copies of
 each other (a tree copied and edited, a backup, a vendored library), one
 line per group, the largest saving first:
 
-  48950 to save: R /srv/src/proj 62519 | 78 /srv/backup/2024/proj 58120
+  48950 to save: R /srv/src/proj 62519 | 67 /srv/backup/2024/proj 58120
 
-Two directories are linked when each holds at least --threshold percent
-(default 50 with --dirs) of the other's bytes: a file counts whole when an
-identical file is in the other, by its shared part when a similar one is.
-The percentage is the lesser of the two. A copied tree is one line, at its
-top: pairs of its subdirectories are folded into it, and so are the
-parents of a copy that hold nothing more of it. The saving is what
-deleting every member but the reference (R) would reclaim without losing
-what R holds: for each member, the bytes of it found in R (or in the
-member it is linked through, "~ ... (via DIR)"), hard links not counted;
-a member inside another is counted with it. The numbers are estimates from
-the index; no file is read. sifctl asks the daemon for the links of the
-similar files (at 10 percent or more, or --threshold if lower; --max-df,
---min-shared and --all-types shape them), the identical files and the
-totals of the directories, and sums them itself. With --json, one object:
+A file of one directory is found in another whole when an identical file
+is there, by its shared part when a similar one is. Two directories are
+linked when their resemblance, the bytes they share over the bytes of
+both, reaches --threshold percent (default 50 with --dirs); the member's
+number is that resemblance. A copied tree is one line, at its top: pairs
+of its subdirectories are folded into it, and so are the parents of a copy
+that hold nothing more of it. A directory holding a copy of its own files
+(a vendored copy of the project inside it) is linked to that copy. The
+saving is what deleting every member but the reference (R) would reclaim
+without losing what R holds: for each member, the bytes of it found in R
+(or in the member it is linked through, "~ ... (via DIR)"), hard links
+not counted; a member inside another is counted with it. The numbers are
+estimates from the index; no file is read. sifctl asks the daemon for the
+links of the similar files (at 10 percent or more, or --threshold if
+lower; --max-df, --min-shared and --all-types shape them), the identical
+files and the totals of the directories, and sums them itself, so the
+answer comes at the end, not as it is found. With --json, one object:
 {"threshold": PCT, "dirs": true, "groups": [{"saving": N, "reference":
 DIR, "members": [DIR, ...]}], "elapsed_ns": N}, each DIR {"path", "size",
 "indexed_files", "percent", and for a member "containment",
@@ -109,7 +112,7 @@ DIR, "members": [DIR, ...]}], "elapsed_ns": N}, each DIR {"path", "size",
 		},
 	}
 	fl := cmd.Flags()
-	fl.Float64Var(&o.Threshold, "threshold", 25, "least percentage of one file the other must contain to link them (with --dirs: of each directory the other must contain; default 50)")
+	fl.Float64Var(&o.Threshold, "threshold", 25, "least percentage of one file the other must contain to link them (with --dirs: least resemblance of two directories; default 50)")
 	fl.BoolVar(&dirs, "dirs", false, "groups of similar directories instead of files")
 	fl.IntVar(&o.MaxDF, "max-df", 0, "ignore fingerprints found in more than this many files (0: the daemon's default, -1: none)")
 	fl.BoolVar(&o.AllTypes, "all-types", false, "link text and binary files too")

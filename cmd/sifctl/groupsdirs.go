@@ -43,8 +43,7 @@ type dirGroupDir struct {
 	ipc.FilePath
 	Size         int64 `json:"size"`          // bytes indexed under it
 	IndexedFiles int64 `json:"indexed_files"` // files indexed under it
-	// Percent is the lesser of the two containments (100 for the
-	// reference).
+	// Percent is the resemblance (100 for the reference).
 	Percent            float64       `json:"percent"`
 	Via                *ipc.FilePath `json:"via,omitempty"`
 	Containment        *float64      `json:"containment,omitempty"`         // percent of it found in the other
@@ -128,12 +127,7 @@ func (g *dirGrouping) wireGroup(grp dirGroupOut) dirGroupJSON {
 			v := ipc.NewFilePath(g.dirs[p.dir(o)].path)
 			d.Via = &v
 		}
-		inter := min(p.shared[0], p.shared[1])
-		res := 0.0
-		if union := float64(g.bytes(p, 0)+g.bytes(p, 1)) - inter; union > 0 {
-			res = min(1, inter/union)
-		}
-		cont, rev, r := pct(p.cont[s]), pct(p.cont[o]), pct(res)
+		cont, rev, r := pct(p.cont[s]), pct(p.cont[o]), pct(p.res)
 		shared := int64(math.Round(p.shared[s]))
 		files := dirFiles{Identical: p.identical[s], Similar: p.similar[s]}
 		files.Missing = max(0, int(d.IndexedFiles)-files.Identical-files.Similar)
