@@ -66,7 +66,15 @@ func groupsDirs(ctx context.Context, g *globals, o ipc.GroupsOptions, thr float6
 	dg := newDirGrouping(tops)
 	o.Threshold = min(dirFileThreshold, thr)
 	o.Links = true
-	if _, err := c.GroupsEach(ctx, o, func(grp ipc.Group) error { dg.addGroup(grp); return nil }); err != nil {
+	add := func(grp ipc.Group) error {
+		if len(grp.Links) == 0 {
+			// Every group has a link: this daemon does not list them.
+			return fmt.Errorf("the daemon's groups have no links (GET /v1/groups?links): it is older than this sifctl")
+		}
+		dg.addGroup(grp)
+		return nil
+	}
+	if _, err := c.GroupsEach(ctx, o, add); err != nil {
 		return failed(fmt.Errorf("groups of similar files: %w", err))
 	}
 	dupes, err := c.Dupes(ctx, o.Prefix)
