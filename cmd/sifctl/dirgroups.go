@@ -110,7 +110,7 @@ type gFile struct {
 type gPair struct {
 	a, b   int32
 	holder int8
-	parent int32 // the pair of their parents, -1 when it is none
+	parent int32 // the pair of their parents, -1 when it is no candidate (set by sum)
 	// shared[s] is the bytes of side s found in the other; save[s] the
 	// same without the files whose best matches are hard links of them;
 	// identical[s] and similar[s] count side s's files that have an
@@ -279,21 +279,16 @@ func (g *dirGrouping) add(f, h int32, fInH, hInF float64, identical, hardLink bo
 		return // one directory: no pair
 	}
 	g.filePairs = append(g.filePairs, fp)
-	prev := int32(-1)
 	same := g.files[f].name == g.files[h].name // f and h lie at one relative path below x and y
 	for x >= 0 && y >= 0 && x != y {
 		if holds := inTree(g.dirs[x].path, g.dirs[y].path) || inTree(g.dirs[y].path, g.dirs[x].path); holds && !same {
 			break
 		}
-		p := g.pair(x, y)
-		if prev >= 0 {
-			g.pairs[prev].parent = p
-		}
-		if g.pairs[p].holder >= 0 {
+		if g.pairs[g.pair(x, y)].holder >= 0 {
 			break
 		}
 		same = same && filepath.Base(g.dirs[x].path) == filepath.Base(g.dirs[y].path)
-		x, y, prev = g.dirs[x].parent, g.dirs[y].parent, p
+		x, y = g.dirs[x].parent, g.dirs[y].parent
 	}
 }
 
@@ -312,8 +307,14 @@ type filePair struct {
 // the last add.
 func (g *dirGrouping) sum() {
 	inPair := make([]bool, len(g.dirs))
-	for _, p := range g.pairs {
+	for i := range g.pairs {
+		p := &g.pairs[i]
 		inPair[p.a], inPair[p.b] = true, true
+		if x, y := g.dirs[p.a].parent, g.dirs[p.b].parent; x >= 0 && y >= 0 {
+			if up, ok := g.pairID[uint64(min(x, y))<<32|uint64(max(x, y))]; ok {
+				p.parent = up
+			}
+		}
 	}
 	above := func(d int32, out []int32) []int32 {
 		for ; d >= 0; d = g.dirs[d].parent {
