@@ -38,10 +38,12 @@ import (
 //     nothing more of Q, are not listed: a copied tree is one line at its
 //     top.
 //   - A listed directory under another listed one is a part of it, and
-//     dropped, when its matches sit in the other one at the paths they
-//     have in Q (g is D/rel where f is Q/rel) more than in itself: src/ of
-//     a copy of Q is a part of that copy; a copy of Q nested in another
-//     copy is a copy of its own.
+//     dropped, when its matches sit at the paths they have in Q (g is
+//     A/rel where f is Q/rel) under a directory A that is the other one
+//     or above it, more than in itself: src/ of a copy of Q is a part of
+//     that copy, also when the copy is listed below its top A because A
+//     holds nothing of Q outside it; a copy of Q nested in another copy
+//     is a copy of its own.
 
 // dirPair is one match of a query file (see above).
 type dirPair struct {
@@ -262,17 +264,19 @@ pairs:
 }
 
 // part reports whether the listed candidate c is a part of a listed
-// candidate above it: its matches lie at their query paths under that
-// one more than under c itself.
+// candidate above it: its matches lie at their query paths (g is A/rel
+// where f is Q/rel) under a directory A above c more than under c
+// itself, and a listed candidate stands for that copy of Q between A
+// and c (A itself, or the directory below it where all that A holds of
+// Q is, when A adds nothing to it and so is not listed).
 func (q *dirQuery) part(c *dirCand) bool {
-	above := false
+	var listedAbove []*dirCand
 	for p := c.parent; p != nil; p = p.parent {
 		if p.listed {
-			above = true
-			break
+			listedAbove = append(listedAbove, p)
 		}
 	}
-	if !above {
+	if len(listedAbove) == 0 {
 		return false
 	}
 	var here, over float64
@@ -287,8 +291,11 @@ func (q *dirQuery) part(c *dirCand) bool {
 		case a == c.path:
 			here += p.shared
 		case len(a) < len(c.path) && inTree(c.path, a):
-			if x := q.byPath[a]; x != nil && x.listed {
-				over += p.shared
+			for _, x := range listedAbove {
+				if inTree(x.path, a) {
+					over += p.shared
+					break
+				}
 			}
 		}
 	}

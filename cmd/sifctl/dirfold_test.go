@@ -190,3 +190,22 @@ func BenchmarkFold(b *testing.B) {
 		q.fold(q.candidates(), 0.25)
 	}
 }
+
+// TestFoldCopyListedBelowItsTop: DIR holds only cmd/, so the copy of DIR
+// in the index (/r/src) is listed at /r/src/cmd, where all of it is; the
+// subdirectories of that copy, whose files lie at their DIR paths under
+// /r/src, are parts of it and not listed on their own.
+func TestFoldCopyListedBelowItsTop(t *testing.T) {
+	files := map[string]int64{"cmd/c.go": 1000, "cmd/go/a.go": 3000, "cmd/go/internal/b.go": 3000, "cmd/go/internal/d.go": 3000}
+	var rels []string
+	for r := range files {
+		rels = append(rels, r)
+	}
+	slices.Sort(rels)
+	var sizes []int64
+	for _, r := range rels {
+		sizes = append(sizes, files[r])
+	}
+	got, _ := foldFor(t, "/home/q", files, pairsOf(rels, sizes, "/r/src", nil), 0.25)
+	want(t, got, map[string]float64{"/r/src/cmd": 100})
+}
