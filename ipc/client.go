@@ -276,17 +276,100 @@ func decodeGroups(r io.Reader, out *GroupsResponse, fn func(Group) error) error 
 	return delim('}')
 }
 
-// Dupes asks for the sets of identical files under prefix ("" for all).
+// Dupes asks for the sets of identical files under prefix ("" for all),
+// and returns them whole. DupesEach takes them one at a time instead.
 func (c *Client) Dupes(ctx context.Context, prefix string) (*DupesResponse, error) {
+	out := &DupesResponse{Sets: []DupeSet{}}
+	totals, err := c.DupesEach(ctx, prefix, func(s DupeSet) error {
+		out.Sets = append(out.Sets, s)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Totals = totals
+	return out, nil
+}
+
+// DupesEach asks for the sets of identical files under prefix ("" for
+// all) and calls fn with each as it arrives, in the daemon's order
+// (largest files first), holding one at a time; it returns the answer's
+// totals. An error from fn stops the answer and is returned as is. An
+// answer that ends midway returns an error wrapping ErrCutShort, after fn
+// has seen the sets that came whole.
+func (c *Client) DupesEach(ctx context.Context, prefix string, fn func(DupeSet) error) (DupesTotals, error) {
 	p := "/v1/dupes"
 	if prefix != "" {
 		p += "?" + url.Values{"prefix": {prefix}}.Encode()
 	}
-	var out DupesResponse
-	if err := c.do(ctx, http.MethodGet, p, nil, &out); err != nil {
-		return nil, err
+	var totals DupesTotals
+	var fnErr error
+	err := c.doStream(ctx, http.MethodGet, p, func(r io.Reader) error {
+		return decodeDupes(r, &totals, func(s DupeSet) error {
+			if err := fn(s); err != nil {
+				fnErr = err
+				return err
+			}
+			return nil
+		})
+	})
+	if fnErr != nil {
+		return DupesTotals{}, fnErr
 	}
-	return &out, nil
+	return totals, err
+}
+
+// decodeDupes reads a DupesResponse from r, calling fn with each set
+// instead of keeping it, and the totals into totals. Fields it does not
+// know are skipped, in any order.
+func decodeDupes(r io.Reader, totals *DupesTotals, fn func(DupeSet) error) error {
+	dec := json.NewDecoder(r)
+	delim := func(want json.Delim) error {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if t != want {
+			return fmt.Errorf("got %v, want %q", t, want)
+		}
+		return nil
+	}
+	if err := delim('{'); err != nil {
+		return err
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case "sets":
+			if err := delim('['); err != nil {
+				return fmt.Errorf("sets: %w", err)
+			}
+			for dec.More() {
+				var s DupeSet
+				if err := dec.Decode(&s); err != nil {
+					return fmt.Errorf("sets: %w", err)
+				}
+				if err := fn(s); err != nil {
+					return err
+				}
+			}
+			if err := delim(']'); err != nil {
+				return fmt.Errorf("sets: %w", err)
+			}
+		case "totals":
+			err = dec.Decode(totals)
+		default:
+			var skip json.RawMessage
+			err = dec.Decode(&skip)
+		}
+		if err != nil {
+			return fmt.Errorf("%v: %w", t, err)
+		}
+	}
+	return delim('}')
 }
 
 // Status asks what the daemon is doing.

@@ -103,3 +103,41 @@ func FuzzDecodeGroupsAnswer(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeDupesAnswer feeds the dupes decoder what a daemon, or
+// something posing as one, may answer: it never panics, and what it took,
+// encoded again as one answer, decodes to the same, and to what decoding
+// that answer whole gives.
+func FuzzDecodeDupesAnswer(f *testing.F) {
+	f.Add([]byte(`{"sets":[{"size":300000,"strong":"ab","files":[{"path":"/srv/a/big.iso"},{"path":"/srv/b/big.iso","hard_link_of":{"path":"/srv/a/big.iso"}},{"path":"/srv/c/big.iso"}],` +
+		`"inodes":2,"redundant_files":1,"redundant_bytes":300000}],"totals":{"sets":1,"files":3,"redundant_files":1,"redundant_bytes":300000}}`))
+	f.Add([]byte(`{"totals":{"sets":0},"sets":[],"other":[1,{"x":2}]}`))
+	f.Add([]byte(`{"sets":[{"size":1,"files":[{"path":"/a","path_raw":"2f61"}]},`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var totals DupesTotals
+		sets := []DupeSet{}
+		err := decodeDupes(bytes.NewReader(body), &totals, func(s DupeSet) error {
+			sets = append(sets, s)
+			return nil
+		})
+		if err != nil {
+			return
+		}
+		again, err := json.Marshal(DupesResponse{Sets: sets, Totals: totals})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var whole DupesResponse
+		if err := json.Unmarshal(again, &whole); err != nil {
+			t.Fatal(err)
+		}
+		var backTotals DupesTotals
+		back := []DupeSet{}
+		if err := decodeDupes(bytes.NewReader(again), &backTotals, func(s DupeSet) error { back = append(back, s); return nil }); err != nil {
+			t.Fatalf("%s, encoded again: %v", body, err)
+		}
+		if !reflect.DeepEqual(back, sets) || backTotals != totals || !reflect.DeepEqual(whole.Sets, sets) || whole.Totals != totals {
+			t.Fatalf("%s decodes to %+v; encoded again, to %+v", body, sets, back)
+		}
+	})
+}

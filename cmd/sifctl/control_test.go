@@ -30,6 +30,7 @@ type fakeDaemon struct {
 	// stopping is the number of waits still to answer as a daemon that
 	// is shutting down does.
 	stopping int
+	dupes    []index.DupeSet // what Dupes answers
 }
 
 func (f *fakeDaemon) Params() fingerprint.Params { return fingerprint.DefaultParams() }
@@ -37,9 +38,13 @@ func (f *fakeDaemon) Similar(index.Query, index.QueryOptions) (*index.Result, er
 	return &index.Result{}, nil
 }
 func (f *fakeDaemon) EachGroup(index.GroupOptions, func(index.Group) error) error { return nil }
-func (f *fakeDaemon) Dupes(string) ([]index.DupeSet, error)                       { return nil, nil }
-func (f *fakeDaemon) Stats() (index.Stats, error)                                 { return index.Stats{}, nil }
-func (f *fakeDaemon) Status() ipc.Status                                          { return ipc.Status{State: "ready"} }
+func (f *fakeDaemon) Dupes(string) ([]index.DupeSet, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.dupes), nil
+}
+func (f *fakeDaemon) Stats() (index.Stats, error) { return index.Stats{}, nil }
+func (f *fakeDaemon) Status() ipc.Status          { return ipc.Status{State: "ready"} }
 
 func (f *fakeDaemon) Roots() []ipc.RootStatus {
 	f.mu.Lock()

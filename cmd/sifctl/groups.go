@@ -262,18 +262,23 @@ With --json, one object: {"sets": [{"size": N, "strong": HEX, "files":
 			if err != nil {
 				return failed(err)
 			}
-			resp, err := g.client().Dupes(cmd.Context(), prefix)
+			// Each set is printed as it arrives, so that neither sifctl
+			// nor the daemon holds the answer whole.
+			var p dupesPrinter = &dupesText{w: g.stdout}
+			if g.json {
+				p = &dupesJSON{w: g.stdout}
+			}
+			totals, err := g.client().DupesEach(cmd.Context(), prefix, p.set)
 			if err != nil {
+				if p.count() > 0 {
+					p.cut() // what was printed is not the whole answer
+				}
 				return failed(err)
 			}
-			if g.json {
-				if err := g.printJSON(resp); err != nil {
-					return err
-				}
-			} else {
-				printDupes(g, resp)
+			if err := p.end(totals); err != nil {
+				return failed(err)
 			}
-			if len(resp.Sets) == 0 {
+			if p.count() == 0 {
 				return nothing()
 			}
 			return nil
@@ -283,30 +288,89 @@ With --json, one object: {"sets": [{"size": N, "strong": HEX, "files":
 	return cmd
 }
 
-func printDupes(g *globals, r *ipc.DupesResponse) {
-	w := g.stdout
-	if len(r.Sets) == 0 {
-		fmt.Fprintln(w, "No identical files.")
-		return
-	}
-	for _, s := range r.Sets {
-		fmt.Fprintf(w, "%d identical files of %d bytes", len(s.Files), s.Size)
-		if s.Inodes != len(s.Files) {
-			fmt.Fprintf(w, ", %s on disk", count(s.Inodes, "copy", "copies"))
-		}
-		fmt.Fprintln(w, ":")
-		for _, f := range s.Files {
-			if f.HardLinkOf != nil {
-				fmt.Fprintf(w, "  %s  (hard link of %s)\n", f.Exact(), f.HardLinkOf.Exact())
-			} else {
-				fmt.Fprintf(w, "  %s\n", f.Exact())
-			}
-		}
-	}
-	t := r.Totals
-	fmt.Fprintf(w, "%s, %s: %s, %d bytes\n", count(t.Sets, "set", "sets"), count(t.Files, "file", "files"),
-		count(t.RedundantFiles, "redundant copy", "redundant copies"), t.RedundantBytes)
+// dupesPrinter prints a dupes answer as its sets arrive.
+type dupesPrinter interface {
+	set(ipc.DupeSet) error
+	end(ipc.DupesTotals) error
+	cut() // the answer stopped midway, after some sets
+	count() int
 }
+
+// dupesText prints each set, then a line summing them.
+type dupesText struct {
+	w    io.Writer
+	sets int
+}
+
+func (p *dupesText) set(s ipc.DupeSet) error {
+	p.sets++
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d identical files of %d bytes", len(s.Files), s.Size)
+	if s.Inodes != len(s.Files) {
+		fmt.Fprintf(&b, ", %s on disk", count(s.Inodes, "copy", "copies"))
+	}
+	b.WriteString(":\n")
+	for _, f := range s.Files {
+		if f.HardLinkOf != nil {
+			fmt.Fprintf(&b, "  %s  (hard link of %s)\n", f.Exact(), f.HardLinkOf.Exact())
+		} else {
+			fmt.Fprintf(&b, "  %s\n", f.Exact())
+		}
+	}
+	_, err := io.WriteString(p.w, b.String())
+	return err
+}
+
+func (p *dupesText) end(t ipc.DupesTotals) error {
+	if p.sets == 0 {
+		_, err := fmt.Fprintln(p.w, "No identical files.")
+		return err
+	}
+	_, err := fmt.Fprintf(p.w, "%s, %s: %s, %d bytes\n", count(t.Sets, "set", "sets"), count(t.Files, "file", "files"),
+		count(t.RedundantFiles, "redundant copy", "redundant copies"), t.RedundantBytes)
+	return err
+}
+
+func (p *dupesText) cut()       { fmt.Fprintln(p.w, "(answer cut short: the sets above are not all)") }
+func (p *dupesText) count() int { return p.sets }
+
+// dupesJSON prints the answer as the daemon sends it, one object
+// (ipc.DupesResponse), writing each set once it arrives.
+type dupesJSON struct {
+	w    io.Writer
+	sets int
+}
+
+func (p *dupesJSON) set(s ipc.DupeSet) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	sep := ","
+	if p.sets == 0 {
+		sep = `{"sets":[`
+	}
+	p.sets++
+	_, err = io.WriteString(p.w, sep+string(b))
+	return err
+}
+
+func (p *dupesJSON) end(t ipc.DupesTotals) error {
+	if p.sets == 0 {
+		return writeJSONLine(p.w, ipc.DupesResponse{Sets: []ipc.DupeSet{}, Totals: t})
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(p.w, `],"totals":`+string(b)+"}\n")
+	return err
+}
+
+// cut leaves the JSON unfinished, so that no decoder takes it for a whole
+// answer.
+func (p *dupesJSON) cut()       { fmt.Fprintln(p.w) }
+func (p *dupesJSON) count() int { return p.sets }
 
 // count renders n with its noun, e.g. "1 set", "2 sets".
 func count(n int, one, many string) string {
