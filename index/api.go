@@ -266,11 +266,9 @@ type Group struct {
 // GroupLink is one link of a group: two of its files, each named by its
 // place in the group (0 the reference, i the member Members[i-1]; A < B),
 // and how much of each the other contains, 0..1, as a query of one would
-// find the other (boilerplate left out). The containments are capped at 1:
-// a file's boilerplate weight is taken out of its weight at every level
-// (see link), which can leave less than the shared weight, and Percent is
-// then above 1. Copies of a file are identical to it and have no links of
-// their own.
+// find the other (boilerplate left out; see Index.Groups for when it is
+// less). Copies of a file are identical to it and have no links of their
+// own.
 type GroupLink struct {
 	A, B       int
 	AInB, BInA float64

@@ -76,7 +76,10 @@
 //     updated as each batch commits); Groups counts them from the copy
 //     keys of the view it reads. Fingerprints held by very many files
 //     (licence blocks, templates, boilerplate) carry little evidence:
-//     queries and groups skip those above MaxDF.
+//     queries and groups skip those above MaxDF, and leave their weight out
+//     of the weight of each file holding them at the levels they are of
+//     (a query knows the levels of its fingerprints; Groups, which reads
+//     keys only, bounds them by the levels of the files holding them).
 //   - The inode key of a file joins its device and inode numbers to its id,
 //     so a file renamed or moved where sif did not see it go is recognised
 //     by its inode (and its size and mtime) without being read again. Hard

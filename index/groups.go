@@ -39,9 +39,20 @@ func (o GroupOptions) withDefaults() (GroupOptions, error) {
 // postings in fingerprint-key order; for every fingerprint key held by 2
 // to MaxDF files it adds min(weight in a, weight in b) to the shared
 // weight of every pair of those files; the weight of keys held by more
-// files is left out of each holder's weight, as Similar leaves it out of
-// the query's (template suppression, Forman et al. §4). A pair is linked
-// only when it shares at least MinShared fingerprint keys. Identical files
+// files (boilerplate) is left out of each holder's weight, as Similar
+// leaves it out of the query's (template suppression, Forman et al. §4).
+// Two files are compared at the higher of their levels, over their keys of
+// that level or more (every key they share is), so a file's boilerplate
+// leaves its weight there only as far as it is of that level or more. The
+// level of a key is not stored: a key held by too many files is taken to
+// be of the highest level of the files holding it (a file holds no key
+// below its own level), except for what is more than the file's weight
+// below the level of the comparison, which must be of that level or more.
+// A containment is thus at most 1, and at most what Similar finds for a
+// query of the file, which knows the levels of its fingerprints (key
+// collisions aside, doc.go); it is less only when boilerplate of a level
+// is held by no file of that level. A pair is linked only when it shares
+// at least MinShared fingerprint keys. Identical files
 // (equal strong hash and size) are folded into one node first, so copies
 // do not multiply links; they are listed under the member's Copies. Two
 // nodes are linked when either contains at least Threshold of the other
@@ -57,11 +68,15 @@ func (o GroupOptions) withDefaults() (GroupOptions, error) {
 // then by path. Groups sees one consistent state of the index.
 //
 // Memory. Groups works on content ids (doc.go), not on records: it keeps
-// about 20 bytes per content considered and a bit per file id, the pairs
+// about 24 bytes per content considered, a byte per content (its level)
+// and a bit per file id, 4 bytes per level between its own and the top for
+// each file sampled below the top level that holds boilerplate, the pairs
 // of one pass, the links, and the answer (EachGroup, instead of the
-// answer, a sort key per group and one group at a time). It reads no record but the file
-// records under the prefix (none without a prefix or Visible), the content
-// records of the pairs it judges, and the records of the files it lists.
+// answer, a sort key per group and one group at a time). It reads no
+// record but the file records under the prefix (none without a prefix or
+// Visible), every content record once for its level (with levels and
+// MaxDF set), those of the pairs it judges, and the records of the files
+// it lists.
 // The pairs that share a fingerprint are hash-partitioned (Forman et al.):
 // a pass over the postings holds about groupPairBudget of them at most,
 // and when a pass would hold more, it keeps half of its partition and
@@ -128,9 +143,17 @@ func (ix *Index) groups(opts GroupOptions, fn func(Group) error) error {
 	snap := ix.db.NewSnapshot()
 	defer snap.Close()
 
-	g := &grouping{r: snap, opts: opts, budget: groupPairBudget}
+	g := &grouping{r: snap, opts: opts, budget: groupPairBudget, top: min(ix.params.Bits, maxLevel)}
+	// Files have levels below the top only with the manber scheme and a
+	// MinBits below Bits; their boilerplate only with MaxDF set.
+	g.leveled = ix.params.MinBits < g.top && opts.MaxDF >= 0
 	if err := g.selectContents(); err != nil {
 		return err
+	}
+	if g.leveled {
+		if err := g.readLevels(); err != nil {
+			return err
+		}
 	}
 	if err := g.linkAll(); err != nil {
 		return err
@@ -161,10 +184,23 @@ type grouping struct {
 	alias  map[uint32]uint32
 	folded map[uint32][]uint32
 
+	// Levels (leveled: the scheme has several, and MaxDF is set): levels
+	// holds the level of every content, by its rank in all.
+	top     int
+	leveled bool
+	all     idSet
+	levels  []uint8
+
 	common []uint64 // node → weight of its keys held by more than MaxDF files
-	parent []uint32 // union-find
-	nlinks []uint32
-	links  []groupLink
+	// The weight of a node's boilerplate whose level is known only to be
+	// below the top: below[belowAt[d]-1+m-L] is that of its keys held by
+	// more than MaxDF files of which the highest level is m, for m from the
+	// node's level L to top-1 (belowAt[d] is 0 when there is none).
+	belowAt []uint32
+	below   []uint32
+	parent  []uint32 // union-find
+	nlinks  []uint32
+	links   []groupLink
 }
 
 // groupLink links nodes a and b: ab is how much of a b contains, ba how
@@ -369,6 +405,75 @@ func (g *grouping) selectContents() error {
 	return nil
 }
 
+// readLevels reads the level of every content from its record, in
+// content id order.
+func (g *grouping) readLevels() error {
+	g.levels = make([]uint8, 0, g.contents.len()) // all of them, unless filtered
+	var c FileRecord
+	lo, hi := keyspace(prefixContent)
+	err := scan(g.r, lo, hi, func(k, v []byte) error {
+		cid, err := parseIDKey(k, prefixContent)
+		if err != nil {
+			return err
+		}
+		if _, err := decodeContent(v, &c); err != nil {
+			return fmt.Errorf("content %d: %w", cid, err)
+		}
+		g.all.add(cid)
+		g.levels = append(g.levels, c.Level)
+		return nil
+	})
+	g.all.freeze()
+	return err
+}
+
+// levelOf returns the level of content cid: 0 when levels are not read or
+// it has no record (which only a corrupt index lacks).
+func (g *grouping) levelOf(cid uint32) uint8 {
+	if g.levels == nil {
+		return 0
+	}
+	if i, ok := g.all.rank(cid); ok {
+		return g.levels[i]
+	}
+	return 0
+}
+
+// addBelow adds w to the boilerplate of node d whose level is known only
+// to be m or more, m below the top.
+func (g *grouping) addBelow(d uint32, m uint8, w uint64) {
+	l := g.levelOf(g.cids[d])
+	if m < l {
+		return // a key the node holds is of its level or more
+	}
+	if g.belowAt == nil {
+		g.belowAt = make([]uint32, len(g.cids))
+	}
+	if g.belowAt[d] == 0 {
+		g.belowAt[d] = uint32(len(g.below)) + 1
+		g.below = append(g.below, make([]uint32, g.top-int(l))...)
+	}
+	i := g.belowAt[d] - 1 + uint32(m-l)
+	// Saturating: a file below the top level is small, and its weight with
+	// the manber scheme is the number of its windows kept.
+	g.below[i] = uint32(min(uint64(g.below[i])+w, math.MaxUint32))
+}
+
+// belowWeight returns the weight of node d's boilerplate whose level is
+// known only to be below lvl: that of its keys held by more than MaxDF
+// files of which the highest level is below lvl. l is the node's level.
+func (g *grouping) belowWeight(d uint32, l uint8, lvl int) uint64 {
+	if g.belowAt == nil || g.belowAt[d] == 0 {
+		return 0
+	}
+	var w uint64
+	at := g.belowAt[d] - 1
+	for m := int(l); m < lvl && m < g.top; m++ {
+		w += uint64(g.below[at+uint32(m-int(l))])
+	}
+	return w
+}
+
 // consideredFile is a file considered, with its id.
 type consideredFile struct {
 	id   uint32
@@ -519,7 +624,9 @@ func mixPair(k uint64) uint64 {
 // pairs outgrow the budget, it narrows p, and returns the partitions it
 // left out. With first, it also sums, for every node holding keys held by
 // more than MaxDF files, the weight of those keys (its boilerplate, left
-// out of its weight when containments are computed) into g.common.
+// out of its weight when containments are computed) into g.common, and
+// that of those whose level is known only to be below the top into
+// g.below, by the highest level of the files holding each.
 func (g *grouping) pairShares(shared *pairTable, p partition, first bool) ([]partition, error) {
 	type holder struct {
 		node   uint32
@@ -532,6 +639,7 @@ func (g *grouping) pairShares(shared *pairTable, p partition, first bool) ([]par
 		cur     uint32 // the current fingerprint key
 		started bool   // whether cur is set
 		n       int    // the files holding it, all of them: a posting counts its content's
+		lmax    uint8  // the highest level of the contents holding it (with first)
 		holders []holder
 	)
 	flush := func() {
@@ -544,6 +652,9 @@ func (g *grouping) pairShares(shared *pairTable, p partition, first bool) ([]par
 			if first {
 				for _, h := range holders {
 					g.common[h.node] += h.weight
+					if g.leveled && int(lmax) < g.top {
+						g.addBelow(h.node, lmax, h.weight)
+					}
 				}
 			}
 			return
@@ -570,9 +681,12 @@ func (g *grouping) pairShares(shared *pairTable, p partition, first bool) ([]par
 		if !started || p.key != cur {
 			flush()
 			cur, started = p.key, true
-			n, holders = 0, holders[:0]
+			n, lmax, holders = 0, 0, holders[:0]
 		}
 		n += g.filesOf(p.cid)
+		if first && g.leveled {
+			lmax = max(lmax, g.levelOf(p.cid))
+		}
 		if node, ok := g.node(p.cid); ok {
 			holders = append(holders, holder{node, p.weight})
 		}
@@ -623,14 +737,20 @@ func (g *grouping) link(shared *pairTable) error {
 		return &ws[i]
 	}
 	// A node's distinctive weight at level l: its weight at that level
-	// without its keys held by too many files. Two files are compared at
-	// the higher of their levels (fingerprint.Compare); the keys they share
-	// are all of that level or more. The level of a key held by too many
-	// files is not stored: its weight is taken out at every level.
+	// without its keys of that level or more held by too many files. Two
+	// files are compared at the higher of their levels (fingerprint.Compare);
+	// the keys they share are all of that level or more, and so is every
+	// key the node holds when l is its own level. Above it, the
+	// boilerplate below l is at most the node's weight below l, and at most
+	// that of the keys no file of level l or more holds (see Groups).
 	distinct := func(d uint32, w *nodeWeights, l int) uint64 {
 		r := FileRecord{Weight: w.weight, Level: w.level, LevelWeights: w.levelWeights}
 		wl := r.WeightAt(l)
-		return wl - min(g.common[d], wl)
+		common := g.common[d]
+		if l > int(w.level) {
+			common -= min(common, w.weight-min(wl, w.weight), g.belowWeight(d, w.level, l))
+		}
+		return wl - min(common, wl)
 	}
 	shared.each(func(k uint64, ps pairShare) {
 		if int(ps.n) < g.opts.MinShared {
@@ -642,7 +762,10 @@ func (g *grouping) link(shared *pairTable) error {
 			return
 		}
 		l := int(max(wa.level, wb.level))
-		ab, ba := fingerprint.Ratio(ps.weight, distinct(a, wa, l)), fingerprint.Ratio(ps.weight, distinct(b, wb, l))
+		// At most 1 but for key collisions (doc.go): a key two files share
+		// through two hashes can be of a lower level in one of them.
+		ab := min(1, fingerprint.Ratio(ps.weight, distinct(a, wa, l)))
+		ba := min(1, fingerprint.Ratio(ps.weight, distinct(b, wb, l)))
 		if max(ab, ba) < g.opts.Threshold {
 			return
 		}
@@ -873,7 +996,7 @@ func (g *grouping) group(ds []uint32, links []groupLink, ref uint32) (Group, err
 		}
 		grp.Links = make([]GroupLink, 0, len(links))
 		for _, l := range links {
-			gl := GroupLink{A: place[at(l.a)], B: place[at(l.b)], AInB: min(1, l.ab), BInA: min(1, l.ba)}
+			gl := GroupLink{A: place[at(l.a)], B: place[at(l.b)], AInB: l.ab, BInA: l.ba}
 			if gl.A > gl.B {
 				gl.A, gl.B, gl.AInB, gl.BInA = gl.B, gl.A, gl.BInA, gl.AInB
 			}

@@ -62,13 +62,25 @@ func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
 		return nil, err
 	}
 	// A node's distinctive weight at level l: its weight at that level
-	// without its keys held by too many files. Two files are compared at
-	// the higher of their levels (fingerprint.Compare); the keys they share
-	// are all of that level or more. The level of a key held by too many
-	// files is not stored: its weight is taken out at every level.
+	// without its keys held by too many files whose level is l or more.
+	// Two files are compared at the higher of their levels
+	// (fingerprint.Compare); the keys they share are all of that level or
+	// more. The level of a key is not stored: that of a key held by too
+	// many files is at least the highest level of the files holding it,
+	// and the node's weight below l bounds the weight of those below l.
 	distinct := func(i, l int) uint64 {
-		w := nodes[i].rec.WeightAt(l)
-		return w - min(common[i], w)
+		rec := &nodes[i].rec
+		w := rec.WeightAt(l)
+		var bp, below uint64
+		for m, cw := range common[i] {
+			if m >= l {
+				bp += cw
+			} else {
+				below += cw
+			}
+		}
+		bp += below - min(below, rec.Weight-w)
+		return w - min(bp, w)
 	}
 
 	// Link the pairs that pass, and merge them with union-find.
@@ -88,7 +100,7 @@ func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
 			continue
 		}
 		l := int(max(na.rec.Level, nb.rec.Level))
-		p := max(fingerprint.Ratio(sh, distinct(a, l)), fingerprint.Ratio(sh, distinct(b, l)))
+		p := min(1, max(fingerprint.Ratio(sh, distinct(a, l)), fingerprint.Ratio(sh, distinct(b, l))))
 		if p < opts.Threshold {
 			continue
 		}
@@ -220,20 +232,34 @@ type refPairShare struct {
 // that share a fingerprint key held by 2 to maxDF files, their shared
 // weight and key count, keyed by a<<32|b with a < b; and, for every node holding keys
 // held by more than maxDF files, the weight of those keys (its boilerplate,
-// left out of its weight when containments are computed).
-func (ix *Index) refPairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int) (shared map[uint64]refPairShare, common map[int]uint64, err error) {
+// left out of its weight when containments are computed) by the highest
+// level of the contents holding each.
+func (ix *Index) refPairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int) (shared map[uint64]refPairShare, common map[int]map[int]uint64, err error) {
 	type holder struct {
 		node   int
 		weight uint64
 	}
 	shared = make(map[uint64]refPairShare)
-	common = make(map[int]uint64)
+	common = make(map[int]map[int]uint64)
+	levels := make(map[uint32]int) // content id → level
+	levelOf := func(cid uint32) (int, error) {
+		if l, ok := levels[cid]; ok {
+			return l, nil
+		}
+		var c FileRecord
+		if _, err := readContent(r, cid, &c); err != nil {
+			return 0, err
+		}
+		levels[cid] = int(c.Level)
+		return int(c.Level), nil
+	}
 	ix.copiesMu.RLock()
 	copies := maps.Clone(ix.copies)
 	ix.copiesMu.RUnlock()
 	var (
 		cur     uint32 // the current fingerprint key
 		n       int    // the files holding it, all of them: a posting counts its content's
+		lmax    int    // the highest level of the contents holding it
 		holders []holder
 	)
 	flush := func() {
@@ -244,7 +270,10 @@ func (ix *Index) refPairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int
 		holders = slices.CompactFunc(holders, func(x, y holder) bool { return x.node == y.node })
 		if maxDF >= 0 && n > maxDF {
 			for _, h := range holders {
-				common[h.node] += h.weight
+				if common[h.node] == nil {
+					common[h.node] = make(map[int]uint64)
+				}
+				common[h.node][lmax] += h.weight
 			}
 			return
 		}
@@ -264,8 +293,13 @@ func (ix *Index) refPairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int
 		if !started || p.key != cur {
 			flush()
 			cur, started = p.key, true
-			n, holders = 0, holders[:0]
+			n, lmax, holders = 0, 0, holders[:0]
 		}
+		l, err := levelOf(p.cid)
+		if err != nil {
+			return err
+		}
+		lmax = max(lmax, l)
 		n++
 		if c, ok := copies[p.cid]; ok {
 			n += int(c) - 1

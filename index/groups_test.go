@@ -267,3 +267,156 @@ func minShared(opts index.GroupOptions) int {
 	}
 	return opts.MinShared
 }
+
+// TestGroupsLevelsAgainstQueries checks the containments of the group links
+// against the queries of their files, on random files of every level
+// holding fingerprints of every level, boilerplate among them. A query
+// knows the level of each of its fingerprints; Groups knows that of a
+// boilerplate key only from the files holding it. With a file of its level
+// holding each boilerplate fingerprint (a carrier, which shares nothing
+// else), the two agree exactly; without, a link's containment is at most
+// the query's. Either way, no percentage is above 1.
+func TestGroupsLevelsAgainstQueries(t *testing.T) {
+	p := manber // levels 2 (below 103 bytes) to 8 (from 2087)
+	const maxDF = 8
+	for _, carriers := range []bool{true, false} {
+		t.Run(fmt.Sprintf("carriers=%v", carriers), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(5, 11))
+			// A hash of level l: its low l-MinBits bits zero, the next one.
+			hashOf := func(l int) uint64 {
+				h := rng.Uint64() | 1
+				if l >= p.Bits {
+					return h << (p.Bits - p.MinBits)
+				}
+				return h << (l - p.MinBits)
+			}
+			// A size of level l.
+			sizeOf := func(l int) int64 {
+				lo := int64(p.Window - 1 + p.Target<<l)
+				switch l {
+				case p.MinBits:
+					return int64(p.Window) + rng.Int64N(lo-int64(p.Window))
+				case p.Bits:
+					return lo + rng.Int64N(4*lo)
+				}
+				return lo + rng.Int64N(lo)
+			}
+			randLevel := func() int { return p.MinBits + rng.IntN(p.Bits-p.MinBits+1) }
+			pool := make([]uint64, 120)
+			for i := range pool {
+				pool[i] = hashOf(randLevel())
+			}
+			boiler := make([]uint64, 16)
+			for i := range boiler {
+				boiler[i] = hashOf(randLevel())
+			}
+			ix := openMem(t, nil, p)
+			sketches := map[string]*fingerprint.Sketch{}
+			put := func(path string, sk *fingerprint.Sketch) {
+				if _, err := ix.Put(metaFor(path, sk, rng), sk); err != nil {
+					t.Fatal(err)
+				}
+				sketches[path] = sk
+			}
+			var made []*fingerprint.Sketch
+			for i := range 80 {
+				l := randLevel()
+				seen := map[uint64]bool{}
+				var fs []fingerprint.Feature
+				add := func(h uint64) {
+					if !seen[h] && p.HashLevel(h) >= l {
+						seen[h] = true
+						fs = append(fs, fingerprint.Feature{Hash: h, Count: 1 + uint32(rng.IntN(3))})
+					}
+				}
+				if len(made) > 0 && rng.IntN(2) == 0 { // an edited version of another file
+					for _, f := range made[rng.IntN(len(made))].Features {
+						if rng.IntN(10) < 7 {
+							add(f.Hash)
+						}
+					}
+				}
+				for range 3 + rng.IntN(12) {
+					add(pool[rng.IntN(len(pool))])
+				}
+				for _, h := range boiler {
+					if rng.IntN(2) == 0 {
+						add(h)
+					}
+				}
+				sk := sketchOf(p, fmt.Sprint("file", i), sizeOf(l), canonicalTest(fs)...)
+				made = append(made, sk)
+				put(fmt.Sprintf("/f/%03d", i), sk)
+			}
+			if carriers {
+				df := map[uint64]int{}
+				for _, sk := range made {
+					for _, f := range sk.Features {
+						df[f.Hash]++
+					}
+				}
+				for l := p.MinBits; l <= p.Bits; l++ {
+					fs := []fingerprint.Feature{{Hash: hashOf(p.Bits), Count: 1}}
+					for h, n := range df {
+						if n > maxDF && p.HashLevel(h) == l {
+							fs = append(fs, fingerprint.Feature{Hash: h, Count: 1})
+						}
+					}
+					put(fmt.Sprintf("/carrier/%d", l), sketchOf(p, fmt.Sprint("carrier", l), sizeOf(l), fs...))
+				}
+			}
+
+			opts := index.GroupOptions{Threshold: 0.2, MaxDF: maxDF, MinShared: 2, Links: true}
+			gs, err := ix.Groups(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// containment returns how much of the file at path the file at
+			// other contains, as a query of the first finds it.
+			containment := func(path, other string) float64 {
+				t.Helper()
+				res, err := ix.Similar(index.Query{Path: path, Sketch: sketches[path]},
+					index.QueryOptions{Threshold: 1e-12, MaxDF: maxDF, MinFeatures: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range res.Matches {
+					if m.Path == other {
+						return m.Containment
+					}
+				}
+				t.Fatalf("a query of %s does not find %s", path, other)
+				return 0
+			}
+			links, less := 0, 0
+			for _, g := range gs {
+				files := append([]index.GroupMember{g.Reference}, g.Members...)
+				for _, m := range files {
+					if m.Percent > 1 {
+						t.Errorf("%s: percent %v in the group of %s", m.Path, m.Percent, g.Reference.Path)
+					}
+				}
+				for _, l := range g.Links {
+					a, b := files[l.A].Path, files[l.B].Path
+					for _, c := range [2]struct {
+						x, y string
+						got  float64
+					}{{a, b, l.AInB}, {b, a, l.BInA}} {
+						want := containment(c.x, c.y)
+						switch {
+						case c.got > want || carriers && c.got != want:
+							t.Errorf("%s in %s: %v, a query finds %v", c.x, c.y, c.got, want)
+						case c.got < want:
+							less++
+						}
+					}
+					links++
+				}
+			}
+			if links < 20 {
+				t.Fatalf("%d links: too few to tell", links)
+			}
+			t.Logf("%d groups, %d links, %d containments below the query's", len(gs), links, less)
+		})
+	}
+}
