@@ -25,6 +25,17 @@ const SystemStateDir = "/var/lib/sifd"
 // SystemDB is where a system-wide sifd keeps its index.
 const SystemDB = SystemStateDir + "/index"
 
+// DefaultMemoryLimit is the soft limit sifd sets on its Go heap when
+// neither memory_limit, --memory-limit nor $GOMEMLIMIT names one: the
+// collector works harder as the heap nears it, rather than let it grow
+// to twice the live heap. The index's cache (index.DefaultCacheSize) and
+// about 30 MB of code and C allocations come on top of it. MinMemoryLimit
+// is the least a configuration may set.
+const (
+	DefaultMemoryLimit = 128 << 20
+	MinMemoryLimit     = 32 << 20
+)
+
 // DefaultMaxFileSize is the largest file indexed when no limit is set.
 const DefaultMaxFileSize = 256 << 20
 

@@ -33,6 +33,7 @@ import (
 //	db = "/var/lib/sifd/index"
 //	socket = "/run/sifd/sifd.sock"
 //	log_level = "info"                 # debug, info, warn or error
+//	memory_limit = "128MiB"            # soft limit of the Go heap; "unlimited"
 //
 //	[scheme]                           # fingerprint.Params, for a new index
 //	scheme = "manber"
@@ -88,6 +89,10 @@ type FileConfig struct {
 	// LogLevel is the file's log_level, one of "debug", "info", "warn" and
 	// "error", or "" if the file has none.
 	LogLevel string
+	// MemoryLimit is the file's memory_limit in bytes: the soft limit of
+	// the Go heap of the process (sifd sets it at start), -1 for
+	// "unlimited", 0 if the file has none.
+	MemoryLimit int64
 }
 
 // ConfigError is a problem with a configuration file. LoadConfigFile
@@ -179,6 +184,7 @@ type fileKeys struct {
 	SocketAccess   socketAccess `toml:"socket_access"`
 	OperatorGroup  groupName    `toml:"operator_group"`
 	LogLevel       logLevel     `toml:"log_level"`
+	MemoryLimit    size         `toml:"memory_limit"`
 	Scheme         *schemeTable `toml:"scheme"`
 }
 
@@ -199,7 +205,7 @@ type schemeTable struct {
 var knownKeys = []string{
 	"roots", "exclude", "min_size", "max_size", "settle_delay", "max_settle_delay",
 	"rescan_interval", "network_fs",
-	"workers", "db", "socket", "socket_access", "operator_group", "log_level",
+	"workers", "db", "socket", "socket_access", "operator_group", "log_level", "memory_limit",
 	"scheme", "scheme.scheme", "scheme.window", "scheme.bits", "scheme.mod_bits",
 	"scheme.min_bits", "scheme.target",
 	"scheme.min_chunk", "scheme.avg_chunk", "scheme.max_chunk",
@@ -228,7 +234,10 @@ func (p *configParser) parse() (FileConfig, error) {
 		return FileConfig{}, err
 	}
 
-	fc := FileConfig{Path: filepath.Join(p.dir, filepath.Base(p.name)), LogLevel: string(k.LogLevel)}
+	fc := FileConfig{Path: filepath.Join(p.dir, filepath.Base(p.name)), LogLevel: string(k.LogLevel), MemoryLimit: int64(k.MemoryLimit)}
+	if md.IsDefined("memory_limit") && fc.MemoryLimit >= 0 && fc.MemoryLimit < MinMemoryLimit {
+		return FileConfig{}, p.errAt("memory_limit", "%d bytes is less than the least sifd runs in (%d MiB); \"unlimited\" for no limit", fc.MemoryLimit, MinMemoryLimit>>20)
+	}
 	c := &fc.Config
 	c.Exclude = k.Exclude
 	c.MinFileSize = int64(k.MinSize)

@@ -92,7 +92,8 @@ func TestConfigFileFull(t *testing.T) {
 			Socket:         filepath.FromSlash("/run/sifd/test.sock"),
 			Params:         fingerprint.Params{Scheme: fingerprint.Manber, Window: 32, Bits: 7, ModBits: 30},
 		},
-		LogLevel: "debug",
+		LogLevel:    "debug",
+		MemoryLimit: 96 << 20,
 	}
 	if !reflect.DeepEqual(fc, want) {
 		t.Errorf("LoadConfigFile:\n got %+v\nwant %+v", fc, want)

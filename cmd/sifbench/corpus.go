@@ -82,7 +82,10 @@ func (r *daemonRun) waitReady(ctx context.Context) error {
 
 // stop sends SIGTERM and waits; it returns the peak RSS in KiB seen by the
 // kernel over the whole life of the process.
+// The peak is VmHWM, read until sifd exits (see pollPeak); where /proc
+// has none, ru_maxrss.
 func (r *daemonRun) stop() (int64, error) {
+	peak := pollPeak(r.cmd.Process.Pid)
 	r.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-r.done:
@@ -92,6 +95,9 @@ func (r *daemonRun) stop() (int64, error) {
 	case <-time.After(60 * time.Second):
 		r.cmd.Process.Kill()
 		return 0, fmt.Errorf("sifd did not stop within 60s")
+	}
+	if kb := peak(); kb > 0 {
+		return max(kb, r.peakKB), nil
 	}
 	if kb := maxRSSKB(r.cmd.ProcessState); kb > 0 {
 		return kb, nil

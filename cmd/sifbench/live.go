@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -211,6 +213,38 @@ func procStatusKB(pid int, field string) int64 {
 		}
 	}
 	return 0
+}
+
+// pollPeak reads the peak resident set size (VmHWM) of the running
+// process pid every 10 ms until the returned stop is called, and stop
+// returns the highest read, in KiB (0 without /proc). It stands for the
+// ru_maxrss of the process once it exits, which on Linux is never below
+// the RSS of the process that started it (sifbench's own): the kernel
+// keeps the high-water mark of the address space a child leaves at exec,
+// and os/exec's child shares its parent's until then. VmHWM is the
+// running image's own; a peak in the last 10 ms before exit is missed.
+func pollPeak(pid int) (stop func() int64) {
+	var peak atomic.Int64
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			if kb := procStatusKB(pid, "VmHWM"); kb > peak.Load() {
+				peak.Store(kb)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	var once sync.Once
+	return func() int64 {
+		once.Do(func() { close(done); <-finished })
+		return peak.Load()
+	}
 }
 
 // latencyStats summarises latencies in milliseconds.

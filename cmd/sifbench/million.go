@@ -385,6 +385,7 @@ func runSifctl(ctx context.Context, d *daemonRun, sifctl, pprofAddr, heapTo, com
 	if err := cmd.Start(); err != nil {
 		return m, err
 	}
+	ctlPeak := pollPeak(cmd.Process.Pid)
 	cr := &countReader{r: out}
 	var decoded struct {
 		Groups []struct {
@@ -413,7 +414,10 @@ func runSifctl(ctx context.Context, d *daemonRun, sifctl, pprofAddr, heapTo, com
 	if reset {
 		m.SifdMB = float64(max(sampled, vmHWM(pid))) / 1024
 	}
-	m.SifctlMB = float64(maxRSSKB(cmd.ProcessState)) / 1024
+	m.SifctlMB = float64(ctlPeak()) / 1024
+	if m.SifctlMB == 0 {
+		m.SifctlMB = float64(maxRSSKB(cmd.ProcessState)) / 1024
+	}
 	m.OutMB = mb(cr.n)
 	for _, g := range decoded.Groups {
 		m.Sets++

@@ -52,6 +52,7 @@ type statusError struct {
 func (e *statusError) Error() string { return e.err.Error() }
 
 func main() {
+	limitMallocArenas()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
@@ -117,6 +118,7 @@ type runFlags struct {
 	progress  time.Duration
 	logLevel  string
 	logFormat string
+	memLimit  string
 	params    fingerprint.Params
 }
 
@@ -157,7 +159,7 @@ error: move the index aside (or pass another --db) to rebuild it.
 
 Configuration file: --config FILE reads a TOML file (see README.md) that can
 set the roots, exclusions, size limits, settle delays, workers, db, socket,
-log level and [scheme]. Without --config, ` + daemon.SystemConfigFile + ` (as root)
+log level, memory limit and [scheme]. Without --config, ` + daemon.SystemConfigFile + ` (as root)
 or $XDG_CONFIG_HOME/sifd/config.toml (~/.config/sifd/config.toml) is read if
 it exists; --config "" reads none. Relative paths in the file are relative
 to the file's directory. Flags given on the command line override the file;
@@ -179,6 +181,9 @@ to the file's directory. Flags given on the command line override the file;
 			cfg.LogLevel, cfg.LevelVar = level, lv
 			if fc.Path != "" {
 				log.Info("configuration file", "path", fc.Path)
+			}
+			if err := applyMemoryLimit(cmd.Flags(), f.memLimit, fc, log); err != nil {
+				return &statusError{exitError, err}
 			}
 			if pprofAddr != "" {
 				if err := servePprof(cmd.Context(), pprofAddr, log); err != nil {
@@ -235,6 +240,7 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.MarkHidden("progress-interval") // for tests that watch the progress
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	fl.StringVar(&f.memLimit, "memory-limit", "", fmt.Sprintf(`soft limit of the Go heap, e.g. "128MiB", or "unlimited": the collector works harder near it; the index's %d MiB cache comes on top (default %d MiB, or $GOMEMLIMIT)`, index.DefaultCacheSize>>20, daemon.DefaultMemoryLimit>>20))
 	cliflags.AddParams(fl, &f.params, `fingerprint scheme for a new index: "manber" or "chunks" (default: the stored one, else `+string(fingerprint.DefaultParams().Scheme)+`)`)
 }
 
