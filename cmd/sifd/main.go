@@ -52,7 +52,6 @@ type statusError struct {
 func (e *statusError) Error() string { return e.err.Error() }
 
 func main() {
-	limitMallocArenas()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
