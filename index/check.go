@@ -19,9 +19,11 @@ import (
 //     record has its path key;
 //   - every file record names a content that has a record, and every
 //     content is held by at least one file;
-//   - every file record has its copy key (its content's strong hash, its
-//     content id, its id), and every copy key belongs to a file record
-//     naming that content, whose strong hash it carries;
+//   - every file record has its copy key (its content id, its id), and
+//     every copy key belongs to a file record naming that content;
+//   - every content whose strong hash is known (not all zero) has one hash
+//     key, which carries the first bytes of that hash, and every hash key
+//     belongs to such a content;
 //   - no two contents are equal (same strong hash, summary and forward
 //     list): identical files share one;
 //   - every record has its inode key, and every inode key belongs to a
@@ -70,13 +72,13 @@ type checker struct {
 
 // checkedRecord is what Check remembers of a file record.
 type checkedRecord struct {
-	path      string
-	cid       uint32
-	dev, ino  uint64
-	hasPath   bool
-	hasStrong bool
-	hasInode  bool
-	broken    bool // the record does not decode
+	path     string
+	cid      uint32
+	dev, ino uint64
+	hasPath  bool
+	hasCopy  bool
+	hasInode bool
+	broken   bool // the record does not decode
 }
 
 // checkedContent is what Check remembers of a content record.
@@ -84,6 +86,7 @@ type checkedContent struct {
 	rec        FileRecord // its content fields
 	files      int        // file records naming it
 	hasForward bool
+	hasHash    bool
 	fwdHash    uint64 // forwardHash of its forward list
 	// The forward list, read along with the postings: fwd decodes it and
 	// cur is its next entry not yet matched with a posting.
@@ -104,7 +107,7 @@ func (c *checker) problem(format string, args ...any) {
 func (c *checker) run() error {
 	for _, step := range []func() error{
 		c.checkMeta, c.checkPrefixes, c.checkContents, c.checkRecords, c.checkPaths,
-		c.checkStrong, c.checkInodes, c.checkForward, c.checkPostings,
+		c.checkCopies, c.checkHashes, c.checkInodes, c.checkForward, c.checkPostings,
 	} {
 		if err := step(); err != nil {
 			return err
@@ -115,10 +118,8 @@ func (c *checker) run() error {
 		if !rec.hasPath {
 			c.problem("file id %d (%q): no path key", id, rec.path)
 		}
-		if !rec.hasStrong {
-			if cr := c.contents[rec.cid]; cr != nil {
-				c.problem("file id %d (%q): no copy key %x/%d", id, rec.path, cr.rec.Strong, rec.cid)
-			}
+		if !rec.hasCopy {
+			c.problem("file id %d (%q): no copy key %d/%d", id, rec.path, rec.cid, id)
 		}
 		if !rec.hasInode {
 			c.problem("file id %d (%q): no inode key %d:%d", id, rec.path, rec.dev, rec.ino)
@@ -140,6 +141,9 @@ func (c *checker) run() error {
 		}
 		if !cr.hasForward {
 			c.problem("content %d: no forward list", cid)
+		}
+		if !cr.hasHash && !cr.broken && cr.rec.Strong != ([32]byte{}) {
+			c.problem("content %d: no hash key %x/%d", cid, cr.rec.Strong[:hashBytes], cid)
 		}
 		if cr.broken || !cr.hasForward || cr.rec.Strong == ([32]byte{}) {
 			continue
@@ -192,7 +196,7 @@ func (c *checker) checkPrefixes() error {
 		return err
 	}
 	defer it.Close()
-	known := []byte{prefixPosting, prefixContent, prefixForward, prefixInode, prefixMeta, prefixPath, prefixRecord, prefixStrong}
+	known := []byte{prefixPosting, prefixContent, prefixForward, prefixHash, prefixInode, prefixMeta, prefixPath, prefixRecord, prefixCopy}
 	for ok := it.First(); ok; {
 		k := it.Key()
 		if len(k) > 0 && bytes.IndexByte(known, k[0]) >= 0 {
@@ -239,13 +243,13 @@ func (c *checker) checkRecords() error {
 		if err != nil {
 			c.problem("file id %d: record: %v", id, err)
 			// Keep a placeholder, so its other keys are not reported as orphans.
-			c.records[id] = &checkedRecord{path: "?", hasPath: true, hasStrong: true, hasInode: true, broken: true}
+			c.records[id] = &checkedRecord{path: "?", hasPath: true, hasCopy: true, hasInode: true, broken: true}
 			return nil
 		}
 		c.records[id] = &checkedRecord{path: meta.Path, cid: cid, dev: meta.Dev, ino: meta.Ino}
 		if cr := c.contents[cid]; cr == nil {
 			c.problem("file id %d (%q): content %d has no record", id, meta.Path, cid)
-			c.records[id].hasStrong = true // not reported twice
+			c.records[id].hasCopy = true // not reported twice
 		} else {
 			cr.files++
 		}
@@ -280,34 +284,53 @@ func (c *checker) checkPaths() error {
 	})
 }
 
-func (c *checker) checkStrong() error {
-	lo, hi := keyspace(prefixStrong)
+func (c *checker) checkCopies() error {
+	lo, hi := keyspace(prefixCopy)
 	return scan(c.r, lo, hi, func(k, v []byte) error {
-		strong, cid, id, err := parseStrongKey(k)
+		cid, id, err := parseCopyKey(k)
 		if err != nil {
 			c.problem("copy key %x: %v", k, err)
 			return nil
 		}
-		rec, cr := c.records[id], c.contents[cid]
+		rec := c.records[id]
 		switch {
 		case rec == nil:
-			c.problem("copy key %x/%d/%d: file id %d has no record", strong, cid, id, id)
+			c.problem("copy key %d/%d: file id %d has no record", cid, id, id)
 		case rec.broken:
 		case rec.cid != cid:
-			c.problem("copy key %x/%d/%d: the record of file id %d (%q) names content %d",
-				strong, cid, id, id, rec.path, rec.cid)
-		case cr == nil:
-			c.problem("copy key %x/%d/%d: content %d has no record", strong, cid, id, cid)
-		case cr.broken:
-			rec.hasStrong = true
-		case cr.rec.Strong != strong:
-			c.problem("copy key %x/%d/%d: content %d (of %q) has strong hash %x",
-				strong, cid, id, cid, rec.path, cr.rec.Strong)
+			c.problem("copy key %d/%d: the record of file id %d (%q) names content %d",
+				cid, id, id, rec.path, rec.cid)
 		default:
-			rec.hasStrong = true
+			rec.hasCopy = true
 		}
 		if len(v) != 0 {
-			c.problem("copy key %x/%d/%d: value %x, want empty", strong, cid, id, v)
+			c.problem("copy key %d/%d: value %x, want empty", cid, id, v)
+		}
+		return nil
+	})
+}
+
+func (c *checker) checkHashes() error {
+	lo, hi := keyspace(prefixHash)
+	return scan(c.r, lo, hi, func(k, v []byte) error {
+		h, cid, err := parseHashKey(k)
+		if err != nil {
+			c.problem("hash key %x: %v", k, err)
+			return nil
+		}
+		cr := c.contents[cid]
+		switch {
+		case cr == nil:
+			c.problem("hash key %x/%d: content %d has no record", h, cid, cid)
+		case cr.broken:
+			cr.hasHash = true
+		case [hashBytes]byte(cr.rec.Strong[:hashBytes]) != h || cr.rec.Strong == ([32]byte{}):
+			c.problem("hash key %x/%d: content %d has strong hash %x", h, cid, cid, cr.rec.Strong)
+		default:
+			cr.hasHash = true
+		}
+		if len(v) != 0 {
+			c.problem("hash key %x/%d: value %x, want empty", h, cid, v)
 		}
 		return nil
 	})

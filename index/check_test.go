@@ -36,6 +36,12 @@ func corruptFixture(t *testing.T) *index.Index {
 	return ix
 }
 
+// hashHead returns the bytes of strongOf(label) a hash key holds.
+func hashHead(label string) []byte {
+	s := strongOf(label)
+	return s[:4]
+}
+
 func TestCheckCatchesCorruption(t *testing.T) {
 	k := index.FingerprintKey
 	fwd := func(es ...index.Entry) []byte {
@@ -110,21 +116,22 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		{"missing record", func(t *testing.T, ix *index.Index) error {
 			return ix.RawDelete(index.RecordKey(2))
 		}, []string{"path \"/b\": file id 2 has no record", "content 2: no file holds it",
-			fmt.Sprintf("copy key %x/2/2: file id 2 has no record", strongOf("b"))}},
+			"copy key 2/2: file id 2 has no record"}},
 		{"missing record of a copy", func(t *testing.T, ix *index.Index) error {
 			return ix.RawDelete(index.RecordKey(3))
-		}, []string{"path \"/c\": file id 3 has no record", fmt.Sprintf("copy key %x/1/3: file id 3 has no record", strongOf("a"))}},
+		}, []string{"path \"/c\": file id 3 has no record", "copy key 1/3: file id 3 has no record"}},
 		{"undecodable record", func(t *testing.T, ix *index.Index) error {
 			return ix.RawSet(index.RecordKey(1), []byte{1, 5})
 		}, []string{"file id 1: record:", "corrupt"}},
 		{"record naming a missing content", func(t *testing.T, ix *index.Index) error {
 			return ix.RawSet(index.RecordKey(2), index.EncodeRecord(rec(t, ix, "/b"), 8))
 		}, []string{"file id 2 (\"/b\"): content 8 has no record", "content 2: no file holds it",
-			fmt.Sprintf("copy key %x/2/2: the record of file id 2 (\"/b\") names content 8", strongOf("b"))}},
+			"copy key 2/2: the record of file id 2 (\"/b\") names content 8"}},
 		{"missing content record", func(t *testing.T, ix *index.Index) error {
 			return ix.RawDelete(index.ContentKey(1))
 		}, []string{"file id 1 (\"/a\"): content 1 has no record", "file id 3 (\"/c\"): content 1 has no record",
-			"forward list of content 1: no content record", fmt.Sprintf("posting %08x/1: content 1 has no record", k(0x10))}},
+			"forward list of content 1: no content record", fmt.Sprintf("posting %08x/1: content 1 has no record", k(0x10)),
+			fmt.Sprintf("hash key %x/1: content 1 has no record", hashHead("a"))}},
 		{"undecodable content record", func(t *testing.T, ix *index.Index) error {
 			return ix.RawSet(index.ContentKey(2), []byte{1, 5})
 		}, []string{"content 2: record:", "corrupt"}},
@@ -147,7 +154,8 @@ func TestCheckCatchesCorruption(t *testing.T) {
 				{index.ContentKey(6), index.EncodeContent(r)},
 				{index.ForwardKey(6), fwd(index.Entry{Key: k(0x10), Weight: 17}, index.Entry{Key: k(0x20), Weight: 66}, index.Entry{Key: k(0x30), Weight: 49})},
 				{index.RecordKey(3), index.EncodeRecord(r, 6)},
-				{index.StrongKey(strongOf("a"), 6, 3), nil},
+				{index.CopyKey(6, 3), nil},
+				{index.HashKey(strongOf("a"), 6), nil},
 			} {
 				if err := ix.RawSet(kv[0], kv[1]); err != nil {
 					return err
@@ -158,23 +166,41 @@ func TestCheckCatchesCorruption(t *testing.T) {
 					return err
 				}
 			}
-			return ix.RawDelete(index.StrongKey(strongOf("a"), 1, 3))
+			return ix.RawDelete(index.CopyKey(1, 3))
 		}, []string{fmt.Sprintf("content 6: equal to content 1 (strong hash %x): identical files must share one", strongOf("a"))}},
 		{"missing copy key", func(t *testing.T, ix *index.Index) error {
-			return ix.RawDelete(index.StrongKey(strongOf("a"), 1, 1))
-		}, []string{fmt.Sprintf("file id 1 (\"/a\"): no copy key %x/1", strongOf("a"))}},
-		{"copy key with the wrong strong hash", func(t *testing.T, ix *index.Index) error {
-			return ix.RawSet(index.StrongKey(strongOf("zz"), 2, 2), nil)
-		}, []string{fmt.Sprintf("copy key %x/2/2: content 2 (of \"/b\") has strong hash", strongOf("zz"))}},
+			return ix.RawDelete(index.CopyKey(1, 1))
+		}, []string{"file id 1 (\"/a\"): no copy key 1/1"}},
 		{"copy key naming another content", func(t *testing.T, ix *index.Index) error {
-			return ix.RawSet(index.StrongKey(strongOf("a"), 1, 2), nil)
-		}, []string{fmt.Sprintf("copy key %x/1/2: the record of file id 2 (\"/b\") names content 2", strongOf("a"))}},
+			return ix.RawSet(index.CopyKey(1, 2), nil)
+		}, []string{"copy key 1/2: the record of file id 2 (\"/b\") names content 2"}},
 		{"copy key of a missing content", func(t *testing.T, ix *index.Index) error {
-			return ix.RawSet(index.StrongKey(strongOf("a"), 4, 1), nil)
-		}, []string{fmt.Sprintf("copy key %x/4/1: the record of file id 1 (\"/a\") names content 1", strongOf("a"))}},
+			return ix.RawSet(index.CopyKey(4, 1), nil)
+		}, []string{"copy key 4/1: the record of file id 1 (\"/a\") names content 1"}},
+		{"copy key of a missing file", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.CopyKey(1, 7), nil)
+		}, []string{"copy key 1/7: file id 7 has no record"}},
 		{"copy key with a value", func(t *testing.T, ix *index.Index) error {
-			return ix.RawSet(index.StrongKey(strongOf("a"), 1, 3), []byte{7})
-		}, []string{fmt.Sprintf("copy key %x/1/3: value 07, want empty", strongOf("a"))}},
+			return ix.RawSet(index.CopyKey(1, 3), []byte{7})
+		}, []string{"copy key 1/3: value 07, want empty"}},
+		{"malformed copy key", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet([]byte{'s', 0, 0, 0, 1}, nil)
+		}, []string{"copy key 7300000001:", "corrupt"}},
+		{"missing hash key", func(t *testing.T, ix *index.Index) error {
+			return ix.RawDelete(index.HashKey(strongOf("b"), 2))
+		}, []string{fmt.Sprintf("content 2: no hash key %x/2", hashHead("b"))}},
+		{"hash key with the wrong strong hash", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.HashKey(strongOf("zz"), 2), nil)
+		}, []string{fmt.Sprintf("hash key %x/2: content 2 has strong hash %x", hashHead("zz"), strongOf("b"))}},
+		{"hash key of a missing content", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.HashKey(strongOf("a"), 4), nil)
+		}, []string{fmt.Sprintf("hash key %x/4: content 4 has no record", hashHead("a"))}},
+		{"hash key with a value", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet(index.HashKey(strongOf("a"), 1), []byte{7})
+		}, []string{fmt.Sprintf("hash key %x/1: value 07, want empty", hashHead("a"))}},
+		{"malformed hash key", func(t *testing.T, ix *index.Index) error {
+			return ix.RawSet([]byte{'h', 0, 0, 0, 1}, nil)
+		}, []string{"hash key 6800000001:", "corrupt"}},
 		{"missing inode key", func(t *testing.T, ix *index.Index) error {
 			return ix.RawDelete(index.InodeKey(1, 10, 1))
 		}, []string{"file id 1 (\"/a\"): no inode key 1:10"}},

@@ -2,7 +2,9 @@ package index_test
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -328,4 +330,135 @@ func TestStatsCountStoredPostings(t *testing.T) {
 	ix.Close()
 	ix = openMem(t, fs, manber)
 	check("reopened", 1, 3, 1, 3)
+}
+
+// TestStrongHashesAlike: contents whose strong hashes share the bytes of
+// their hash keys are told apart by their whole hash (PutCopy, identical
+// files of a query, Dupes, the folding of Groups); a content rewritten in
+// place under another strong hash moves its hash key; a strong hash that
+// begins with zero bytes is not an unknown one.
+func TestStrongHashesAlike(t *testing.T) {
+	ix := openMem(t, nil, manber)
+	strong := func(tail byte) [32]byte {
+		s := [32]byte{0: 1, 1: 2, 2: 3, 3: 4}
+		s[31] = tail
+		return s
+	}
+	withStrong := func(sk *fingerprint.Sketch, s [32]byte) *fingerprint.Sketch {
+		c := *sk
+		c.Strong = s
+		return &c
+	}
+	a := withStrong(sketchOf(manber, "", 1000, feats(1, 2, 3, 4, 5, 6)...), strong('a'))
+	b := withStrong(sketchOf(manber, "", 1000, feats(7, 8, 9, 10, 11, 12)...), strong('b'))
+	// f and g: one strong hash and size, other entries (a sketch made
+	// with other parameters, or a hash collision): two contents.
+	f := withStrong(sketchOf(manber, "", 2000, feats(20, 21, 22, 23, 24, 25)...), strong('f'))
+	g := withStrong(sketchOf(manber, "", 2000, feats(20, 21, 22, 23, 24, 26)...), strong('f'))
+	h := withStrong(sketchOf(manber, "", 2000, feats(20, 21, 22, 23, 24, 27)...), strong('h'))
+	meta := func(path string, size int64) index.FileMeta {
+		return index.FileMeta{Path: path, Size: size, MtimeNs: 7, Dev: 1, Ino: uint64(len(path))}
+	}
+	for _, p := range []struct {
+		path string
+		sk   *fingerprint.Sketch
+	}{{"/a1", a}, {"/b1", b}, {"/b2", b}, {"/f1", f}, {"/g1", g}, {"/h1", h}} {
+		if _, err := ix.Put(meta(p.path, p.sk.Size), p.sk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rep := mustClean(t, ix); rep.Contents != 5 {
+		t.Fatalf("%d contents, want 5 (a, b, f, g, h)", rep.Contents)
+	}
+	for _, c := range []struct {
+		path   string
+		strong [32]byte
+		size   int64
+		want   bool
+	}{
+		{"/a2", a.Strong, 1000, true},
+		{"/b3", b.Strong, 1000, true},
+		{"/x", strong('x'), 1000, false},
+		{"/y", a.Strong, 2000, false},
+	} {
+		rec, ok, err := ix.PutCopy(meta(c.path, c.size), c.size, c.strong)
+		if err != nil || ok != c.want || ok && rec.Strong != c.strong {
+			t.Fatalf("PutCopy %s: %+v, %v, %v; want %v", c.path, rec, ok, err, c.want)
+		}
+	}
+	res, err := ix.Similar(index.Query{Sketch: a}, index.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var identical []string
+	for _, m := range res.Matches {
+		if m.Identical {
+			identical = append(identical, m.Path)
+		}
+	}
+	if got := strings.Join(identical, " "); got != "/a1 /a2" {
+		t.Errorf("identical to a: %q, want /a1 /a2", got)
+	}
+	ds, err := ix.Dupes("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sets []string
+	for _, d := range ds {
+		var ps []string
+		for _, f := range d.Files {
+			ps = append(ps, f.Path)
+		}
+		sets = append(sets, fmt.Sprintf("%d:%c:%s", d.Size, d.Strong[31], strings.Join(ps, ",")))
+	}
+	if got, want := strings.Join(sets, " "), "2000:f:/f1,/g1 1000:a:/a1,/a2 1000:b:/b1,/b2,/b3"; got != want {
+		t.Errorf("dupes %s, want %s", got, want)
+	}
+	opts := index.GroupOptions{Threshold: 0.5}
+	want, err := ix.GroupsReference(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ix.Groups(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := renderGroups(got); r != renderGroups(want) || !strings.Contains(r, "ref /f1 1 copies [/g1]") {
+		t.Errorf("groups:\n%s\nwant\n%s(f and g folded, with h)", r, renderGroups(want))
+	}
+
+	// /a1 and /a2 leave a for contents of their own; /a2's is then
+	// rewritten in place under another strong hash, one that begins with
+	// the bytes of an unknown (all zero) one.
+	z := withStrong(sketchOf(manber, "", 1000, feats(30, 31, 32, 33, 34, 35)...), [32]byte{31: 'z'})
+	u := withStrong(sketchOf(manber, "", 1000, feats(40, 41, 42, 43, 44, 45)...), [32]byte{})
+	if _, err := ix.Put(meta("/a1", 1000), u); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Put(meta("/a2", 1000), b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Put(meta("/a2", 1000), a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Put(meta("/a2", 1000), z); err != nil {
+		t.Fatal(err)
+	}
+	mustClean(t, ix)
+	for _, c := range []struct {
+		strong [32]byte
+		want   bool
+	}{{a.Strong, false}, {z.Strong, true}, {[32]byte{}, false}} {
+		if _, ok, err := ix.PutCopy(meta("/c", 1000), 1000, c.strong); err != nil || ok != c.want {
+			t.Fatalf("PutCopy of %x: %v, %v; want %v", c.strong, ok, err, c.want)
+		}
+	}
+	mustClean(t, ix)
+	ds, err = ix.Dupes("/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 0 {
+		t.Errorf("dupes under /a: %+v, want none", ds)
+	}
 }

@@ -29,11 +29,16 @@
 //     file that held its content alone and changes keeps the content id,
 //     so only the postings that differ are rewritten. A [FileRecord]
 //     joins a file record and its content's.
-//   - The copy key of a file joins its content's strong hash, its content id
-//     and its file id. The copy keys of a content are its reference count,
-//     kept in the same batches as everything else: the files holding it,
-//     and the identical files of a query, found by strong hash without
-//     reading any posting.
+//   - The copy key of a file joins its content id and its file id. The copy
+//     keys of a content are its reference count, kept in the same batches
+//     as everything else: a scan of the keys that begin with its content id
+//     lists the files holding it.
+//   - The hash key of a content joins the first 4 bytes of its strong hash
+//     and its content id; a content whose strong hash is unknown has none.
+//     It finds the contents of a strong hash without reading any posting
+//     (for PutCopy, Put's identical contents, the identical files of a
+//     query, Dupes): the contents its hash keys name, about one, whose
+//     records then confirm the whole hash.
 //   - The fingerprint key of a 64-bit fingerprint hash is the high 32 bits of
 //     murmur3's fmix64 finalizer of it: a fixed bijective mixer, so the key
 //     draws on every bit of the hash (manber with mod_bits=30 makes hashes of
@@ -104,10 +109,10 @@
 // fingerprint keys are 4 bytes, device and inode numbers 8 bytes, all
 // big-endian, so Pebble keys sort numerically:
 //
-//	'm' "version"          format version (decimal text, now 6)
+//	'm' "version"          format version (decimal text, now 7)
 //	'm' "params"           the normalized fingerprint.Params, JSON
 //	'p' path               file id (4 bytes); paths are raw bytes
-//	'r' id                 file record: version byte 3, then the path
+//	'r' id                 file record: version byte 4, then the path
 //	                       and metadata, and the content id (varints)
 //	'c' content            content record: version byte 1, the holder
 //	                       hint (the id of the file that created it, which
@@ -126,8 +131,9 @@
 //	                       weight: 0 for 1, 10 and Elias gamma of
 //	                       weight−1, or 11 for a tombstone (in merge
 //	                       operands only); see postings.go
-//	's' strong(32) content id
-//	                       copy key, empty value
+//	'h' strong(4) content  hash key, empty value: the first 4 bytes of
+//	                       the content's strong hash
+//	's' content id         copy key, empty value
 //	'i' dev(8) ino(8) id   inode key, empty value
 //
 // Pebble's comparer ("sif.keys.v3") orders keys bytewise and takes every
@@ -138,20 +144,21 @@
 // carrying all the keys it touches, its content's among them, so after a
 // crash the index holds each file and each content as it was before or
 // after a change, never between. A change reads only the file's path key
-// and records, the copy keys of the contents it joins or leaves, and the
-// forward lists of the contents it compares, rewrites or deletes; its
-// postings are merged blind. Batches commit without fsync: the index is a cache of the disk, and
-// Sync and Close make it durable. Writes are serialized by a mutex; reads
-// run concurrently, each on one consistent view. Only one process may open
-// the database (Pebble's LOCK file): Open fails with ErrLocked otherwise.
+// and records, the hash keys of the strong hash it looks for, the copy
+// keys of the content it leaves, and the forward lists of the contents it
+// compares, rewrites or deletes; its postings are merged blind. Batches
+// commit without fsync: the index is a cache of the disk, and Sync and
+// Close make it durable. Writes are serialized by a mutex; reads run
+// concurrently, each on one consistent view. Only one process may open the
+// database (Pebble's LOCK file): Open fails with ErrLocked otherwise.
 // Check verifies every invariant above; on corruption, and for an index
 // written in another format (version 1 had 64-bit hashes in its keys and
 // stored document frequencies, version 2 no inode keys, version 3 one
 // sampling density and no levels in its records, version 4 no contents:
 // postings and forward lists per file, version 5 one Pebble key per
-// posting), the cure is to move the index
-// aside and rebuild it. Compact rewrites the database into
-// its most compact form after a bulk load. Dump lists the files in a
-// canonical text form, free of file ids and write history, so two indexes
-// of one tree can be compared.
+// posting, version 6 the whole strong hash in every copy key and no hash
+// keys), the cure is to move the index aside and rebuild it. Compact
+// rewrites the database into its most compact form after a bulk load.
+// Dump lists the files in a canonical text form, free of file ids and
+// write history, so two indexes of one tree can be compared.
 package index

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // Dupes returns the sets of identical files (equal strong hash and size)
@@ -28,64 +30,102 @@ func (ix *Index) dupes(prefix string) ([]DupeSet, error) {
 	snap := ix.db.NewSnapshot()
 	defer snap.Close()
 
+	// The files of every content held by two or more, from the copy keys.
+	multi := make(map[uint32][]uint32)
 	var (
-		sets   []DupeSet
-		strong [32]byte
-		keys   []copyKey // the copy keys of strong
+		cur uint32
+		ids []uint32
 	)
+	endContent := func() {
+		if len(ids) >= 2 {
+			multi[cur] = slices.Clone(ids)
+		}
+	}
+	lo, hi := keyspace(prefixCopy)
+	err := scan(snap, lo, hi, func(k, _ []byte) error {
+		cid, id, err := parseCopyKey(k)
+		if err != nil {
+			return err
+		}
+		if len(ids) > 0 && cid != cur {
+			endContent()
+			ids = ids[:0]
+		}
+		cur, ids = cid, append(ids, id)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	endContent()
+
+	// The hash keys, in runs of contents whose strong hashes begin alike:
+	// a set is the files of one content held by two or more, or of several
+	// contents of one strong hash and size.
+	var (
+		sets []DupeSet
+		run  []uint32
+		head [hashBytes]byte
+	)
+	type same struct {
+		strong [32]byte
+		size   int64
+	}
 	flush := func() error {
-		if len(keys) < 2 || strong == ([32]byte{}) {
+		if len(run) == 1 && multi[run[0]] == nil {
 			return nil
 		}
-		bySize := make(map[int64][]FileMeta)
-		var (
-			cur  uint32
-			size int64
-		)
-		for i, k := range keys {
-			if i == 0 || k.cid != cur {
-				var c FileRecord
-				found, err := readContent(snap, k.cid, &c)
-				if err != nil {
-					return err
-				}
-				if !found {
-					return fmt.Errorf("%w: copy key of file id %d names content %d, which has no record", ErrCorrupt, k.id, k.cid)
-				}
-				cur, size = k.cid, c.Summary.Size
-			}
-			meta, _, found, err := readMeta(snap, k.id)
+		files := make(map[same][]FileMeta)
+		for _, cid := range run {
+			var c FileRecord
+			found, err := readContent(snap, cid, &c)
 			if err != nil {
 				return err
 			}
-			if found && InTree(meta.Path, prefix) {
-				bySize[size] = append(bySize[size], meta)
+			if !found {
+				return fmt.Errorf("%w: a hash key names content %d, which has no record", ErrCorrupt, cid)
+			}
+			ids, ok := multi[cid]
+			if !ok {
+				if ids, err = filesOfContent(snap, cid); err != nil {
+					return err
+				}
+			}
+			k := same{c.Strong, c.Summary.Size}
+			for _, id := range ids {
+				meta, _, found, err := readMeta(snap, id)
+				if err != nil {
+					return err
+				}
+				if found && InTree(meta.Path, prefix) {
+					files[k] = append(files[k], meta)
+				}
 			}
 		}
-		for size, files := range bySize {
-			if len(files) >= 2 {
-				slices.SortFunc(files, func(a, b FileMeta) int { return strings.Compare(a.Path, b.Path) })
-				sets = append(sets, DupeSet{Size: size, Strong: strong, Files: files})
+		for k, fs := range files {
+			if len(fs) >= 2 {
+				slices.SortFunc(fs, func(a, b FileMeta) int { return strings.Compare(a.Path, b.Path) })
+				sets = append(sets, DupeSet{Size: k.size, Strong: k.strong, Files: fs})
 			}
 		}
 		return nil
 	}
-	lo, hi := keyspace(prefixStrong)
-	err := scan(snap, lo, hi, func(k, _ []byte) error {
-		s, cid, id, err := parseStrongKey(k)
+	lo, hi = keyspace(prefixHash)
+	err = scan(snap, lo, hi, func(k, _ []byte) error {
+		h, cid, err := parseHashKey(k)
 		if err != nil {
 			return err
 		}
-		if s != strong {
+		if len(run) > 0 && h != head {
 			if err := flush(); err != nil {
 				return err
 			}
-			strong, keys = s, keys[:0]
+			run = run[:0]
 		}
-		keys = append(keys, copyKey{cid, id})
+		head, run = h, append(run, cid)
 		return nil
 	})
-	if err == nil {
+	if err == nil && len(run) > 0 {
 		err = flush()
 	}
 	if err != nil {
@@ -97,8 +137,20 @@ func (ix *Index) dupes(prefix string) ([]DupeSet, error) {
 	return sets, nil
 }
 
-// copyKey is a parsed copy key, without its strong hash.
-type copyKey struct{ cid, id uint32 }
+// filesOfContent returns the ids of the files holding content cid, in id
+// order, from its copy keys in r.
+func filesOfContent(r pebble.Reader, cid uint32) ([]uint32, error) {
+	var ids []uint32
+	lo := copyPrefix(nil, cid)
+	err := scan(r, lo, prefixEnd(lo), func(k, _ []byte) error {
+		_, id, err := parseCopyKey(k)
+		if err == nil {
+			ids = append(ids, id)
+		}
+		return err
+	})
+	return ids, err
+}
 
 // Inodes returns the number of distinct files on disk in the set: files
 // with the same device and inode are hard links to one file, which takes

@@ -18,8 +18,9 @@ import (
 // of version 1, without levels. Version 4 had no contents: every file had
 // its own forward list and postings, and its record held its summary.
 // Version 5 had one Pebble key per posting ('P', fingerprint key, content
-// id) rather than posting lists.
-const formatVersion = 6
+// id) rather than posting lists. Version 6 had copy keys of the whole
+// strong hash, the content id and the file id, and no hash keys.
+const formatVersion = 7
 
 // recordVersion is the first byte of every encoded file record, and
 // contentVersion of every content record.

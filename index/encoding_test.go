@@ -311,16 +311,28 @@ func TestKeysRoundTrip(t *testing.T) {
 	var strong [32]byte
 	strong[0], strong[31] = 1, 2
 	cid := uint32(0x13579bdf)
-	sk := strongKey(strong, cid, id)
-	if s, gcid, gid, err := parseStrongKey(sk); err != nil || s != strong || gcid != cid || gid != id {
-		t.Fatalf("copy key: %x %x %x %v", s, gcid, gid, err)
+	ck := copyKey(cid, id)
+	if gcid, gid, err := parseCopyKey(ck); err != nil || gcid != cid || gid != id {
+		t.Fatalf("copy key: %x %x %v", gcid, gid, err)
 	}
-	if !bytes.HasPrefix(sk, copyPrefix(nil, strong, cid)) || !bytes.HasPrefix(sk, strongPrefix(strong)) {
-		t.Fatalf("copy key %x lacks its prefixes", sk)
+	if len(ck) != 9 || !bytes.HasPrefix(ck, copyPrefix(nil, cid)) {
+		t.Fatalf("copy key %x: want 9 bytes starting with its prefix", ck)
 	}
-	for _, bad := range [][]byte{sk[:strongKeyLen-1], append(sk, 0), {prefixStrong}} {
-		if _, _, _, err := parseStrongKey(bad); !errors.Is(err, ErrCorrupt) {
+	for _, bad := range [][]byte{ck[:copyKeyLen-1], append(ck, 0), {prefixCopy}} {
+		if _, _, err := parseCopyKey(bad); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("copy key %x: err %v", bad, err)
+		}
+	}
+	hk := hashKey(strong, cid)
+	if h, gcid, err := parseHashKey(hk); err != nil || h != [hashBytes]byte(strong[:hashBytes]) || gcid != cid {
+		t.Fatalf("hash key: %x %x %v", h, gcid, err)
+	}
+	if len(hk) != 9 || !bytes.HasPrefix(hk, hashPrefix(nil, strong)) {
+		t.Fatalf("hash key %x: want 9 bytes starting with its prefix", hk)
+	}
+	for _, bad := range [][]byte{hk[:hashKeyLen-1], append(hk, 0), {prefixHash}, ck} {
+		if _, _, err := parseHashKey(bad); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("hash key %x: err %v", bad, err)
 		}
 	}
 	dev, ino := uint64(0x0102030405060708), uint64(0xf1f2f3f4f5f6f7f8)
@@ -331,7 +343,7 @@ func TestKeysRoundTrip(t *testing.T) {
 	if gdev, gino, gid, err := parseInodeKey(ik); err != nil || gdev != dev || gino != ino || gid != id {
 		t.Fatalf("inode key %x: %x %x %x %v", ik, gdev, gino, gid, err)
 	}
-	for _, bad := range [][]byte{{prefixInode}, ik[:20], append(ik, 0), strongKey(strong, cid, id)} {
+	for _, bad := range [][]byte{{prefixInode}, ik[:20], append(ik, 0), copyKey(cid, id)} {
 		if _, _, _, err := parseInodeKey(bad); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("inode key %x: err %v", bad, err)
 		}

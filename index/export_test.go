@@ -134,13 +134,12 @@ func (ix *Index) RawKeys(prefix byte) (int, error) {
 }
 
 // Key builders.
-func RecordKey(id uint32) []byte   { return recordKey(id) }
-func ContentKey(cid uint32) []byte { return contentKey(cid) }
-func ForwardKey(cid uint32) []byte { return forwardKey(cid) }
-func PathKey(path string) []byte   { return pathKey(path) }
-func StrongKey(strong [32]byte, cid, id uint32) []byte {
-	return strongKey(strong, cid, id)
-}
+func RecordKey(id uint32) []byte                 { return recordKey(id) }
+func ContentKey(cid uint32) []byte               { return contentKey(cid) }
+func ForwardKey(cid uint32) []byte               { return forwardKey(cid) }
+func PathKey(path string) []byte                 { return pathKey(path) }
+func CopyKey(cid, id uint32) []byte              { return copyKey(cid, id) }
+func HashKey(strong [32]byte, cid uint32) []byte { return hashKey(strong, cid) }
 func InodeKey(dev, ino uint64, id uint32) []byte { return inodeKey(dev, ino, id) }
 
 // RawPosting merges into the index the posting of fingerprint key key in

@@ -286,54 +286,29 @@ func (g *grouping) selectContents() error {
 		}
 	}
 
-	// The copy keys, in strong hash then content id order: the number of
-	// files of every content (the document frequency of a key counts
-	// them), and the strong hashes held by several contents considered.
+	// The copy keys, in content id order: the number of files of every
+	// content (the document frequency of a key counts them).
 	type count struct{ cid, n uint32 }
-	type foldRun struct {
-		strong [32]byte
-		cids   []uint32
-	}
 	var (
-		counts  []count
-		runs    []foldRun
-		strong  [32]byte
-		cur, n  uint32
-		started bool
-		run     []uint32 // the contents considered of strong
+		counts []count
+		cur, n uint32
 	)
-	endContent := func() {
-		if n >= 2 {
-			counts = append(counts, count{cur, n})
-		}
-	}
-	endStrong := func() {
-		if len(run) >= 2 && strong != ([32]byte{}) {
-			runs = append(runs, foldRun{strong, slices.Clone(run)})
-		}
-	}
-	lo, hi := keyspace(prefixStrong)
+	lo, hi := keyspace(prefixCopy)
 	err := scan(g.r, lo, hi, func(k, _ []byte) error {
-		s, cid, _, err := parseStrongKey(k)
+		cid, _, err := parseCopyKey(k)
 		if err != nil {
 			return err
 		}
-		if !started || s != strong || cid != cur {
-			if started {
-				endContent()
-				if s != strong {
-					endStrong()
-				}
+		if n > 0 && cid != cur {
+			if n >= 2 {
+				counts = append(counts, count{cur, n})
 			}
-			if !started || s != strong {
-				strong, run = s, run[:0]
-			}
-			cur, n, started = cid, 0, true
+			n = 0
+		}
+		if n == 0 {
+			cur = cid
 			if !g.filtered {
 				g.contents.add(cid)
-			}
-			if g.contents.has(cid) {
-				run = append(run, cid)
 			}
 		}
 		n++
@@ -342,17 +317,74 @@ func (g *grouping) selectContents() error {
 	if err != nil {
 		return err
 	}
-	if started {
-		endContent()
-		endStrong()
+	if n >= 2 {
+		counts = append(counts, count{cur, n})
 	}
-	slices.SortFunc(counts, func(x, y count) int { return cmp.Compare(x.cid, y.cid) })
 	g.nfiles = make([]uint32, len(counts))
 	for i, c := range counts {
 		g.multi.add(c.cid)
 		g.nfiles[i] = c.n
 	}
 	g.multi.freeze()
+
+	// The hash keys, in runs of contents whose strong hashes begin alike:
+	// the strong hashes held by several contents considered.
+	type foldRun struct {
+		strong [32]byte
+		cids   []uint32
+	}
+	var (
+		runs []foldRun
+		run  []uint32 // the contents considered of one run
+		head [hashBytes]byte
+	)
+	endRun := func() error {
+		if len(run) < 2 {
+			return nil
+		}
+		byStrong := make(map[[32]byte][]uint32)
+		for _, cid := range run {
+			var c FileRecord
+			found, err := readContent(g.r, cid, &c)
+			if err != nil {
+				return err
+			}
+			if !found {
+				return fmt.Errorf("%w: a hash key names content %d, which has no record", ErrCorrupt, cid)
+			}
+			byStrong[c.Strong] = append(byStrong[c.Strong], cid)
+		}
+		for strong, cids := range byStrong {
+			if len(cids) >= 2 {
+				runs = append(runs, foldRun{strong, cids})
+			}
+		}
+		return nil
+	}
+	started := false
+	lo, hi = keyspace(prefixHash)
+	err = scan(g.r, lo, hi, func(k, _ []byte) error {
+		h, cid, err := parseHashKey(k)
+		if err != nil {
+			return err
+		}
+		if !started || h != head {
+			if err := endRun(); err != nil {
+				return err
+			}
+			head, run, started = h, run[:0], true
+		}
+		if g.contents.has(cid) {
+			run = append(run, cid)
+		}
+		return nil
+	})
+	if err == nil {
+		err = endRun()
+	}
+	if err != nil {
+		return err
+	}
 	g.contents.freeze()
 	g.cids = make([]uint32, 0, g.contents.len())
 	g.contents.each(func(cid uint32) { g.cids = append(g.cids, cid) })
@@ -374,9 +406,9 @@ func (g *grouping) selectContents() error {
 				return err
 			}
 			if !found {
-				return fmt.Errorf("%w: copy key names content %d, which has no record", ErrCorrupt, cid)
+				return fmt.Errorf("%w: a hash key names content %d, which has no record", ErrCorrupt, cid)
 			}
-			fs, err := g.filesOfContent(fr.strong, cid)
+			fs, err := g.filesOfContent(cid)
 			if err != nil {
 				return err
 			}
@@ -480,13 +512,13 @@ type consideredFile struct {
 	meta FileMeta
 }
 
-// filesOfContent returns the files considered that hold content cid, of
-// strong hash strong, in path order.
-func (g *grouping) filesOfContent(strong [32]byte, cid uint32) ([]consideredFile, error) {
+// filesOfContent returns the files considered that hold content cid, in
+// path order.
+func (g *grouping) filesOfContent(cid uint32) ([]consideredFile, error) {
 	var fs []consideredFile
-	lo := copyPrefix(nil, strong, cid)
+	lo := copyPrefix(nil, cid)
 	err := scan(g.r, lo, prefixEnd(lo), func(k, _ []byte) error {
-		_, _, id, err := parseStrongKey(k)
+		_, id, err := parseCopyKey(k)
 		if err != nil {
 			return err
 		}
@@ -1042,7 +1074,7 @@ func (g *grouping) loadNode(d uint32) (groupNode, error) {
 		if !found {
 			return n, fmt.Errorf("%w: a posting names content %d, which has no record", ErrCorrupt, cid)
 		}
-		metas, err := g.filesOfContent(c.Strong, cid)
+		metas, err := g.filesOfContent(cid)
 		if err != nil {
 			return n, err
 		}

@@ -397,6 +397,54 @@ func TestOpenRefusesOldFormat(t *testing.T) {
 			t.Fatalf("rebuilt index: %+v", rep)
 		}
 	})
+	// Format 6 had the same comparer and merge operator, and copy keys
+	// of the whole strong hash: it is refused as old by its stored
+	// version, and moved aside and rebuilt on request.
+	t.Run("version 6", func(t *testing.T) {
+		fs := vfs.NewMem()
+		ix := openMem(t, fs, manber)
+		sk := sketchOf(manber, "a", 1000, feats(1, 2, 3)...)
+		if _, err := ix.Put(index.FileMeta{Path: "/a", Size: sk.Size}, sk); err != nil {
+			t.Fatal(err)
+		}
+		strong := strongOf("a")
+		old := append(append([]byte{'s'}, strong[:]...), 0, 0, 0, 1, 0, 0, 0, 1)
+		for k, v := range map[string]string{"mversion": "6", string(old): ""} {
+			if err := ix.RawSet([]byte(k), []byte(v)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, k := range [][]byte{index.CopyKey(1, 1), index.HashKey(strong, 1)} {
+			if err := ix.RawDelete(k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ix.Close()
+		_, err := index.Open("/db", &index.Options{FS: fs})
+		if !errors.Is(err, index.ErrOldFormat) || !strings.Contains(err.Error(), `format version "6" (written by an older sif)`) {
+			t.Fatalf("open of a version 6 index: %v, want ErrOldFormat", err)
+		}
+		ix, err = index.Open("/db", &index.Options{FS: fs, MoveAsideOldFormat: true, Params: manber})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ix.Close()
+		if got := ix.MovedAside(); got != "/db.old-format" {
+			t.Fatalf("MovedAside() = %q", got)
+		}
+		if st, _ := ix.Stats(); st.Files != 0 {
+			t.Fatalf("the rebuilt index holds %d files", st.Files)
+		}
+		if _, err := ix.Put(index.FileMeta{Path: "/a", Size: sk.Size}, sk); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := ix.PutCopy(index.FileMeta{Path: "/b", Size: sk.Size}, sk.Size, strong); err != nil || !ok {
+			t.Fatalf("PutCopy in the rebuilt index: %v, %v", ok, err)
+		}
+		if rep := mustClean(t, ix); rep.Files != 2 || rep.Contents != 1 || rep.Postings != 3 {
+			t.Fatalf("rebuilt index: %+v", rep)
+		}
+	})
 	t.Run("stored version", func(t *testing.T) {
 		for _, c := range []struct{ version, by string }{
 			{"1", " (written by an older sif)"},

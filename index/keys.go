@@ -13,21 +13,29 @@ const (
 	prefixPosting = 'P' // 'P' bucket(2) → posting list
 	prefixContent = 'c' // 'c' content(4) → content record
 	prefixForward = 'f' // 'f' content(4) → forward list
+	prefixHash    = 'h' // 'h' strong(hashBytes) content(4) → empty
 	prefixInode   = 'i' // 'i' dev(8) ino(8) id(4) → empty
 	prefixMeta    = 'm' // 'm' name → metadata
 	prefixPath    = 'p' // 'p' path → id(4)
 	prefixRecord  = 'r' // 'r' id(4) → file record
-	prefixStrong  = 's' // 's' strong(32) content(4) id(4) → empty
+	prefixCopy    = 's' // 's' content(4) id(4) → empty
 )
+
+// hashBytes is how many leading bytes of a content's strong hash its hash
+// key holds: enough to make contents that share them rare (two in 4
+// billion), so that finding a content by strong hash reads about one
+// content record.
+const hashBytes = 4
 
 // Key lengths of the fixed-size keyspaces.
 const (
-	idKeyLen        = 1 + 4 // record, content and forward keys
-	strongPrefixLen = 1 + 32
-	copyPrefixLen   = strongPrefixLen + 4 // the prefix shared by the copy keys of one content
-	strongKeyLen    = copyPrefixLen + 4
-	inodePrefixLen  = 1 + 8 + 8 // the prefix shared by the inode keys of one (device, inode)
-	inodeKeyLen     = inodePrefixLen + 4
+	idKeyLen       = 1 + 4 // record, content and forward keys
+	copyPrefixLen  = 1 + 4 // the prefix shared by the copy keys of one content
+	copyKeyLen     = copyPrefixLen + 4
+	hashPrefixLen  = 1 + hashBytes // the prefix shared by the hash keys of strong hashes alike in their first bytes
+	hashKeyLen     = hashPrefixLen + 4
+	inodePrefixLen = 1 + 8 + 8 // the prefix shared by the inode keys of one (device, inode)
+	inodeKeyLen    = inodePrefixLen + 4
 )
 
 // Metadata key names.
@@ -55,27 +63,28 @@ func recordKey(id uint32) []byte { return appendIDKey(make([]byte, 0, idKeyLen),
 func contentKey(cid uint32) []byte { return appendIDKey(make([]byte, 0, idKeyLen), prefixContent, cid) }
 func forwardKey(cid uint32) []byte { return appendIDKey(make([]byte, 0, idKeyLen), prefixForward, cid) }
 
-// strongKey returns the copy key of file id, whose content cid has strong
-// hash strong.
-func strongKey(strong [32]byte, cid, id uint32) []byte {
-	k := copyPrefix(make([]byte, 0, strongKeyLen), strong, cid)
+// copyKey returns the copy key of file id, which holds content cid.
+func copyKey(cid, id uint32) []byte {
+	k := copyPrefix(make([]byte, 0, copyKeyLen), cid)
 	return binary.BigEndian.AppendUint32(k, id)
 }
 
-// strongPrefix returns the prefix shared by the copy keys of every content
-// with strong hash strong.
-func strongPrefix(strong [32]byte) []byte {
-	k := make([]byte, 0, copyPrefixLen)
-	k = append(k, prefixStrong)
-	return append(k, strong[:]...)
+// copyPrefix appends the prefix shared by the copy keys of content cid to
+// dst.
+func copyPrefix(dst []byte, cid uint32) []byte { return appendIDKey(dst, prefixCopy, cid) }
+
+// hashKey returns the hash key of content cid, whose strong hash is
+// strong.
+func hashKey(strong [32]byte, cid uint32) []byte {
+	k := hashPrefix(make([]byte, 0, hashKeyLen), strong)
+	return binary.BigEndian.AppendUint32(k, cid)
 }
 
-// copyPrefix appends the prefix shared by the copy keys of content cid,
-// whose strong hash is strong, to dst.
-func copyPrefix(dst []byte, strong [32]byte, cid uint32) []byte {
-	dst = append(dst, prefixStrong)
-	dst = append(dst, strong[:]...)
-	return binary.BigEndian.AppendUint32(dst, cid)
+// hashPrefix appends the prefix shared by the hash keys of every content
+// whose strong hash begins as strong does to dst.
+func hashPrefix(dst []byte, strong [32]byte) []byte {
+	dst = append(dst, prefixHash)
+	return append(dst, strong[:hashBytes]...)
 }
 
 // inodeKey returns the inode key of file id, whose record has device dev
@@ -102,13 +111,22 @@ func parseIDKey(k []byte, prefix byte) (uint32, error) {
 	return binary.BigEndian.Uint32(k[1:]), nil
 }
 
-// parseStrongKey splits a copy key into strong hash, content id and file id.
-func parseStrongKey(k []byte) (strong [32]byte, cid, id uint32, err error) {
-	if len(k) != strongKeyLen || k[0] != prefixStrong {
-		return strong, 0, 0, fmt.Errorf("%w: copy key %x: want %d bytes", ErrCorrupt, k, strongKeyLen)
+// parseCopyKey splits a copy key into content id and file id.
+func parseCopyKey(k []byte) (cid, id uint32, err error) {
+	if len(k) != copyKeyLen || k[0] != prefixCopy {
+		return 0, 0, fmt.Errorf("%w: copy key %x: want %d bytes", ErrCorrupt, k, copyKeyLen)
 	}
-	copy(strong[:], k[1:strongPrefixLen])
-	return strong, binary.BigEndian.Uint32(k[strongPrefixLen:copyPrefixLen]), binary.BigEndian.Uint32(k[copyPrefixLen:]), nil
+	return binary.BigEndian.Uint32(k[1:copyPrefixLen]), binary.BigEndian.Uint32(k[copyPrefixLen:]), nil
+}
+
+// parseHashKey splits a hash key into the leading bytes of a strong hash
+// and a content id.
+func parseHashKey(k []byte) (strong [hashBytes]byte, cid uint32, err error) {
+	if len(k) != hashKeyLen || k[0] != prefixHash {
+		return strong, 0, fmt.Errorf("%w: hash key %x: want %d bytes", ErrCorrupt, k, hashKeyLen)
+	}
+	copy(strong[:], k[1:hashPrefixLen])
+	return strong, binary.BigEndian.Uint32(k[hashPrefixLen:]), nil
 }
 
 // parseInodeKey splits an inode key into device, inode and file id.

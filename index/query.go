@@ -60,7 +60,7 @@ type posting struct {
 }
 
 var queryStates = sync.Pool{New: func() any {
-	return &queryState{shared: make(map[uint32]uint64, 256), key: make([]byte, 0, strongKeyLen)}
+	return &queryState{shared: make(map[uint32]uint64, 256), key: make([]byte, 0, hashKeyLen)}
 }}
 
 func putQueryState(s *queryState) {
@@ -322,7 +322,7 @@ func (s *querySearch) self() error {
 		return err
 	}
 	s.hasSelf = true
-	files, err := s.files(c.Strong, s.selfCID)
+	files, err := s.files(s.selfCID)
 	s.selfAlone = len(files) == 0
 	return err
 }
@@ -335,19 +335,15 @@ func (s *querySearch) identical() (matches []Match, done []uint32, err error) {
 	if sum.Strong == ([32]byte{}) {
 		return nil, nil, nil
 	}
-	prefix := strongPrefix(sum.Strong)
+	prefix := hashPrefix(s.st.key[:0], sum.Strong)
+	s.st.key = prefix
 	var cids []uint32
-	for ok := s.it.SeekGE(prefix); ok && bytes.HasPrefix(s.it.Key(), prefix); {
-		_, cid, _, err := parseStrongKey(s.it.Key())
+	for ok := s.it.SeekGE(prefix); ok && bytes.HasPrefix(s.it.Key(), prefix); ok = s.it.Next() {
+		_, cid, err := parseHashKey(s.it.Key())
 		if err != nil {
 			return nil, nil, err
 		}
 		cids = append(cids, cid)
-		next := prefixEnd(copyPrefix(s.st.key[:0], sum.Strong, cid))
-		if next == nil || !bytes.HasPrefix(next, prefix) {
-			break
-		}
-		ok = s.it.SeekGE(next)
 	}
 	if err := s.it.Error(); err != nil {
 		return nil, nil, err
@@ -358,7 +354,7 @@ func (s *querySearch) identical() (matches []Match, done []uint32, err error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if !ok || c.Summary.Size != sum.Size {
+		if !ok || c.Summary.Size != sum.Size || c.Strong != sum.Strong {
 			continue
 		}
 		done = append(done, cid)
@@ -401,7 +397,7 @@ func (s *querySearch) appendFiles(ms []Match, cid uint32, m Match) ([]Match, err
 			return ms, nil
 		}
 	}
-	files, err := s.files(m.Strong, cid)
+	files, err := s.files(cid)
 	if err != nil {
 		return ms, err
 	}
@@ -418,15 +414,14 @@ func (s *querySearch) appendFiles(ms []Match, cid uint32, m Match) ([]Match, err
 	return ms, nil
 }
 
-// files returns the ids of the files holding content cid, whose strong
-// hash is strong, the query's own file aside. The slice is scratch space,
-// valid until the next call.
-func (s *querySearch) files(strong [32]byte, cid uint32) ([]uint32, error) {
-	prefix := copyPrefix(s.st.key[:0], strong, cid)
+// files returns the ids of the files holding content cid, the query's own
+// file aside. The slice is scratch space, valid until the next call.
+func (s *querySearch) files(cid uint32) ([]uint32, error) {
+	prefix := copyPrefix(s.st.key[:0], cid)
 	s.st.key = prefix
 	files := s.st.files[:0]
 	for ok := s.it.SeekGE(prefix); ok && bytes.HasPrefix(s.it.Key(), prefix); ok = s.it.Next() {
-		_, _, id, err := parseStrongKey(s.it.Key())
+		_, id, err := parseCopyKey(s.it.Key())
 		if err != nil {
 			return nil, err
 		}

@@ -20,7 +20,7 @@ var sizedKeyspaces = []struct {
 	{"postings-B", []byte{prefixPosting}},
 	{"forward-B", []byte{prefixForward}},
 	{"contents-B", []byte{prefixContent}},
-	{"copies-B", []byte{prefixStrong}},
+	{"copies-B", []byte{prefixCopy, prefixHash}},
 	{"files-B", []byte{prefixRecord, prefixPath, prefixInode}},
 }
 

@@ -85,9 +85,9 @@ func scan(r pebble.Reader, lo, hi []byte, fn func(k, v []byte) error) error {
 // the copy keys in r.
 func scanCopies(r pebble.Reader) (map[uint32]uint32, error) {
 	n := make(map[uint32]uint32)
-	lo, hi := keyspace(prefixStrong)
+	lo, hi := keyspace(prefixCopy)
 	err := scan(r, lo, hi, func(k, _ []byte) error {
-		_, cid, _, err := parseStrongKey(k)
+		cid, _, err := parseCopyKey(k)
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,6 @@
 package index
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -23,9 +22,9 @@ import (
 // and all, except that a file that held its content alone and changed
 // keeps it and only the postings that differ are rewritten.
 //
-// Put reads the file's old path key and records, the copy keys of sk's
-// strong hash and of the old content, and the forward lists of the
-// contents it compares or replaces; the postings are written blind. sk's
+// Put reads the file's old path key and records, the hash keys of sk's
+// strong hash, the copy keys of the old content, and the records and
+// forward lists of the contents it compares or replaces; the postings are written blind. sk's
 // features need not be sorted (they are mapped to fingerprint keys, sorted
 // and merged); sk.Params must be zero or equal the index's, else the error
 // wraps ErrParamsMismatch. Put does not retain sk.
@@ -82,10 +81,10 @@ func (ix *Index) put(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) 
 // nothing is written and PutCopy returns false: the caller sketches the
 // file and calls Put.
 //
-// PutCopy reads the copy keys of strong and a content's record for each
-// content of that hash until one has the size (before it takes the write
-// lock), then that content's record again and the file's old path key and
-// records.
+// PutCopy reads the hash keys of strong and a content's record for each
+// content they name until one has the size and the whole strong hash
+// (before it takes the write lock), then that content's record again and
+// the file's old path key and records.
 func (ix *Index) PutCopy(meta FileMeta, size int64, strong [32]byte) (FileRecord, bool, error) {
 	rec, ok, err := ix.putCopy(meta, size, strong)
 	if err != nil {
@@ -127,21 +126,16 @@ func (ix *Index) putCopy(meta FileMeta, size int64, strong [32]byte) (FileRecord
 }
 
 // findCopy returns the id of a content of size bytes whose strong hash is
-// strong, if the index holds one. It reads the copy keys of strong, and a
-// content's record for each content of that hash until one has the size.
+// strong, if the index holds one. It reads the hash keys of strong, and a
+// content's record for each content they name until one has the size and
+// the strong hash.
 func (ix *Index) findCopy(size int64, strong [32]byte) (cid uint32, found bool, err error) {
-	prefix := strongPrefix(strong)
-	var seen uint32
-	first := true
+	prefix := hashPrefix(nil, strong)
 	err = scanUntil(ix.db, prefix, prefixEnd(prefix), func(k, _ []byte) (bool, error) {
-		_, c, _, err := parseStrongKey(k)
+		_, c, err := parseHashKey(k)
 		if err != nil {
 			return false, err
 		}
-		if c == seen && !first {
-			return true, nil // another copy of a content already read
-		}
-		seen, first = c, false
 		var have FileRecord
 		ok, err := readContent(ix.db, c, &have)
 		if err != nil {
@@ -182,7 +176,7 @@ func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry)
 		last := false // the file held its old content alone
 		var oldEntries []entry
 		if found {
-			if last, err = ix.lastCopy(old.Strong, oldCID, id); err != nil {
+			if last, err = ix.lastCopy(oldCID, id); err != nil {
 				return FileRecord{}, err
 			}
 			if last {
@@ -190,7 +184,6 @@ func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry)
 					return FileRecord{}, err
 				}
 			}
-			w.delete(strongKey(old.Strong, oldCID, id))
 		}
 		switch {
 		case shared:
@@ -198,14 +191,15 @@ func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry)
 				w.moves = append(w.moves, copyMove{oldCID, -1})
 			}
 			if last {
-				w.removeContent(oldCID, oldEntries)
+				w.removeContent(oldCID, old.Strong, oldEntries)
 			}
 			w.moves = append(w.moves, copyMove{cid, +1})
 		case last:
 			// The file changed and nothing else held its content: keep the
-			// content id and rewrite only the postings that differ.
+			// content id (and the copy key) and rewrite only the postings
+			// that differ.
 			cid = oldCID
-			w.setContent(cid, &rec, oldEntries, entries)
+			w.setContent(cid, &rec, old.Strong, oldEntries, entries)
 		default:
 			if ix.nextCID > math.MaxUint32 {
 				return FileRecord{}, errors.New("content ids exhausted: rebuild the index")
@@ -214,9 +208,14 @@ func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry)
 				w.moves = append(w.moves, copyMove{oldCID, -1})
 			}
 			cid, newContent = uint32(ix.nextCID), true
-			w.setContent(cid, &rec, nil, entries)
+			w.setContent(cid, &rec, [32]byte{}, nil, entries)
 		}
-		w.set(strongKey(rec.Strong, cid, id), nil)
+		if found && cid != oldCID {
+			w.delete(copyKey(oldCID, id))
+		}
+		if !found || cid != oldCID {
+			w.set(copyKey(cid, id), nil)
+		}
 	}
 	if found && (old.Dev != rec.Dev || old.Ino != rec.Ino) {
 		w.delete(inodeKey(old.Dev, old.Ino, id))
@@ -243,56 +242,44 @@ func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry)
 
 // findContent returns the content the index holds that equals rec's (same
 // strong hash, summary, weights and entries), if any. A file whose strong
-// hash is unknown (all zero) shares no content. It reads the copy keys of
-// rec's strong hash (one seek per content of that hash, however many
-// copies each has), and the records and forward lists of the contents it
+// hash is unknown (all zero) shares no content. It reads the hash keys of
+// rec's strong hash, and the records and forward lists of the contents it
 // compares.
 func (ix *Index) findContent(rec *FileRecord, es []entry) (cid uint32, found bool, err error) {
 	if rec.Strong == ([32]byte{}) {
 		return 0, false, nil
 	}
-	prefix := strongPrefix(rec.Strong)
-	it, err := ix.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
-	if err != nil {
-		return 0, false, err
-	}
-	defer it.Close()
-	for ok := it.First(); ok; {
-		_, c, _, err := parseStrongKey(it.Key())
+	prefix := hashPrefix(nil, rec.Strong)
+	err = scanUntil(ix.db, prefix, prefixEnd(prefix), func(k, _ []byte) (bool, error) {
+		_, c, err := parseHashKey(k)
 		if err != nil {
-			return 0, false, err
+			return false, err
 		}
 		var have FileRecord
-		found, err := readContent(ix.db, c, &have)
+		ok, err := readContent(ix.db, c, &have)
+		if err != nil || !ok || !sameContent(&have, rec) {
+			return err == nil, err
+		}
+		hes, err := ix.readForward(c)
 		if err != nil {
-			return 0, false, err
+			return false, err
 		}
-		if found && sameContent(&have, rec) {
-			hes, err := ix.readForward(c)
-			if err != nil {
-				return 0, false, err
-			}
-			if slices.EqualFunc(hes, es, func(a, b entry) bool { return a.key == b.key && a.weight == b.weight }) {
-				return c, true, nil
-			}
+		if slices.EqualFunc(hes, es, func(a, b entry) bool { return a.key == b.key && a.weight == b.weight }) {
+			cid, found = c, true
+			return false, nil
 		}
-		next := prefixEnd(copyPrefix(nil, rec.Strong, c))
-		if next == nil || !bytes.HasPrefix(next, prefix) {
-			break
-		}
-		ok = it.SeekGE(next)
-	}
-	return 0, false, it.Error()
+		return true, nil
+	})
+	return cid, found, err
 }
 
-// lastCopy reports whether file id is the only file holding content cid,
-// whose strong hash is strong: whether no copy key of cid names another
-// file.
-func (ix *Index) lastCopy(strong [32]byte, cid, id uint32) (bool, error) {
-	prefix := copyPrefix(nil, strong, cid)
+// lastCopy reports whether file id is the only file holding content cid:
+// whether no copy key of cid names another file.
+func (ix *Index) lastCopy(cid, id uint32) (bool, error) {
+	prefix := copyPrefix(nil, cid)
 	last := true
 	err := scanUntil(ix.db, prefix, prefixEnd(prefix), func(k, _ []byte) (bool, error) {
-		_, _, other, err := parseStrongKey(k)
+		_, other, err := parseCopyKey(k)
 		if err != nil {
 			return false, err
 		}
@@ -508,8 +495,9 @@ func (w *batch) mergePostings(es []postingEntry) {
 }
 
 // setContent writes content cid as rec's content, with entries new, over
-// a content with entries old (nil for a new content).
-func (w *batch) setContent(cid uint32, rec *FileRecord, old, new []entry) {
+// a content with strong hash oldStrong and entries old (for a new content,
+// all zero and nil).
+func (w *batch) setContent(cid uint32, rec *FileRecord, oldStrong [32]byte, old, new []entry) {
 	w.diffPostings(cid, old, new)
 	if old == nil {
 		w.delta.Contents++
@@ -517,23 +505,39 @@ func (w *batch) setContent(cid uint32, rec *FileRecord, old, new []entry) {
 	w.delta.Postings += int64(len(new)) - int64(len(old))
 	w.set(contentKey(cid), encodeContent(nil, rec))
 	w.set(forwardKey(cid), encodeForward(nil, new))
+	w.moveHash(cid, oldStrong, rec.Strong)
 }
 
-// removeContent deletes content cid, whose entries are es, and its
-// postings.
-func (w *batch) removeContent(cid uint32, es []entry) {
+// removeContent deletes content cid, whose strong hash is strong and
+// entries es, and its postings.
+func (w *batch) removeContent(cid uint32, strong [32]byte, es []entry) {
 	w.diffPostings(cid, es, nil)
 	w.delta.Contents--
 	w.delta.Postings -= int64(len(es))
 	w.delete(contentKey(cid))
 	w.delete(forwardKey(cid))
+	w.moveHash(cid, strong, [32]byte{})
+}
+
+// moveHash moves the hash key of content cid from strong hash old to new.
+// A content whose strong hash is unknown (all zero) has none.
+func (w *batch) moveHash(cid uint32, old, new [32]byte) {
+	if old == new {
+		return
+	}
+	if old != ([32]byte{}) {
+		w.delete(hashKey(old, cid))
+	}
+	if new != ([32]byte{}) {
+		w.set(hashKey(new, cid), nil) // after the delete: it wins when the keys are equal
+	}
 }
 
 // removeFile adds to w the deletion of everything of file rec, which holds
 // content cid, but its path key; and of its content when no other file
 // holds it.
 func (ix *Index) removeFile(w *batch, rec FileRecord, cid uint32) error {
-	last, err := ix.lastCopy(rec.Strong, cid, rec.ID)
+	last, err := ix.lastCopy(cid, rec.ID)
 	if err != nil {
 		return err
 	}
@@ -542,9 +546,9 @@ func (ix *Index) removeFile(w *batch, rec FileRecord, cid uint32) error {
 		if err != nil {
 			return err
 		}
-		w.removeContent(cid, es)
+		w.removeContent(cid, rec.Strong, es)
 	}
-	w.delete(strongKey(rec.Strong, cid, rec.ID))
+	w.delete(copyKey(cid, rec.ID))
 	w.moves = append(w.moves, copyMove{cid, -1})
 	w.delete(inodeKey(rec.Dev, rec.Ino, rec.ID))
 	w.delete(recordKey(rec.ID))
