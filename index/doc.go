@@ -62,6 +62,10 @@
 //     fingerprint.Compare's min(count in one, count in the other) × weight.
 //   - The forward list of a content is its entries, sorted by key. It is
 //     what lets a change remove the content's old postings without a scan.
+//     Its keys are stored as gaps, Rice-coded: each in a unary quotient
+//     and k low bits, k chosen from the mean gap; its weights in Elias
+//     gamma (a weight of w bits in 2w−1 bits), or not at all when every
+//     weight is 1, as most of manber's are.
 //   - A posting says "content id holds fingerprint key k, with this
 //     weight". The postings of every fingerprint key whose top 16 bits are
 //     equal (a bucket) make one posting list, one Pebble value, sorted by
@@ -119,9 +123,13 @@
 //	                       may have left: a query of a content held by one
 //	                       file reads that file's record first), then the
 //	                       summary, weights and level (varints)
-//	'f' content            forward list: n, then per entry the fingerprint
-//	                       key delta from the previous one (the first from
-//	                       0) and the weight (uvarints)
+//	'f' content            forward list: n (uvarint), a byte holding the
+//	                       Rice parameter k and whether every weight is
+//	                       1, then per entry, bit-packed: the fingerprint
+//	                       key's gap from the previous one, minus one (the
+//	                       first from 0), Rice-coded with k, and unless
+//	                       every weight is 1 the weight in Elias gamma;
+//	                       see encoding.go
 //	'P' bucket(2)          posting list: n (uvarint), the Rice parameter k
 //	                       and the content-id width cb (a byte each),
 //	                       then per posting, bit-packed: a new-key bit
@@ -156,9 +164,10 @@
 // stored document frequencies, version 2 no inode keys, version 3 one
 // sampling density and no levels in its records, version 4 no contents:
 // postings and forward lists per file, version 5 one Pebble key per
-// posting, version 6 the whole strong hash in every copy key and no hash
-// keys), the cure is to move the index aside and rebuild it. Compact
-// rewrites the database into its most compact form after a bulk load.
-// Dump lists the files in a canonical text form, free of file ids and
-// write history, so two indexes of one tree can be compared.
+// posting, version 6 the whole strong hash in every copy key, no hash
+// keys and forward lists of uvarints), the cure is to move the index
+// aside and rebuild it. Compact rewrites the database into its most
+// compact form after a bulk load. Dump lists the files in a canonical
+// text form, free of file ids and write history, so two indexes of one
+// tree can be compared.
 package index

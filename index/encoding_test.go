@@ -3,6 +3,7 @@ package index
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -165,13 +166,41 @@ func TestForwardRoundTrip(t *testing.T) {
 			t.Fatalf("decode with a trailing byte: err %v, want ErrCorrupt", err)
 		}
 	}
-	// Unsorted, repeated, out-of-range and zero-weight lists are corrupt.
+	// The layout, bit for bit: gaps 5 and 9-5-1 = 3 Rice-coded with k = 1
+	// (110 1, 10 1), weights 1 and 3 in Elias gamma (1, 011) unless
+	// every weight is 1.
+	for _, c := range []struct {
+		es   []entry
+		want []byte
+	}{
+		{nil, []byte{0}},
+		{[]entry{{key: 5, weight: 1}, {key: 9, weight: 1}}, []byte{2, 0x81, 0b1101_101_0}},
+		{[]entry{{key: 5, weight: 1}, {key: 9, weight: 3}}, []byte{2, 0x01, 0b1101_1_101, 0b011_00000}},
+	} {
+		if got := encodeForward(nil, c.es); !bytes.Equal(got, c.want) {
+			t.Errorf("encodeForward(%v) = %08b, want %08b", c.es, got, c.want)
+		}
+	}
+	// Out-of-range, malformed and short lists are corrupt (repeated keys
+	// and zero weights cannot be written).
+	bitsOf := func(n uint64, hdr byte, fields ...[2]uint64) []byte {
+		w := bitWriter{buf: append(binary.AppendUvarint(nil, n), hdr)}
+		for _, f := range fields {
+			w.write(f[0], uint(f[1]))
+		}
+		return w.flush()
+	}
 	for _, bad := range [][]byte{
-		{2, 5, 1, 0, 1}, // second key repeats the first
-		{1, 5, 0},       // weight 0
-		{2, 0xff, 0xff, 0xff, 0xff, 0x0f, 1, 1, 1}, // second key overflows 32 bits
-		{1, 0x80, 0x80, 0x80, 0x80, 0x10, 1},       // first key above 32 bits
-		{3, 1, 1, 1, 1},                            // too short for its length
+		bitsOf(2, 0x80|32, [2]uint64{0, 1}, [2]uint64{math.MaxUint32, 32}, [2]uint64{0, 1}, [2]uint64{0, 32}), // second key past 32 bits
+		bitsOf(1, 0x80|31, [2]uint64{0b110, 3}, [2]uint64{0, 31}),                                             // key gap past 32 bits
+		bitsOf(1, 33, [2]uint64{0, 34}, [2]uint64{1, 1}),                                                      // k above 32
+		bitsOf(1, 0x40, [2]uint64{0, 1}, [2]uint64{1, 1}),                                                     // unknown header bit
+		bitsOf(1, 0, [2]uint64{0, 1}, [2]uint64{0, 64}, [2]uint64{1, 1}),                                      // weight of 65 bits
+		bitsOf(1, 0x80, [2]uint64{1, 8}),                                                                      // non-zero padding
+		bitsOf(9, 0x80, [2]uint64{0, 8}),                                                                      // too short for its length
+		{3},                                                                                                   // no header
+		{0, 0},                                                                                                // trailing byte of an empty list
+		{},
 	} {
 		if es, err := decodeForward(bad); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("decode %x: %v, %v; want ErrCorrupt", bad, es, err)
@@ -507,9 +536,28 @@ func FuzzDecodeForward(f *testing.F) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	f.Add(encodeForward(nil, randEntries(rng, 5)))
 	f.Add(encodeForward(nil, randEntries(rng, 30)))
+	ones := randEntries(rng, 30)
+	for i := range ones {
+		ones[i].weight = 1
+	}
+	f.Add(encodeForward(nil, ones))
 	f.Add([]byte{0})
+	f.Add([]byte{2, 0x81, 0b1101_101_0})
 	f.Fuzz(func(t *testing.T, v []byte) {
 		es, err := decodeForward(v)
+		// The reader that queries use agrees with decodeForward.
+		r := newForwardReader(v)
+		var streamed []entry
+		for {
+			e, ok := r.next()
+			if !ok {
+				break
+			}
+			streamed = append(streamed, e)
+		}
+		if rerr := r.err(); (rerr != nil) != (err != nil) || err == nil && !slices.Equal(streamed, es) {
+			t.Fatalf("forwardReader: %v, %v; decodeForward: %v, %v", streamed, rerr, es, err)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error %v does not wrap ErrCorrupt", err)

@@ -209,8 +209,32 @@ func (r *bitReader) unary(limit uint64) (uint64, bool) {
 	}
 }
 
-// riceParam returns the Rice parameter that codes gaps in the fewest bits.
-func riceParam(gaps []uint32) uint {
+// zeros counts zero bits up to a one, which it consumes, failing past
+// limit zeros or the end.
+func (r *bitReader) zeros(limit uint) (uint, bool) {
+	var n uint
+	for {
+		w, avail := r.peek()
+		if avail == 0 {
+			return 0, false
+		}
+		z := uint(bits.LeadingZeros64(w))
+		if z < avail {
+			n += z
+			r.pos += z + 1
+			return n, n <= limit
+		}
+		n += avail
+		r.pos += avail
+		if n > limit {
+			return 0, false
+		}
+	}
+}
+
+// riceParam returns the Rice parameter, at most maxK, that codes gaps in
+// the fewest bits: of those near the one the mean gap suggests.
+func riceParam(gaps []uint32, maxK uint) uint {
 	if len(gaps) == 0 {
 		return 0
 	}
@@ -220,7 +244,7 @@ func riceParam(gaps []uint32) uint {
 	}
 	guess := uint(bits.Len64(sum / uint64(len(gaps))))
 	best, bestBits := uint(0), uint64(1<<63)
-	for k := max(guess, 2) - 2; k <= min(guess+1, lowBits); k++ {
+	for k := min(max(guess, 2)-2, maxK); k <= min(guess+1, maxK); k++ {
 		n := uint64(0)
 		for _, g := range gaps {
 			n += uint64(g>>k) + 1 + uint64(k)
@@ -251,7 +275,7 @@ func encodePostingList(dst []byte, es []postingEntry, gaps []uint32) ([]byte, []
 		}
 		maxCID = max(maxCID, e.cid)
 	}
-	k := riceParam(gaps)
+	k := riceParam(gaps, lowBits)
 	cb := uint(max(bits.Len32(maxCID), 1))
 	dst = binary.AppendUvarint(dst, uint64(len(es)))
 	dst = append(dst, byte(k), byte(cb))
