@@ -258,32 +258,37 @@ func encodeForward(dst []byte, es []entry) []byte {
 	if len(es) == 0 {
 		return dst
 	}
-	gaps := make([]uint32, len(es))
+	// The gaps sum to the last key less the gaps' minus ones.
+	last := es[len(es)-1].key
+	k := riceFromMean(uint64(last)-uint64(len(es)-1), uint64(len(es)))
 	ones := true
-	for i, e := range es {
-		gaps[i] = e.key
-		if i > 0 {
-			gaps[i] = e.key - es[i-1].key - 1
-		}
+	for _, e := range es {
 		ones = ones && e.weight == 1
 	}
-	k := riceParam(gaps, forwardMaxK)
 	hdr := byte(k)
 	if ones {
 		hdr |= forwardOnes
 	}
 	w := bitWriter{buf: append(dst, hdr)}
 	for i, e := range es {
-		w.ones(uint64(gaps[i] >> k))
-		w.write(0, 1)
-		w.write(uint64(gaps[i]), k)
+		g := e.key
+		if i > 0 {
+			g = e.key - es[i-1].key - 1
+		}
+		w.rice(uint64(g), k)
 		if !ones {
-			n := uint(bits.Len64(e.weight))
-			w.write(0, n-1)
-			w.write(e.weight, n)
+			w.gamma(e.weight)
 		}
 	}
 	return w.flush()
+}
+
+// riceFromMean returns the Rice parameter of n gaps summing to sum, taken
+// to be spread as the gaps between random keys are (geometrically): the
+// largest k with 2^k at most 31/32 of the mean gap. A parameter of one
+// more or one less costs up to half a bit per gap more.
+func riceFromMean(sum, n uint64) uint {
+	return uint(max(bits.Len64(sum/n*31/32), 1) - 1)
 }
 
 // forwardReader decodes a forward list one entry at a time, without
@@ -351,17 +356,11 @@ func (f *forwardReader) next() (e entry, ok bool) {
 		return e, false
 	}
 	f.left--
-	q, ok := f.r.unary(math.MaxUint32 >> f.k)
+	key, ok := f.r.rice(f.k, math.MaxUint32>>f.k)
 	if !ok {
 		f.fail("key gap")
 		return e, false
 	}
-	rem, ok := f.r.read(f.k)
-	if !ok {
-		f.fail("key gap")
-		return e, false
-	}
-	key := q<<f.k | rem
 	if !f.first {
 		key += f.prev + 1
 	}
@@ -372,17 +371,10 @@ func (f *forwardReader) next() (e entry, ok bool) {
 	f.first, f.prev = false, key
 	e.key, e.weight = uint32(key), 1
 	if !f.ones {
-		z, ok := f.r.zeros(63)
-		if !ok {
+		if e.weight, ok = f.r.gamma(); !ok {
 			f.fail("weight")
 			return entry{}, false
 		}
-		rest, ok := f.r.read(z)
-		if !ok {
-			f.fail("weight")
-			return entry{}, false
-		}
-		e.weight = 1<<z | rest
 	}
 	return e, true
 }

@@ -103,21 +103,21 @@ func parseBucketKey(k []byte) (uint32, error) {
 // bitWriter packs bits from the most significant bit of each byte.
 type bitWriter struct {
 	buf  []byte
-	acc  uint64 // pending bits, the n low ones
-	nacc uint
+	acc  uint64 // pending bits, the nacc low ones
+	nacc uint   // < 32 between calls
 }
 
 // write appends the n low bits of v, n ≤ 64.
 func (w *bitWriter) write(v uint64, n uint) {
-	for n > 0 {
-		take := min(n, 56-w.nacc)
-		n -= take
-		w.acc = w.acc<<take | (v>>n)&(1<<take-1)
-		w.nacc += take
-		for w.nacc >= 8 {
-			w.nacc -= 8
-			w.buf = append(w.buf, byte(w.acc>>w.nacc))
-		}
+	if n > 32 {
+		w.write(v>>32, n-32)
+		n = 32
+	}
+	w.acc = w.acc<<n | v&(1<<n-1)
+	w.nacc += n
+	if w.nacc >= 32 {
+		w.nacc -= 32
+		w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(w.acc>>w.nacc))
 	}
 }
 
@@ -128,8 +128,36 @@ func (w *bitWriter) ones(n uint64) {
 	w.write(1<<n-1, uint(n))
 }
 
+// rice writes v Rice-coded with parameter k: v>>k in unary (ones ended by
+// a zero), then the k low bits of v.
+func (w *bitWriter) rice(v uint64, k uint) {
+	if q := uint(v >> k); q+1+k <= 64 {
+		w.write((1<<(q+1)-2)<<k|v&(1<<k-1), q+1+k)
+		return
+	}
+	w.ones(v >> k)
+	w.write(0, 1)
+	w.write(v, k)
+}
+
+// gamma writes v ≥ 1 in Elias gamma: as many zeros as v has bits after its
+// first, then v.
+func (w *bitWriter) gamma(v uint64) {
+	n := uint(bits.Len64(v))
+	if n <= 32 {
+		w.write(v, 2*n-1) // the zeros are v's own leading bits
+		return
+	}
+	w.write(0, n-1)
+	w.write(v, n)
+}
+
 // flush pads the last byte with zero bits.
 func (w *bitWriter) flush() []byte {
+	for w.nacc >= 8 {
+		w.nacc -= 8
+		w.buf = append(w.buf, byte(w.acc>>w.nacc))
+	}
 	if w.nacc > 0 {
 		w.buf = append(w.buf, byte(w.acc<<(8-w.nacc)))
 		w.nacc = 0
@@ -207,6 +235,38 @@ func (r *bitReader) unary(limit uint64) (uint64, bool) {
 			return 0, false
 		}
 	}
+}
+
+// rice reads a value Rice-coded with parameter k (see bitWriter.rice),
+// failing past a quotient of limit or the end.
+func (r *bitReader) rice(k uint, limit uint64) (uint64, bool) {
+	w, avail := r.peek()
+	if q := uint(bits.LeadingZeros64(^w)); q+1+k <= avail {
+		r.pos += q + 1 + k
+		return uint64(q)<<k | w<<(q+1)>>(64-k), uint64(q) <= limit
+	}
+	q, ok := r.unary(limit)
+	if !ok {
+		return 0, false
+	}
+	rem, ok := r.read(k)
+	return q<<k | rem, ok
+}
+
+// gamma reads a value written by bitWriter.gamma, failing past the end or
+// past 64 bits.
+func (r *bitReader) gamma() (uint64, bool) {
+	w, avail := r.peek()
+	if z := uint(bits.LeadingZeros64(w)); 2*z+1 <= avail {
+		r.pos += 2*z + 1
+		return w >> (63 - 2*z), true
+	}
+	z, ok := r.zeros(63)
+	if !ok {
+		return 0, false
+	}
+	rest, ok := r.read(z)
+	return 1<<z | rest, ok
 }
 
 // zeros counts zero bits up to a one, which it consumes, failing past
@@ -290,9 +350,7 @@ func encodePostingList(dst []byte, es []postingEntry, gaps []uint32) ([]byte, []
 			}
 		}
 		if i == 0 || e.key != es[i-1].key {
-			w.ones(uint64(gaps[g] >> k))
-			w.write(0, 1)
-			w.write(uint64(gaps[g]), k)
+			w.rice(uint64(gaps[g]), k)
 			g++
 		}
 		w.write(uint64(e.cid), cb)
@@ -303,10 +361,7 @@ func encodePostingList(dst []byte, es []postingEntry, gaps []uint32) ([]byte, []
 			w.write(3, 2)
 		default:
 			w.write(2, 2)
-			v := e.weight - 1 // at least 1: Elias gamma
-			n := uint(bits.Len64(v))
-			w.write(0, n-1)
-			w.write(v, n)
+			w.gamma(e.weight - 1) // at least 1
 		}
 	}
 	return w.flush(), gaps
