@@ -345,6 +345,15 @@ func (d *Daemon) notifyProgress(ctx context.Context) (stop func()) {
 	if d.notes.n == nil {
 		return func() {}
 	}
+	return d.everyProgress(ctx, func() {
+		d.notes.notify("STATUS=" + scanStatus(d.Roots(), time.Since(d.started)))
+	})
+}
+
+// everyProgress calls fn every ProgressEvery, on a goroutine of its own,
+// until ctx is done or the returned stop is called; stop returns once fn
+// is no longer running.
+func (d *Daemon) everyProgress(ctx context.Context, fn func()) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -356,7 +365,7 @@ func (d *Daemon) notifyProgress(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				d.notes.notify("STATUS=" + scanStatus(d.Roots(), time.Since(d.started)))
+				fn()
 			}
 		}
 	}()

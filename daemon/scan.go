@@ -482,27 +482,14 @@ func prefixEnd(p string) string {
 // progress logs root's scan progress periodically until the returned func
 // is called.
 func (d *Daemon) progress(ctx context.Context, root *rootState) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(d.cfg.ProgressEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				st := root.status()
-				args := []any{"root", root.path, "files_seen", st.FilesSeen, "files_done", st.FilesDone,
-					"files_read", st.FilesRead, "mb_read", st.BytesRead >> 20,
-					"mb_per_s", fmt.Sprintf("%.1f", st.BytesPerSec/1e6)}
-				if st.ETASecs != nil {
-					args = append(args, "eta", (time.Duration(*st.ETASecs) * time.Second).String())
-				}
-				d.log.Info("scan progress", args...)
-			}
+	return d.everyProgress(ctx, func() {
+		st := root.status()
+		args := []any{"root", root.path, "files_seen", st.FilesSeen, "files_done", st.FilesDone,
+			"files_read", st.FilesRead, "mb_read", st.BytesRead >> 20,
+			"mb_per_s", fmt.Sprintf("%.1f", st.BytesPerSec/1e6)}
+		if st.ETASecs != nil {
+			args = append(args, "eta", (time.Duration(*st.ETASecs) * time.Second).String())
 		}
-	}()
-	return func() { cancel(); <-done }
+		d.log.Info("scan progress", args...)
+	})
 }

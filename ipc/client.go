@@ -220,6 +220,32 @@ var ErrCutShort = errors.New("ipc: the answer was cut short")
 // its files, or carry a percentage out of 0..100, is an error: fn never
 // sees it.
 func decodeGroups(r io.Reader, out *GroupsResponse, fn func(Group) error) error {
+	each := func(g Group) error {
+		for _, l := range g.Links {
+			if err := l.check(1 + len(g.Members)); err != nil {
+				return fmt.Errorf("groups: group of %s: %w", g.Reference.Path, err)
+			}
+		}
+		return fn(g)
+	}
+	return decodeStreamed(r, "groups", each, func(key string, dec *json.Decoder) (bool, error) {
+		switch key {
+		case "threshold":
+			return true, dec.Decode(&out.Threshold)
+		case "elapsed_ns":
+			return true, dec.Decode(&out.ElapsedNs)
+		}
+		return false, nil
+	})
+}
+
+// decodeStreamed reads from r one JSON object whose field list is an
+// array, decoding its elements one at a time and calling fn with each
+// (an error of fn's is returned as is); every other field is offered to
+// field, which decodes the value of a key it knows and reports it, and
+// the value of a key it does not know is skipped. Fields come in any
+// order.
+func decodeStreamed[T any](r io.Reader, list string, fn func(T) error, field func(key string, dec *json.Decoder) (bool, error)) error {
 	dec := json.NewDecoder(r)
 	delim := func(want json.Delim) error {
 		t, err := dec.Token()
@@ -239,33 +265,27 @@ func decodeGroups(r io.Reader, out *GroupsResponse, fn func(Group) error) error 
 		if err != nil {
 			return err
 		}
-		switch t {
-		case "groups":
+		key, _ := t.(string)
+		if key == list {
 			if err := delim('['); err != nil {
-				return fmt.Errorf("groups: %w", err)
+				return fmt.Errorf("%s: %w", list, err)
 			}
 			for dec.More() {
-				var g Group
-				if err := dec.Decode(&g); err != nil {
-					return fmt.Errorf("groups: %w", err)
+				var v T
+				if err := dec.Decode(&v); err != nil {
+					return fmt.Errorf("%s: %w", list, err)
 				}
-				for _, l := range g.Links {
-					if err := l.check(1 + len(g.Members)); err != nil {
-						return fmt.Errorf("groups: group of %s: %w", g.Reference.Path, err)
-					}
-				}
-				if err := fn(g); err != nil {
+				if err := fn(v); err != nil {
 					return err
 				}
 			}
 			if err := delim(']'); err != nil {
-				return fmt.Errorf("groups: %w", err)
+				return fmt.Errorf("%s: %w", list, err)
 			}
-		case "threshold":
-			err = dec.Decode(&out.Threshold)
-		case "elapsed_ns":
-			err = dec.Decode(&out.ElapsedNs)
-		default:
+			continue
+		}
+		known, err := field(key, dec)
+		if err == nil && !known {
 			var skip json.RawMessage
 			err = dec.Decode(&skip)
 		}
@@ -323,53 +343,12 @@ func (c *Client) DupesEach(ctx context.Context, prefix string, fn func(DupeSet) 
 // instead of keeping it, and the totals into totals. Fields it does not
 // know are skipped, in any order.
 func decodeDupes(r io.Reader, totals *DupesTotals, fn func(DupeSet) error) error {
-	dec := json.NewDecoder(r)
-	delim := func(want json.Delim) error {
-		t, err := dec.Token()
-		if err != nil {
-			return err
+	return decodeStreamed(r, "sets", fn, func(key string, dec *json.Decoder) (bool, error) {
+		if key == "totals" {
+			return true, dec.Decode(totals)
 		}
-		if t != want {
-			return fmt.Errorf("got %v, want %q", t, want)
-		}
-		return nil
-	}
-	if err := delim('{'); err != nil {
-		return err
-	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch t {
-		case "sets":
-			if err := delim('['); err != nil {
-				return fmt.Errorf("sets: %w", err)
-			}
-			for dec.More() {
-				var s DupeSet
-				if err := dec.Decode(&s); err != nil {
-					return fmt.Errorf("sets: %w", err)
-				}
-				if err := fn(s); err != nil {
-					return err
-				}
-			}
-			if err := delim(']'); err != nil {
-				return fmt.Errorf("sets: %w", err)
-			}
-		case "totals":
-			err = dec.Decode(totals)
-		default:
-			var skip json.RawMessage
-			err = dec.Decode(&skip)
-		}
-		if err != nil {
-			return fmt.Errorf("%v: %w", t, err)
-		}
-	}
-	return delim('}')
+		return false, nil
+	})
 }
 
 // Status asks what the daemon is doing.

@@ -89,7 +89,7 @@ DIR, "members": [DIR, ...]}], "elapsed_ns": N}, each DIR {"path", "size",
 			}
 			var p groupsPrinter
 			if g.json {
-				p = &groupsJSON{w: g.stdout, threshold: o.Threshold}
+				p = &groupsJSON{w: g.stdout, list: jsonList{open: `{"threshold":` + strconv.FormatFloat(o.Threshold, 'f', -1, 64) + `,"groups":[`}}
 			} else {
 				p = &groupsText{w: g.stdout, threshold: o.Threshold}
 			}
@@ -180,27 +180,14 @@ func (p *groupsText) count() int    { return p.groups }
 // groupsJSON prints the answer as the daemon sends it, one object
 // (ipc.GroupsResponse), writing each group once it arrives.
 type groupsJSON struct {
-	w         io.Writer
-	threshold float64 // as asked: the daemon answers with it
-	groups    int
+	w    io.Writer
+	list jsonList // opens with the threshold asked: the daemon answers with it
 }
 
-func (p *groupsJSON) group(grp ipc.Group) error {
-	b, err := json.Marshal(grp)
-	if err != nil {
-		return err
-	}
-	sep := ","
-	if p.groups == 0 {
-		sep = `{"threshold":` + strconv.FormatFloat(p.threshold, 'f', -1, 64) + `,"groups":[`
-	}
-	p.groups++
-	_, err = io.WriteString(p.w, sep+string(b))
-	return err
-}
+func (p *groupsJSON) group(grp ipc.Group) error { return p.list.add(p.w, grp) }
 
 func (p *groupsJSON) end(r *ipc.GroupsResponse) error {
-	if p.groups == 0 {
+	if p.list.n == 0 {
 		return writeJSONLine(p.w, ipc.GroupsResponse{Threshold: r.Threshold, Groups: []ipc.Group{}, ElapsedNs: r.ElapsedNs})
 	}
 	_, err := fmt.Fprintf(p.w, `],"elapsed_ns":%d}`+"\n", r.ElapsedNs)
@@ -210,8 +197,30 @@ func (p *groupsJSON) end(r *ipc.GroupsResponse) error {
 // cut leaves the JSON unfinished, so that no decoder takes it for a whole
 // answer.
 func (p *groupsJSON) cut()          { fmt.Fprintln(p.w) }
-func (p *groupsJSON) started() bool { return p.groups > 0 }
-func (p *groupsJSON) count() int    { return p.groups }
+func (p *groupsJSON) started() bool { return p.list.n > 0 }
+func (p *groupsJSON) count() int    { return p.list.n }
+
+// jsonList writes the list of a JSON object as its elements come: the
+// object up to the list's "[" (open) before the first, a comma before each
+// other. The caller writes what follows the list.
+type jsonList struct {
+	open string
+	n    int // the elements written
+}
+
+func (l *jsonList) add(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	sep := ","
+	if l.n == 0 {
+		sep = l.open
+	}
+	l.n++
+	_, err = io.WriteString(w, sep+string(b))
+	return err
+}
 
 func writeJSONLine(w io.Writer, v any) error {
 	b, err := ipc.MarshalJSONLine(v)
@@ -266,7 +275,7 @@ With --json, one object: {"sets": [{"size": N, "strong": HEX, "files":
 			// nor the daemon holds the answer whole.
 			var p dupesPrinter = &dupesText{w: g.stdout}
 			if g.json {
-				p = &dupesJSON{w: g.stdout}
+				p = &dupesJSON{w: g.stdout, list: jsonList{open: `{"sets":[`}}
 			}
 			totals, err := g.client().DupesEach(cmd.Context(), prefix, p.set)
 			if err != nil {
@@ -338,25 +347,13 @@ func (p *dupesText) count() int { return p.sets }
 // (ipc.DupesResponse), writing each set once it arrives.
 type dupesJSON struct {
 	w    io.Writer
-	sets int
+	list jsonList
 }
 
-func (p *dupesJSON) set(s ipc.DupeSet) error {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return err
-	}
-	sep := ","
-	if p.sets == 0 {
-		sep = `{"sets":[`
-	}
-	p.sets++
-	_, err = io.WriteString(p.w, sep+string(b))
-	return err
-}
+func (p *dupesJSON) set(s ipc.DupeSet) error { return p.list.add(p.w, s) }
 
 func (p *dupesJSON) end(t ipc.DupesTotals) error {
-	if p.sets == 0 {
+	if p.list.n == 0 {
 		return writeJSONLine(p.w, ipc.DupesResponse{Sets: []ipc.DupeSet{}, Totals: t})
 	}
 	b, err := json.Marshal(t)
@@ -370,7 +367,7 @@ func (p *dupesJSON) end(t ipc.DupesTotals) error {
 // cut leaves the JSON unfinished, so that no decoder takes it for a whole
 // answer.
 func (p *dupesJSON) cut()       { fmt.Fprintln(p.w) }
-func (p *dupesJSON) count() int { return p.sets }
+func (p *dupesJSON) count() int { return p.list.n }
 
 // count renders n with its noun, e.g. "1 set", "2 sets".
 func count(n int, one, many string) string {
