@@ -126,6 +126,13 @@ func (h *ixHandle) PutCopy(meta index.FileMeta, size int64, strong [32]byte) (in
 	return rec, ok, err
 }
 
+func (h *ixHandle) PutCopyOf(meta index.FileMeta, cid uint32, size int64, strong [32]byte) (index.FileRecord, bool, error) {
+	var rec index.FileRecord
+	var ok bool
+	err := h.write("put", func(ix *index.Index) (err error) { rec, ok, err = ix.PutCopyOf(meta, cid, size, strong); return err }, meta.Path)
+	return rec, ok, err
+}
+
 func (h *ixHandle) Remove(path string) error {
 	return h.write("remove", func(ix *index.Index) error { return ix.Remove(path) }, path)
 }

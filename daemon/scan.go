@@ -250,7 +250,7 @@ func (d *Daemon) runScan(ctx context.Context, s *scanRun) {
 	// after the watches were in place, and they report any removal since.
 	s.fresh = s.full() && !d.hasRecordsUnder(s.dir)
 	if st, err := d.ix.Stats(); s.fresh && err == nil && st.Files == 0 {
-		s.contents = &strongSet{m: make(map[uint64]struct{})}
+		s.contents = newStrongSet()
 	}
 	fresh := s.fresh && !root.polled && d.watch != nil
 	f := d.filter()
@@ -338,21 +338,34 @@ func (d *Daemon) runScan(ctx context.Context, s *scanRun) {
 
 // strongSet is a set of strong hashes, by their first 8 bytes: a file
 // whose hash shares them with another's is taken to be a possible copy.
+// Each hash carries the id of the content the index wrote for it, once
+// known, so that its copies join that content without a search.
 type strongSet struct {
 	mu sync.Mutex
-	m  map[uint64]struct{}
+	m  map[uint64]uint32
 }
 
-// add adds h and reports whether it was not in the set.
-func (s *strongSet) add(h [32]byte) bool {
+func newStrongSet() *strongSet { return &strongSet{m: make(map[uint64]uint32)} }
+
+// add adds h and reports whether it was not in the set; when it was, it
+// returns the content id recorded for h (0 while unknown).
+func (s *strongSet) add(h [32]byte) (cid uint32, first bool) {
 	k := binary.LittleEndian.Uint64(h[:8])
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.m[k]; ok {
-		return false
+	if cid, ok := s.m[k]; ok {
+		return cid, false
 	}
-	s.m[k] = struct{}{}
-	return true
+	s.m[k] = 0
+	return 0, true
+}
+
+// setContent records cid as the content of h.
+func (s *strongSet) setContent(h [32]byte, cid uint32) {
+	k := binary.LittleEndian.Uint64(h[:8])
+	s.mu.Lock()
+	s.m[k] = cid
+	s.mu.Unlock()
 }
 
 // watchOnWalk returns the OnDir of a walk of root that watches the

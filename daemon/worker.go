@@ -140,21 +140,32 @@ func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path
 	// holds; one read whole is fingerprinted only when it is new. In a
 	// first scan into an empty index, a file whose bytes the scan has
 	// not met yet is new without asking (and Put still joins it to an
-	// equal content, should one have been written meanwhile).
+	// equal content, should one have been written meanwhile), and a copy
+	// of bytes it has met joins their content by its id.
 	meta, strong, sketch, err := r.load(ctx, path, info)
 	if err == nil {
 		var err error
-		copied := false
-		if t.scan != nil && t.scan.contents != nil && t.scan.contents.add(strong) {
-			// the first file with these bytes
-		} else {
-			_, copied, err = d.ix.PutCopy(meta, meta.Size, strong)
+		var rec index.FileRecord
+		copied, first := false, false
+		var cid uint32
+		seen := t.scan != nil && t.scan.contents != nil
+		if seen {
+			cid, first = t.scan.contents.add(strong)
+		}
+		if cid != 0 {
+			rec, copied, err = d.ix.PutCopyOf(meta, cid, meta.Size, strong)
+		}
+		if err == nil && !copied && !first {
+			rec, copied, err = d.ix.PutCopy(meta, meta.Size, strong)
 		}
 		if err == nil && !copied && sketch == nil {
 			sketch = r.sketch()
 		}
 		if err == nil && !copied {
-			_, err = d.ix.Put(meta, sketch)
+			rec, err = d.ix.Put(meta, sketch)
+		}
+		if err == nil && seen && rec.Content != cid {
+			t.scan.contents.setContent(strong, rec.Content)
 		}
 		if err != nil {
 			d.count.errors.Add(1)

@@ -97,6 +97,9 @@ type FileMeta struct {
 // FileRecord is an indexed file.
 type FileRecord struct {
 	ID uint32
+	// Content is the id of the file's content (doc.go): files with equal
+	// Content are identical. It is set on every record the index returns.
+	Content uint32
 	FileMeta
 	fingerprint.Summary
 	Weight   uint64 // total feature weight

@@ -238,6 +238,68 @@ func TestPutCopy(t *testing.T) {
 	}
 }
 
+// TestPutCopyOf: a file joins the content named by the Content of a
+// record Put returned, as PutCopy would have joined it; a content id that
+// names another content, a content of another size or hash, no content,
+// or a content removed since, writes nothing.
+func TestPutCopyOf(t *testing.T) {
+	ix := openMem(t, nil, manber)
+	a := sketchOf(manber, "A", 1000, feats(1, 2, 3, 4, 5, 6)...)
+	b := sketchOf(manber, "B", 1000, feats(5, 6, 7, 8)...)
+	meta := func(path string) index.FileMeta { return index.FileMeta{Path: path, Size: 1000, Dev: 1, Ino: 9} }
+	ra, err := ix.Put(meta("/a1"), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := ix.Put(meta("/b1"), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ra.Content == 0 || rb.Content == 0 || ra.Content == rb.Content {
+		t.Fatalf("Put returned contents %d and %d; want two distinct non-zero ids", ra.Content, rb.Content)
+	}
+	if got, err := ix.Lookup("/a1"); err != nil || got.Content != ra.Content {
+		t.Fatalf("Lookup /a1: content %d, %v; want %d", got.Content, err, ra.Content)
+	}
+	before := ix.PostingWrites()
+	rec, ok, err := ix.PutCopyOf(meta("/a2"), ra.Content, a.Size, a.Strong)
+	if err != nil || !ok || rec.Content != ra.Content || rec.Strong != a.Strong || rec.Features != 6 {
+		t.Fatalf("PutCopyOf /a2: %+v, %v, %v; want a copy of content %d", rec, ok, err, ra.Content)
+	}
+	if got := ix.PostingWrites() - before; got != 0 {
+		t.Errorf("PutCopyOf wrote %d postings, want 0", got)
+	}
+	for what, miss := range map[string]struct {
+		cid    uint32
+		size   int64
+		strong [32]byte
+	}{
+		"another content": {rb.Content, a.Size, a.Strong},
+		"another size":    {ra.Content, 999, a.Strong},
+		"no content":      {rb.Content + 100, a.Size, a.Strong},
+		"content id 0":    {0, a.Size, a.Strong},
+		"an unknown hash": {ra.Content, a.Size, [32]byte{}},
+	} {
+		if _, ok, err := ix.PutCopyOf(meta("/c"), miss.cid, miss.size, miss.strong); err != nil || ok {
+			t.Errorf("PutCopyOf naming %s: %v, %v; want false, nil", what, ok, err)
+		}
+	}
+	if _, err := ix.Lookup("/c"); !errors.Is(err, index.ErrNotFound) {
+		t.Errorf("a PutCopyOf that joined nothing wrote /c: %v", err)
+	}
+	for _, p := range []string{"/a1", "/a2"} {
+		if err := ix.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok, err := ix.PutCopyOf(meta("/a3"), ra.Content, a.Size, a.Strong); err != nil || ok {
+		t.Errorf("PutCopyOf a removed content: %v, %v; want false, nil", ok, err)
+	}
+	if rep := mustClean(t, ix); rep.Contents != 1 {
+		t.Errorf("%d contents, want 1 (/b1's)", rep.Contents)
+	}
+}
+
 // TestPutCopyRacesRemove: a PutCopy that races the removal of the last
 // file of its content either joins it before the removal (and keeps it
 // alive) or finds it gone and writes nothing; the index stays consistent.

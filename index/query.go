@@ -641,5 +641,6 @@ func (s *querySearch) content(cid uint32, rec *FileRecord) (bool, error) {
 	if rec.ID, err = decodeContent(v, rec); err != nil {
 		return false, fmt.Errorf("content %d: %w", cid, err)
 	}
+	rec.Content = cid
 	return true, nil
 }

@@ -138,6 +138,7 @@ func readContent(r pebble.Reader, cid uint32, rec *FileRecord) (bool, error) {
 	if _, err := decodeContent(v, rec); err != nil {
 		return false, fmt.Errorf("content %d: %w", cid, err)
 	}
+	rec.Content = cid
 	return true, nil
 }
 

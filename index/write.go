@@ -83,33 +83,57 @@ func (ix *Index) put(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) 
 //
 // PutCopy reads the hash keys of strong and a content's record for each
 // content they name until one has the size and the whole strong hash
-// (before it takes the write lock), then that content's record again and
-// the file's old path key and records.
+// (before it takes the write lock), then does what PutCopyOf does.
 func (ix *Index) PutCopy(meta FileMeta, size int64, strong [32]byte) (FileRecord, bool, error) {
-	rec, ok, err := ix.putCopy(meta, size, strong)
+	rec, ok, err := ix.putCopy(meta, 0, size, strong)
 	if err != nil {
 		return FileRecord{}, false, fmt.Errorf("index.PutCopy %q: %w", meta.Path, err)
 	}
 	return rec, ok, nil
 }
 
-func (ix *Index) putCopy(meta FileMeta, size int64, strong [32]byte) (FileRecord, bool, error) {
+// PutCopyOf is PutCopy for a caller that knows which content the file is
+// a copy of, from the Content of the record Put or PutCopy returned for
+// another file with the same bytes: it skips the search by strong hash.
+// The file joins content cid if the index still holds it with size bytes
+// and strong hash strong; otherwise nothing is written and PutCopyOf
+// returns false. It reads content cid's record, and the file's old path
+// key and records.
+func (ix *Index) PutCopyOf(meta FileMeta, cid uint32, size int64, strong [32]byte) (FileRecord, bool, error) {
+	if cid == 0 {
+		return FileRecord{}, false, nil // no content has id 0
+	}
+	rec, ok, err := ix.putCopy(meta, cid, size, strong)
+	if err != nil {
+		return FileRecord{}, false, fmt.Errorf("index.PutCopyOf %q: %w", meta.Path, err)
+	}
+	return rec, ok, nil
+}
+
+// putCopy joins the file meta to content cid, or, when cid is 0, to the
+// content of size and strong it finds.
+func (ix *Index) putCopy(meta FileMeta, cid uint32, size int64, strong [32]byte) (FileRecord, bool, error) {
 	if meta.Path == "" {
 		return FileRecord{}, false, errors.New("empty path")
 	}
 	if strong == ([32]byte{}) {
 		return FileRecord{}, false, nil
 	}
-	// The content is looked for before the write lock is taken, so that
-	// a new content (the usual miss) costs writers no wait, and confirmed
-	// under it by its record alone: a content lives as long as its record.
-	if err := ix.acquire(); err != nil {
-		return FileRecord{}, false, err
-	}
-	cid, found, err := ix.findCopy(size, strong)
-	ix.release()
-	if err != nil || !found {
-		return FileRecord{}, false, err
+	if cid == 0 {
+		// The content is looked for before the write lock is taken, so
+		// that a new content (the usual miss) costs writers no wait, and
+		// confirmed under it by its record alone: a content lives as long
+		// as its record.
+		if err := ix.acquire(); err != nil {
+			return FileRecord{}, false, err
+		}
+		var found bool
+		var err error
+		cid, found, err = ix.findCopy(size, strong)
+		ix.release()
+		if err != nil || !found {
+			return FileRecord{}, false, err
+		}
 	}
 	if err := ix.beginWrite(); err != nil {
 		return FileRecord{}, false, err
@@ -152,8 +176,8 @@ func (ix *Index) findCopy(size int64, strong [32]byte) (cid uint32, found bool, 
 
 // store writes the file rec.FileMeta.Path, whose content is rec's, in one
 // batch: as a copy of content cid when shared, else with entries as its
-// content's. It must be called with the write lock held; rec.ID is set
-// here.
+// content's. It must be called with the write lock held; rec.ID and
+// rec.Content are set here.
 func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry) (FileRecord, error) {
 	meta := rec.FileMeta
 	old, oldCID, found, err := ix.lookup(ix.db, meta.Path)
@@ -217,6 +241,7 @@ func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry)
 			w.set(copyKey(cid, id), nil)
 		}
 	}
+	rec.Content = cid
 	if found && (old.Dev != rec.Dev || old.Ino != rec.Ino) {
 		w.delete(inodeKey(old.Dev, old.Ino, id))
 	}
