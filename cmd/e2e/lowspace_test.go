@@ -48,6 +48,10 @@ func TestFaultLowSpaceHeld(t *testing.T) {
 		t.Fatalf("writing the filler: %v", err)
 	}
 	t.Logf("free under the index: %d bytes, min-free-space %d", statfsFree(t, mnt), minFree)
+	// The fault loop finds the disk short of room within a poll, without
+	// any write. (A write checks at most every 100 ms, so one made at once
+	// could still slip past: the changes are made once the hold shows.)
+	st := e.until(20*time.Second, "writes on hold", func(st *ipc.Status) bool { return st.State == "degraded" })
 
 	// Changes of every kind: a new file, an edit, a deletion, a rename.
 	var pick []string
@@ -72,7 +76,6 @@ func TestFaultLowSpaceHeld(t *testing.T) {
 	}
 	added := e.corpus("b", 5, 1100)
 
-	st := e.until(20*time.Second, "writes on hold", func(st *ipc.Status) bool { return st.State == "degraded" })
 	t.Logf("status while low on space: %s: %s", st.State, st.Reason)
 	if !strings.Contains(st.Reason, "no space left on device") {
 		t.Errorf("reason %q does not say no space left on device", st.Reason)
