@@ -65,6 +65,8 @@ type Daemon struct {
 	// racySince, when not 0, is a time (Unix ns) from which files are read
 	// even if their metadata match their records (see racy).
 	racySince atomic.Int64
+	// compacting is set while the index is compacted after the first scan.
+	compacting atomic.Bool
 }
 
 // Run opens the index, listens on the socket, watches and scans the roots
@@ -319,15 +321,20 @@ func (d *Daemon) firstScan(ctx context.Context) error {
 	}
 	st, _ := d.ix.Stats()
 	d.notes.notify("STATUS=" + readyStatus(st.Files, d.Roots()))
+	// A scan that wrote much leaves the index larger than it need be (a
+	// small corpus may never leave the memtable); rewrite it compactly
+	// while serving queries. The status says so from the moment it is
+	// ready.
+	compact := d.count.indexed.Load()+d.count.removed.Load() > 0
+	d.compacting.Store(compact)
 	close(d.ready)
 	d.log.Info("ready", "files", st.Files, "bytes", st.Bytes, "postings", st.Features,
 		"disk_bytes", st.DiskBytes, "elapsed", time.Since(d.started).Round(time.Millisecond))
-	// A scan that wrote much leaves the index larger than it need be (a
-	// small corpus may never leave the memtable); rewrite it compactly
-	// while serving queries.
-	if written := d.count.indexed.Load() + d.count.removed.Load(); written > 0 {
+	if compact {
 		t0 := time.Now()
-		if err := d.ix.Compact(ctx); err != nil {
+		err := d.ix.Compact(ctx)
+		d.compacting.Store(false)
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -448,6 +455,7 @@ func (d *Daemon) Status() ipc.Status {
 	}
 	if s, err := d.ix.Stats(); err == nil {
 		st.Index = ipc.IndexStats{Files: s.Files, Bytes: s.Bytes, Contents: s.Contents, Postings: s.Postings, Fingerprints: s.Fingerprints, DiskBytes: s.DiskBytes}
+		st.Index.Compacting = d.compacting.Load()
 	}
 	d.faultStatus(&st)
 	return st

@@ -432,6 +432,11 @@ func (d *Daemon) faultLoop(ctx context.Context) {
 			if !d.faults.onHold() {
 				_ = d.faults.checkSpace(d, true)
 			}
+			if !d.faults.onHold() {
+				// What a first scan read is found by queries within a
+				// tick, however long the scan.
+				_ = d.ix.Flush()
+			}
 			if d.faults.wrote.Swap(false) && !d.faults.onHold() {
 				_ = d.ix.Sync() // a failed write to the log shows here
 			}

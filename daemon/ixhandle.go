@@ -119,6 +119,23 @@ func (h *ixHandle) Put(meta index.FileMeta, sk *fingerprint.Sketch) (index.FileR
 	return rec, err
 }
 
+// PutDeferred is Put for a first scan: the postings of a new content are
+// written later, with many others (index.Index.PutDeferred), by Flush.
+func (h *ixHandle) PutDeferred(meta index.FileMeta, sk *fingerprint.Sketch) (index.FileRecord, error) {
+	var rec index.FileRecord
+	err := h.write("put", func(ix *index.Index) (err error) { rec, err = ix.PutDeferred(meta, sk); return err }, meta.Path)
+	return rec, err
+}
+
+// Flush writes the postings PutDeferred left pending. After a swap to a
+// reopened index there are none: Open wrote them.
+func (h *ixHandle) Flush() error {
+	if h.cur().PendingPostings() == 0 {
+		return nil
+	}
+	return h.write("put", func(ix *index.Index) error { return ix.Flush() })
+}
+
 func (h *ixHandle) PutCopy(meta index.FileMeta, size int64, strong [32]byte) (index.FileRecord, bool, error) {
 	var rec index.FileRecord
 	var ok bool

@@ -314,6 +314,12 @@ func (d *Daemon) runScan(ctx context.Context, s *scanRun) {
 	if !waitChan(ctx, s.drained()) {
 		return
 	}
+	if s.fresh {
+		// Before the scan ends (and Wait and readiness with it), every
+		// file it read is found by queries. A failure leaves the postings
+		// pending, to be written by the fault loop or the next Wait.
+		_ = d.ix.Flush()
+	}
 	// Records of files no longer there: route them through the workers, so
 	// a removal is ordered with any read of the same path.
 	s2 := &scanRun{root: root, dir: s.dir, live: s.live}

@@ -139,5 +139,23 @@ func (d *Daemon) Wait(ctx context.Context, timeout time.Duration) (server.WaitRe
 			}
 		}
 	}
+	// A first scan writes the postings of its new contents many at a
+	// time: those still pending (a scan that failed to write them) are
+	// written now, once writes are not on hold.
+	for {
+		lifted := d.faults.lifted()
+		err := d.ix.Flush()
+		if err == nil {
+			break
+		}
+		if !d.faults.onHold() {
+			return resp, err
+		}
+		select {
+		case <-lifted:
+		case <-ctx.Done():
+			return resp, ctx.Err()
+		}
+	}
 	return resp, nil
 }

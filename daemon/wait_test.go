@@ -7,14 +7,24 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/ipc"
 )
 
-// waitTestDaemon returns a daemon with one polled root and no running
-// parts: the test plays the scanner.
+// waitTestDaemon returns a daemon with one polled root, an empty index
+// in memory and no running parts: the test plays the scanner.
 func waitTestDaemon(t *testing.T) (*Daemon, *rootState) {
 	t.Helper()
 	d := &Daemon{track: newTracker(), live: newScanner(true), bulk: newScanner(false), log: discardLogger()}
+	ix, err := index.Open("/db", &index.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ix.Close() })
+	d.ix = &ixHandle{d: d}
+	d.ix.swap(ix)
 	r := newRootState(context.Background(), t.TempDir(), "config")
 	r.polled = true
 	d.roots = []*rootState{r}

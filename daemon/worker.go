@@ -161,7 +161,14 @@ func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path
 		if err == nil && !copied && sketch == nil {
 			sketch = r.sketch()
 		}
-		if err == nil && !copied {
+		switch {
+		case err != nil || copied:
+		case fresh:
+			// The postings of a first scan's new contents are written
+			// many at a time (index.Index.PutDeferred); the scan writes
+			// the last of them before it ends.
+			rec, err = d.ix.PutDeferred(meta, sketch)
+		default:
 			rec, err = d.ix.Put(meta, sketch)
 		}
 		if err == nil && seen && rec.Content != cid {

@@ -19,7 +19,8 @@ import (
 	"github.com/sif-dev/sif/index/fingerprint"
 )
 
-// TestCrashConsistency runs random Puts, Removes and Renames on a crashable
+// TestCrashConsistency runs random Puts (half of them deferred, their
+// postings written by a later write or Flush), Removes and Renames on a crashable
 // in-memory filesystem and takes crash clones at random points: between
 // operations and, from another goroutine, in the middle of them, keeping a
 // random share of the unsynced data. Every clone must reopen with a clean
@@ -97,7 +98,11 @@ func testCrash(t *testing.T, p fingerprint.Params, ops int) {
 				sk = m[slices.Sorted(maps.Keys(m))[rng.IntN(len(m))]].sk // an identical copy
 			}
 			meta := metaFor(path, sk, rng)
-			if _, err := ix.Put(meta, sk); err != nil {
+			put := ix.Put
+			if rng.IntN(2) == 0 {
+				put = ix.PutDeferred // its postings written by a later write, or recovered on Open
+			}
+			if _, err := put(meta, sk); err != nil {
 				t.Fatal(err)
 			}
 			m[path] = modelFile{meta, sk}
@@ -127,6 +132,11 @@ func testCrash(t *testing.T, p fingerprint.Params, ops int) {
 				t.Fatal(err)
 			}
 			synced.Store(n)
+		}
+		if rng.IntN(20) == 0 {
+			if err := ix.Flush(); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if rng.IntN(60) == 0 {
 			// Flush and compact now and then, so clones also catch tables

@@ -77,6 +77,16 @@
 //     folds the operands, newest first, when it reads or compacts them,
 //     and drops a tombstone once the merge reaches the bucket's oldest
 //     operand. A list left empty is deleted by Compact.
+//   - Deferred postings: [Index.PutDeferred], for bulk loads such as a
+//     first scan, writes a new content's records and forward list at once
+//     and keeps its postings in memory, to be written with those of many
+//     other contents, sorted, one merge operand per bucket, by
+//     [Index.Flush], by the deferred write that would keep too many, by a
+//     write that changes or removes such a content (before its own
+//     batch), or by Close. The pending key ('m' "pending") names the first
+//     content whose postings may be missing; a read-write Open that finds
+//     it writes the postings of every content from there on from their
+//     forward lists. See pending.go.
 //   - The document frequency of a fingerprint key is the number of files
 //     that hold it: over its run of postings, the number of files of each
 //     content, which queries and groups count as they read it; it is not

@@ -175,3 +175,11 @@ const (
 	ComparerNameV1 = comparerNameV1
 	ComparerNameV2 = comparerNameV2
 )
+
+// SetMaxPending bounds the postings PutDeferred keeps pending, until the
+// returned function restores the bound.
+func SetMaxPending(n int) (restore func()) {
+	old := maxPending
+	maxPending = n
+	return func() { maxPending = old }
+}

@@ -51,8 +51,11 @@ type Index struct {
 	// wmu serializes writes: a write reads the old state of a file and
 	// commits its batch while holding it.
 	wmu     sync.Mutex
-	nextID  uint64 // guarded by wmu; > math.MaxUint32 when file ids are exhausted
-	nextCID uint64 // guarded by wmu; > math.MaxUint32 when content ids are exhausted
+	nextID  uint64  // guarded by wmu; > math.MaxUint32 when file ids are exhausted
+	nextCID uint64  // guarded by wmu; > math.MaxUint32 when content ids are exhausted
+	pend    pending // guarded by wmu: the postings PutDeferred left to write (pending.go)
+	// pendingN is len(pend.postings), for readers that do not take wmu.
+	pendingN atomic.Int64
 
 	countsMu sync.Mutex
 	counts   counts // guarded by countsMu
@@ -198,6 +201,9 @@ func open(dir string, o Options) (_ *Index, err error) {
 	}
 	ix.knowsLengths = ix.params.KnowsLengths()
 	if err := ix.loadState(); err != nil {
+		return nil, err
+	}
+	if err := ix.recoverPending(); err != nil {
 		return nil, err
 	}
 	log.Debug("index opened", "dir", dir, "params", ix.params.String(),
@@ -408,6 +414,12 @@ func (ix *Index) Compact(ctx context.Context) error {
 	if ix.readOnly {
 		return fmt.Errorf("index.Compact: %w", ErrReadOnly)
 	}
+	ix.wmu.Lock()
+	err := ix.flushPending()
+	ix.wmu.Unlock()
+	if err != nil {
+		return fmt.Errorf("index.Compact %s: %w", ix.dir, err)
+	}
 	// Every key starts with a keyspace byte below 0xff. The compaction is
 	// not parallelized: Pebble would split it by the key ranges in use, and
 	// move each table flushed from a lone memtable to the bottom level as it
@@ -474,6 +486,13 @@ func (ix *Index) Close() error {
 
 	var errs []error
 	if !ix.readOnly {
+		// Postings left pending and not written now are written by the
+		// next Open, from the forward lists.
+		ix.wmu.Lock()
+		if err := ix.flushPending(); err != nil {
+			errs = append(errs, fmt.Errorf("writing the pending postings: %w", err))
+		}
+		ix.wmu.Unlock()
 		if err := ix.db.Flush(); err != nil {
 			errs = append(errs, err)
 		}

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -29,14 +30,29 @@ import (
 // and merged); sk.Params must be zero or equal the index's, else the error
 // wraps ErrParamsMismatch. Put does not retain sk.
 func (ix *Index) Put(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) {
-	rec, err := ix.put(meta, sk)
+	rec, err := ix.put(meta, sk, false)
 	if err != nil {
 		return FileRecord{}, fmt.Errorf("index.Put %q: %w", meta.Path, err)
 	}
 	return rec, nil
 }
 
-func (ix *Index) put(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) {
+// PutDeferred is Put for a bulk load: when the file gets a new content,
+// the postings of that content are kept in memory and written later,
+// together with those of other new contents (see pending.go): by Flush,
+// by a deferred write that finds too many pending, by a write that
+// changes or removes that content, or by Close. Until then a query finds
+// the file as an identical file, not as a similar one. Everything else
+// is written as Put writes it, at once and atomically.
+func (ix *Index) PutDeferred(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) {
+	rec, err := ix.put(meta, sk, true)
+	if err != nil {
+		return FileRecord{}, fmt.Errorf("index.PutDeferred %q: %w", meta.Path, err)
+	}
+	return rec, nil
+}
+
+func (ix *Index) put(meta FileMeta, sk *fingerprint.Sketch, deferred bool) (FileRecord, error) {
 	if meta.Path == "" {
 		return FileRecord{}, errors.New("empty path")
 	}
@@ -68,7 +84,7 @@ func (ix *Index) put(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) 
 	if err != nil {
 		return FileRecord{}, err
 	}
-	return ix.store(rec, cid, shared, entries)
+	return ix.store(rec, cid, shared, entries, deferred)
 }
 
 // PutCopy adds the file at meta.Path, or replaces it when the path is
@@ -145,7 +161,7 @@ func (ix *Index) putCopy(meta FileMeta, cid uint32, size int64, strong [32]byte)
 		return FileRecord{}, false, err // gone meanwhile: the caller puts a sketch
 	}
 	rec.FileMeta = meta
-	rec, err = ix.store(rec, cid, true, nil)
+	rec, err = ix.store(rec, cid, true, nil, false)
 	return rec, err == nil, err
 }
 
@@ -176,9 +192,10 @@ func (ix *Index) findCopy(size int64, strong [32]byte) (cid uint32, found bool, 
 
 // store writes the file rec.FileMeta.Path, whose content is rec's, in one
 // batch: as a copy of content cid when shared, else with entries as its
-// content's. It must be called with the write lock held; rec.ID and
+// content's, whose postings are left pending when deferred and the
+// content is new. It must be called with the write lock held; rec.ID and
 // rec.Content are set here.
-func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry) (FileRecord, error) {
+func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry, deferred bool) (FileRecord, error) {
 	meta := rec.FileMeta
 	old, oldCID, found, err := ix.lookup(ix.db, meta.Path)
 	if err != nil {
@@ -193,22 +210,35 @@ func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry)
 	}
 	rec.ID = id
 
-	w := ix.newBatch()
-	defer w.close()
-	newContent := false
-	if !found || !shared || cid != oldCID {
-		last := false // the file held its old content alone
-		var oldEntries []entry
-		if found {
-			if last, err = ix.lastCopy(oldCID, id); err != nil {
+	changes := !found || !shared || cid != oldCID // the file's content changes
+	last := false                                 // the file held its old content alone
+	var oldEntries []entry
+	if changes && found {
+		if last, err = ix.lastCopy(oldCID, id); err != nil {
+			return FileRecord{}, err
+		}
+		if last {
+			// Its postings are about to be rewritten or removed: those
+			// still pending go first.
+			if err := ix.flushPendingOf(oldCID); err != nil {
 				return FileRecord{}, err
 			}
-			if last {
-				if oldEntries, err = ix.readForward(oldCID); err != nil {
-					return FileRecord{}, err
-				}
+			if oldEntries, err = ix.readForward(oldCID); err != nil {
+				return FileRecord{}, err
 			}
 		}
+	}
+	newContent := changes && !shared && !last
+	deferred = deferred && newContent
+	if deferred && len(ix.pend.postings)+len(entries) > maxPending {
+		if err := ix.flushPending(); err != nil {
+			return FileRecord{}, err
+		}
+	}
+
+	w := ix.newBatch()
+	defer w.close()
+	if changes {
 		switch {
 		case shared:
 			if found {
@@ -231,8 +261,12 @@ func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry)
 			if found {
 				w.moves = append(w.moves, copyMove{oldCID, -1})
 			}
-			cid, newContent = uint32(ix.nextCID), true
-			w.setContent(cid, &rec, [32]byte{}, nil, entries)
+			cid = uint32(ix.nextCID)
+			if deferred {
+				w.setContentDeferred(cid, &rec, entries)
+			} else {
+				w.setContent(cid, &rec, [32]byte{}, nil, entries)
+			}
 		}
 		if found && cid != oldCID {
 			w.delete(copyKey(oldCID, id))
@@ -261,6 +295,9 @@ func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry)
 	}
 	if newContent {
 		ix.nextCID++
+	}
+	if deferred {
+		ix.keepPending(cid, entries)
 	}
 	return rec, nil
 }
@@ -533,6 +570,20 @@ func (w *batch) setContent(cid uint32, rec *FileRecord, oldStrong [32]byte, old,
 	w.moveHash(cid, oldStrong, rec.Strong)
 }
 
+// setContentDeferred writes new content cid as rec's, with entries es,
+// but not its postings, which the caller keeps pending (pending.go); the
+// batch of the first content pending sets the pending key.
+func (w *batch) setContentDeferred(cid uint32, rec *FileRecord, es []entry) {
+	if w.ix.pend.from == 0 {
+		w.set(metaPendingKey, binary.BigEndian.AppendUint32(nil, cid))
+	}
+	w.delta.Contents++
+	w.delta.Postings += int64(len(es))
+	w.set(contentKey(cid), encodeContent(nil, rec))
+	w.set(forwardKey(cid), encodeForward(nil, es))
+	w.moveHash(cid, [32]byte{}, rec.Strong)
+}
+
 // removeContent deletes content cid, whose strong hash is strong and
 // entries es, and its postings.
 func (w *batch) removeContent(cid uint32, strong [32]byte, es []entry) {
@@ -567,6 +618,9 @@ func (ix *Index) removeFile(w *batch, rec FileRecord, cid uint32) error {
 		return err
 	}
 	if last {
+		if err := ix.flushPendingOf(cid); err != nil {
+			return err
+		}
 		es, err := ix.readForward(cid)
 		if err != nil {
 			return err

@@ -139,6 +139,9 @@ type IndexStats struct {
 	Postings     uint64 `json:"postings"`               // stored: one per content and fingerprint key
 	Fingerprints uint64 `json:"fingerprints,omitempty"` // distinct; not tracked by the daemon (sifd check counts them)
 	DiskBytes    uint64 `json:"disk_bytes"`
+	// Compacting is set while the daemon rewrites the index compactly
+	// after a scan that wrote much: DiskBytes shrinks when it is done.
+	Compacting bool `json:"compacting,omitempty"`
 }
 
 // SimilarRequest is a one-against-all query.

@@ -184,6 +184,10 @@ func benchMillion(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags, 
 		return nil, err
 	}
 	res.QueriesPeakMB = float64(vmHWM(d.cmd.Process.Pid)) / 1024
+	if err := d.waitCompacted(ctx); err != nil {
+		d.stop()
+		return nil, err
+	}
 	kb, err := d.stop()
 	if err != nil {
 		return nil, err

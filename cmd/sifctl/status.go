@@ -52,8 +52,12 @@ func printStatus(g *globals, st *ipc.Status) {
 	}
 	fmt.Fprintf(w, "  index:   %s\n  socket:  %s\n  scheme:  %s\n", st.DB, st.Socket, st.Params)
 	ix := st.Index
-	fmt.Fprintf(w, "  indexed: %d files, %s; %d distinct contents, %d postings; %s on disk\n",
+	fmt.Fprintf(w, "  indexed: %d files, %s; %d distinct contents, %d postings; %s on disk",
 		ix.Files, human(ix.Bytes), ix.Contents, ix.Postings, human(ix.DiskBytes))
+	if ix.Compacting {
+		fmt.Fprint(w, " (compacting)")
+	}
+	fmt.Fprintln(w)
 	if st.UncleanStart {
 		fmt.Fprintln(w, "  note:    previous run did not shut down cleanly; first scan re-read recent changes")
 	}

@@ -1,0 +1,177 @@
+package index
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Deferred postings (PutDeferred).
+//
+// A bulk load, such as the first scan of a root, adds thousands of new
+// contents, each of whose postings would be one merge operand in its own
+// bucket: most of the cost of a write is then inserting those operands
+// into Pebble's memtable, and compacting them later. PutDeferred writes a
+// new content's records and forward list at once, but keeps its postings
+// in memory; Flush writes those of many contents together, sorted, one
+// operand per bucket.
+//
+// The pending postings are recoverable from the forward lists, which are
+// written with their contents: the batch of the first deferred content
+// also sets the pending key, naming its content id, and the batch that
+// writes the postings deletes it. Every content from that id on is either
+// deferred or was written directly (its postings written again are the
+// same postings: a merge sets a posting, it does not add to it). An index
+// opened read-write with the pending key set (a crash, or a Close that
+// could not write) writes the postings of those contents before Open
+// returns.
+//
+// Until they are written, a query finds the files of a deferred content
+// as identical files (by strong hash), not as similar ones, and Groups
+// does not see them. Writes that would change or remove the postings of a
+// deferred content (a change to the file that alone held it, its removal)
+// write the pending postings first, so that no tombstone comes before the
+// posting it removes.
+
+// maxPending bounds the postings kept pending: about 4 MiB of them. A
+// deferred write that would go past it writes the pending ones first.
+var maxPending = 1 << 18 // a variable so that tests can make it small
+
+// metaPendingKey holds the first content id whose postings may not be
+// written yet (4 bytes, big-endian), while there are any.
+var metaPendingKey = []byte{prefixMeta, 'p', 'e', 'n', 'd', 'i', 'n', 'g'}
+
+// pending is the state of the deferred postings, guarded by Index.wmu.
+type pending struct {
+	// from is the content id the pending key names, 0 when it is not set.
+	from uint32
+	// postings are the postings not yet written, in the order their
+	// contents were written.
+	postings []postingEntry
+}
+
+// Flush writes the postings PutDeferred left pending, in one batch, and
+// returns once they are committed: every query then sees them. It does
+// nothing when none are pending.
+func (ix *Index) Flush() error {
+	if err := ix.beginWrite(); err != nil {
+		if err == ErrReadOnly {
+			return nil
+		}
+		return fmt.Errorf("index.Flush: %w", err)
+	}
+	defer ix.endWrite()
+	if err := ix.flushPending(); err != nil {
+		return fmt.Errorf("index.Flush %s: %w", ix.dir, err)
+	}
+	return nil
+}
+
+// PendingPostings returns the number of postings PutDeferred left
+// pending. It does not wait for writes in progress.
+func (ix *Index) PendingPostings() int { return int(ix.pendingN.Load()) }
+
+// flushPending writes the pending postings and deletes the pending key.
+// ix.wmu is held. On failure everything stays pending.
+func (ix *Index) flushPending() error {
+	if ix.pend.from == 0 {
+		return nil
+	}
+	ps := ix.pend.postings
+	slices.SortFunc(ps, comparePostings)
+	w := ix.newBatch()
+	defer w.close()
+	w.mergePostings(ps)
+	w.delete(metaPendingKey)
+	if err := w.commit(); err != nil {
+		return err
+	}
+	ix.pend.from = 0
+	if cap(ps) > maxPending {
+		ps = nil // a recovery's may be larger than a bulk load keeps
+	}
+	ix.pend.postings = ps[:0]
+	ix.pendingN.Store(0)
+	return nil
+}
+
+// flushPendingOf writes the pending postings when content cid may be
+// among them. ix.wmu is held.
+func (ix *Index) flushPendingOf(cid uint32) error {
+	if ix.pend.from == 0 || cid < ix.pend.from {
+		return nil
+	}
+	return ix.flushPending()
+}
+
+// keepPending records, once the batch that wrote new content cid without
+// its postings has committed, that they are pending: those of entries es.
+// ix.wmu is held.
+func (ix *Index) keepPending(cid uint32, es []entry) {
+	if ix.pend.from == 0 {
+		ix.pend.from = cid
+	}
+	for _, e := range es {
+		ix.pend.postings = append(ix.pend.postings, postingEntry{e.key, cid, e.weight})
+	}
+	ix.pendingN.Store(int64(len(ix.pend.postings)))
+}
+
+// readPendingKey returns the content id the pending key names, or 0.
+func readPendingKey(r pebble.Reader) (uint32, error) {
+	v, found, err := getValue(r, metaPendingKey)
+	if err != nil || !found {
+		return 0, err
+	}
+	if len(v) != 4 || binary.BigEndian.Uint32(v) == 0 {
+		return 0, fmt.Errorf("%w: pending key %x: want a content id of 4 bytes", ErrCorrupt, v)
+	}
+	return binary.BigEndian.Uint32(v), nil
+}
+
+// recoverPending writes the postings of every content from the one the
+// pending key names on, from their forward lists, when it is set (a
+// deferred write was not flushed before the index was last closed). It
+// runs in Open, before anything else can write; a read-only index only
+// notes the key (Check does not count the missing postings as problems).
+func (ix *Index) recoverPending() error {
+	from, err := readPendingKey(ix.db)
+	if err != nil || from == 0 {
+		return err
+	}
+	if ix.readOnly {
+		ix.pend.from = from
+		return nil
+	}
+	lo := appendIDKey(nil, prefixForward, from)
+	_, hi := keyspace(prefixForward)
+	var ps []postingEntry
+	contents := 0
+	err = scan(ix.db, lo, hi, func(k, v []byte) error {
+		cid, err := parseIDKey(k, prefixForward)
+		if err != nil {
+			return err
+		}
+		es, err := decodeForward(v)
+		if err != nil {
+			return fmt.Errorf("forward list of content %d: %w", cid, err)
+		}
+		for _, e := range es {
+			ps = append(ps, postingEntry{e.key, cid, e.weight})
+		}
+		contents++
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("writing the postings left pending: %w", err)
+	}
+	ix.pend.from, ix.pend.postings = from, ps
+	if err := ix.flushPending(); err != nil {
+		return fmt.Errorf("writing the postings left pending: %w", err)
+	}
+	ix.log.Info("wrote the postings a bulk load left pending", "dir", ix.dir, "from_content", from,
+		"contents", contents, "postings", len(ps))
+	return nil
+}
