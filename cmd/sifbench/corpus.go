@@ -55,6 +55,31 @@ func launchDaemon(sifd, root, work string, extra ...string) (*daemonRun, error) 
 	return r, nil
 }
 
+// cpuUntilIdle returns the CPU seconds process pid has used once it has
+// stopped using any: no more than a clock tick in 300 ms.
+func cpuUntilIdle(ctx context.Context, pid int) (float64, error) {
+	last, err := cpuSeconds(pid)
+	if err != nil {
+		return 0, err
+	}
+	for range 200 { // a minute at most
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+		now, err := cpuSeconds(pid)
+		if err != nil {
+			return 0, err
+		}
+		if now-last <= 1.5/clockTicks() {
+			return now, nil
+		}
+		last = now
+	}
+	return last, nil
+}
+
 // waitCompacted polls the daemon's status every 20 ms until it is not
 // compacting the index after its first scan, so that the index's size is
 // the one a user sees once the daemon has settled.
@@ -146,11 +171,15 @@ type corpusResult struct {
 
 	// The table of issue 9: the floor, ssdeep, sifd and the sketcher on
 	// the same tree in one run.
-	SHA256Secs      float64   `json:"sha256sum_2procs_seconds"`
-	SsdeepSecs      float64   `json:"ssdeep_seconds,omitempty"`
-	ReadyVsSsdeep   float64   `json:"ready_over_ssdeep,omitempty"`
-	CPURuns         []float64 `json:"cpu_seconds"`
-	CPUSecs         float64   `json:"cpu_median_seconds"`
+	SHA256Secs    float64   `json:"sha256sum_2procs_seconds"`
+	SsdeepSecs    float64   `json:"ssdeep_seconds,omitempty"`
+	ReadyVsSsdeep float64   `json:"ready_over_ssdeep,omitempty"`
+	CPURuns       []float64 `json:"cpu_seconds"`
+	CPUSecs       float64   `json:"cpu_median_seconds"`
+	// CPUIdleRuns is the CPU until sifd is idle after ready: the first
+	// scan's compaction counted too.
+	CPUIdleRuns     []float64 `json:"cpu_until_idle_seconds"`
+	CPUIdleSecs     float64   `json:"cpu_until_idle_median_seconds"`
 	SketcherCPUSecs float64   `json:"sketcher_cpu_seconds"`
 	SketcherMBps    float64   `json:"sketcher_mb_per_second"`
 	CPUOverSketcher float64   `json:"cpu_over_sketcher"`
@@ -173,6 +202,8 @@ type baselineResult struct {
 	MedianSecs    float64   `json:"median_seconds"`
 	CPURuns       []float64 `json:"cpu_seconds"`
 	CPUSecs       float64   `json:"cpu_median_seconds"`
+	CPUIdleRuns   []float64 `json:"cpu_until_idle_seconds"`
+	CPUIdleSecs   float64   `json:"cpu_until_idle_median_seconds"`
 	OneWorkerRuns []float64 `json:"one_worker_ready_seconds"`
 	OneWorkerSecs float64   `json:"one_worker_median_seconds"`
 	TwoOverOne    float64   `json:"two_workers_speedup"`
@@ -252,63 +283,72 @@ func benchCorpus(ctx context.Context, c *common, cf *corpusFlags) (*corpusResult
 	}
 
 	var peak int64
-	timedBin := func(bin, tag string, workers, i int) (*daemonRun, float64, error) {
+	// timedBin runs bin on a fresh index until it is ready, and returns
+	// the CPU it took, and with 2 workers also the CPU until it is idle
+	// again: the work a first scan leaves for after ready (compacting the
+	// index) counted too.
+	timedBin := func(bin, tag string, workers, i int) (*daemonRun, float64, float64, error) {
 		if err := warm(corpus); err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		work := filepath.Join(c.workDir, fmt.Sprintf("%srun%d-%d", tag, workers, i))
 		os.MkdirAll(work, 0o755)
 		d, err := startDaemon(ctx, bin, corpus, work, "--workers", strconv.Itoa(workers))
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		cpu, err := cpuSeconds(d.cmd.Process.Pid)
-		if err == nil && tag == "" && workers == 2 {
-			err = d.waitCompacted(ctx) // the index size is taken from these runs
+		var idle float64
+		if err == nil && workers == 2 {
+			if err = d.waitCompacted(ctx); err == nil { // the index size is taken from these runs
+				idle, err = cpuUntilIdle(ctx, d.cmd.Process.Pid)
+			}
 		}
 		if err != nil {
 			d.stop()
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		kb, err := d.stop()
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		if tag == "" {
 			peak = max(peak, kb)
 		}
-		return d, cpu, nil
+		return d, cpu, idle, nil
 	}
-	timed := func(workers, i int) (*daemonRun, float64, error) { return timedBin(sifd, "", workers, i) }
+	timed := func(workers, i int) (*daemonRun, float64, float64, error) { return timedBin(sifd, "", workers, i) }
 	for _, b := range cf.baselines {
 		res.Baselines = append(res.Baselines, &baselineResult{Sifd: b})
 	}
 	for i := range cf.runs {
 		for j, base := range res.Baselines {
 			tag := fmt.Sprintf("base%d-", j)
-			d, _, err := timedBin(base.Sifd, tag, 1, i)
+			d, _, _, err := timedBin(base.Sifd, tag, 1, i)
 			if err != nil {
 				return nil, fmt.Errorf("baseline %s: %w", base.Sifd, err)
 			}
 			base.OneWorkerRuns = append(base.OneWorkerRuns, d.ready.Seconds())
-			d, cpu, err := timedBin(base.Sifd, tag, 2, i)
+			d, cpu, idle, err := timedBin(base.Sifd, tag, 2, i)
 			if err != nil {
 				return nil, fmt.Errorf("baseline %s: %w", base.Sifd, err)
 			}
 			base.Runs = append(base.Runs, d.ready.Seconds())
 			base.CPURuns = append(base.CPURuns, cpu)
+			base.CPUIdleRuns = append(base.CPUIdleRuns, idle)
 		}
-		d, _, err := timed(1, i)
+		d, _, _, err := timed(1, i)
 		if err != nil {
 			return nil, err
 		}
 		res.OneWorkerRuns = append(res.OneWorkerRuns, d.ready.Seconds())
-		d, cpu, err := timed(2, i)
+		d, cpu, idle, err := timed(2, i)
 		if err != nil {
 			return nil, err
 		}
 		res.Runs = append(res.Runs, d.ready.Seconds())
 		res.CPURuns = append(res.CPURuns, cpu)
+		res.CPUIdleRuns = append(res.CPUIdleRuns, idle)
 		res.IndexBytes = dirSize(d.db)
 	}
 	last, err := startDaemon(ctx, sifd, corpus, filepath.Join(c.workDir, fmt.Sprintf("run2-%d", cf.runs-1)), "--workers", "2")
@@ -326,6 +366,7 @@ func benchCorpus(ctx context.Context, c *common, cf *corpusFlags) (*corpusResult
 	res.IndexShare = 100 * float64(res.IndexBytes) / float64(size)
 	res.PeakRSSMB = float64(peak) / 1024
 	res.CPUSecs = median(res.CPURuns)
+	res.CPUIdleSecs = median(res.CPUIdleRuns)
 	res.OneWorkerSecs = median(res.OneWorkerRuns)
 	res.TwoOverOne = res.OneWorkerSecs / res.MedianSecs
 	res.SketcherMBps = mb(size) / res.SketcherCPUSecs
@@ -337,6 +378,7 @@ func benchCorpus(ctx context.Context, c *common, cf *corpusFlags) (*corpusResult
 	for _, base := range res.Baselines {
 		base.MedianSecs = median(base.Runs)
 		base.CPUSecs = median(base.CPURuns)
+		base.CPUIdleSecs = median(base.CPUIdleRuns)
 		base.OneWorkerSecs = median(base.OneWorkerRuns)
 		base.TwoOverOne = base.OneWorkerSecs / base.MedianSecs
 	}
@@ -370,6 +412,7 @@ func printCorpus(r *corpusResult, runs int) {
 	}
 	rows = append(rows, ready,
 		[]string{"CPU spent by sifd for it", secs(r.CPUSecs), fmt.Sprintf("median of %s; %s (goal ≤ 1.5)", fmtSecs(r.CPURuns), ratio(r.CPUOverSketcher, "the sketcher"))},
+		[]string{"CPU until sifd is idle again", secs(r.CPUIdleSecs), fmt.Sprintf("median of %s; the compaction after ready counted too", fmtSecs(r.CPUIdleRuns))},
 		[]string{"the sketcher alone over every file, in process", secs(r.SketcherCPUSecs), fmt.Sprintf("CPU; %.0f MB/s", r.SketcherMBps)},
 		[]string{"the same without SimiHash, as sifd runs it", secs(r.SketcherNoSimiSecs), fmt.Sprintf("CPU; %.0f MB/s; sifd's CPU is %s", mb(r.Bytes)/r.SketcherNoSimiSecs, ratio(r.CPUOverNoSimi, "it"))},
 		[]string{"sifd run to ready, 1 worker", secs(r.OneWorkerSecs), fmt.Sprintf("median of %s; 2 workers are %s (goal ≥ 1.7)", fmtSecs(r.OneWorkerRuns), ratio(r.TwoOverOne, "as fast"))},
@@ -382,6 +425,7 @@ func printCorpus(r *corpusResult, runs int) {
 			{"", "baseline", "this sifd", "this / baseline"},
 			{"to ready, 2 workers (median)", secs(b.MedianSecs) + " " + fmtSecs(b.Runs), secs(r.MedianSecs), f2(r.MedianSecs / b.MedianSecs)},
 			{"CPU for it (median)", secs(b.CPUSecs) + " " + fmtSecs(b.CPURuns), secs(r.CPUSecs), f2(r.CPUSecs / b.CPUSecs)},
+			{"CPU until idle (median)", secs(b.CPUIdleSecs) + " " + fmtSecs(b.CPUIdleRuns), secs(r.CPUIdleSecs), f2(r.CPUIdleSecs / b.CPUIdleSecs)},
 			{"to ready, 1 worker (median)", secs(b.OneWorkerSecs) + " " + fmtSecs(b.OneWorkerRuns), secs(r.OneWorkerSecs), f2(r.OneWorkerSecs / b.OneWorkerSecs)},
 			{"2 workers as fast as 1", f2(b.TwoOverOne) + "×", f2(r.TwoOverOne) + "×", ""},
 		}))
