@@ -86,6 +86,12 @@
 //     ready); a root shows as scanning while a full scan of it is queued
 //     or running, and Wait counts every scan registered before it was
 //     called, so a wait made during the first scan returns after it.
+//     A first scan into a root with nothing indexed (a fresh scan) joins
+//     a copy of bytes it has met to their content by the content's id
+//     (index.PutCopyOf), and leaves the postings of new contents for the
+//     index to write many at a time (index.PutDeferred); the fault loop
+//     writes those pending every tick, the scan before it ends, and Wait
+//     before it returns, so what a wait promises is found by queries.
 //
 // Time: the daemon reads the real clock. Its unit tests of timing (Wait,
 // the tracker, overflow back-off) run in testing/synctest bubbles, where

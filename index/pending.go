@@ -113,6 +113,11 @@ func (ix *Index) keepPending(cid uint32, es []entry) {
 	if ix.pend.from == 0 {
 		ix.pend.from = cid
 	}
+	if ix.pend.postings == nil {
+		// Room for the bound at once: a bulk load fills it, and growing
+		// it by doubling copies it over and over.
+		ix.pend.postings = make([]postingEntry, 0, max(maxPending, len(es)))
+	}
 	for _, e := range es {
 		ix.pend.postings = append(ix.pend.postings, postingEntry{e.key, cid, e.weight})
 	}
