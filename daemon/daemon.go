@@ -73,7 +73,10 @@ type Daemon struct {
 // and serves queries until ctx is done; then it stops, lets work in flight
 // finish (up to Config.ShutdownTimeout), closes the index and returns nil.
 // It returns an error if it cannot start (bad configuration, index in use
-// or built with other parameters, socket in use) or if serving fails.
+// or built with other parameters, socket in use) or if serving fails. An
+// error wrapping ErrRestart says the index cannot be opened again in this
+// process: the caller starts the daemon afresh in a new one (cmd/sifd
+// executes itself again), which reconciles every root as after a crash.
 func Run(ctx context.Context, cfg Config) error {
 	d, err := open(cfg)
 	if err != nil {
@@ -81,6 +84,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	return d.run(ctx)
 }
+
+// ErrRestart is wrapped by Run's error when the index's database is stuck
+// after a write of its log failed (Pebble keeps its commit lock then): no
+// write, and no Close, can go on in this process.
+var ErrRestart = errors.New("daemon: the index cannot be opened again in this process: start sifd afresh")
 
 func open(cfg Config) (*Daemon, error) {
 	cfg, err := cfg.withDefaults()
@@ -218,7 +226,7 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 	g.Go(func() error { d.bulk.run(gctx, d); return nil })
 	g.Go(func() error { d.periodic(gctx); return nil })
 	g.Go(func() error { d.reloadLoop(gctx); return nil })
-	g.Go(func() error { d.faultLoop(gctx); return nil })
+	g.Go(func() error { return d.faultLoop(gctx) })
 	g.Go(func() error { return d.firstScan(gctx) })
 	err = g.Wait()
 	cancel()

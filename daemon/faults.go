@@ -28,7 +28,12 @@ import (
 //     again after 1 s, doubling up to a minute; once there is room, it
 //     clears the state and applies what waited. A write that Pebble itself
 //     failed leaves its database unusable: it is reopened, and every root
-//     reconciled, since what its log lost is not known.
+//     reconciled, since what its log lost is not known. Before writes
+//     resume without that, a synced write of nothing checks that Pebble's
+//     log did not fail in the background. A failed write of the log
+//     leaves Pebble's commit lock held for good, and its Close waits on
+//     it: when the database cannot be closed (index.ErrWedged), Run
+//     returns ErrRestart and cmd/sifd starts the daemon afresh.
 //   - A damaged index (a corruption error from any read or write, at
 //     start or later, or from the verification pass that reads the whole
 //     index once after start), or its directory deleted: the index is
@@ -222,13 +227,14 @@ func (d *Daemon) holdWrites(err error, poisoned bool) {
 		"db", d.cfg.DB, "err", err)
 }
 
-// retryWrites tries to resume index writes, and reports whether it did.
-func (d *Daemon) retryWrites(ctx context.Context) {
+// retryWrites tries to resume index writes. It returns an error wrapping
+// ErrRestart when the index cannot be reopened in this process.
+func (d *Daemon) retryWrites(ctx context.Context) error {
 	f := &d.faults
 	f.mu.Lock()
 	if !f.onHold() || time.Now().Before(f.retryAt) {
 		f.mu.Unlock()
-		return
+		return nil
 	}
 	poisoned := f.poisoned
 	f.mu.Unlock()
@@ -238,10 +244,24 @@ func (d *Daemon) retryWrites(ctx context.Context) {
 		ok = false
 		d.log.Debug("still no room for the index", "free", free, "db", d.cfg.DB)
 	}
+	if ok && !poisoned {
+		// Writes went on hold before any of ours failed, but Pebble writes
+		// its log in the background too, and a write of it that failed
+		// for want of room fails every later one: the first that needs a
+		// new memtable would kill the process (Pebble panics with its
+		// lock released). A synced write of nothing shows such a log.
+		if err := d.ix.probe(); err != nil {
+			d.log.Warn("the index's log failed while the disk was full: reopening the index", "err", err)
+			poisoned = true
+		}
+	}
 	if ok && poisoned {
 		// Reopen Pebble: its log writer keeps its first error for good.
 		old := d.ix.cur()
 		if err := old.Abandon(); err != nil {
+			if errors.Is(err, index.ErrWedged) {
+				return fmt.Errorf("%w: %w", ErrRestart, err)
+			}
 			d.log.Warn("closing the index that failed to write", "err", err)
 		}
 		ix, err := d.openIndex(old.Params())
@@ -258,7 +278,7 @@ func (d *Daemon) retryWrites(ctx context.Context) {
 		f.backoff = min(2*f.backoff, maxHoldBackoff)
 		f.retryAt = time.Now().Add(f.backoff)
 		f.mu.Unlock()
-		return
+		return nil
 	}
 	f.resume.Lock()
 	defer f.resume.Unlock()
@@ -276,11 +296,12 @@ func (d *Daemon) retryWrites(ctx context.Context) {
 		for _, r := range d.rootList() {
 			d.requestScan(r, r.path, false, "index writes resumed")
 		}
-		return
+		return nil
 	}
 	for p := range paths {
 		d.touch(p, 0, false)
 	}
+	return nil
 }
 
 // openIndex opens the index in the index directory, with params.
@@ -332,12 +353,15 @@ func (d *Daemon) requestRebuild(reason string) {
 
 // rebuild moves the damaged index aside (unless its directory is gone),
 // opens a new one in its place and rescans every root into it.
-func (d *Daemon) rebuild(reason string, deleted bool) {
+func (d *Daemon) rebuild(reason string, deleted bool) error {
 	old := d.ix.cur()
 	d.log.Error("the index is damaged or gone: it is moved aside and rebuilt by a full scan; queries are answered from the new index as it fills",
 		"db", d.cfg.DB, "reason", reason)
 	d.errs.add("index rebuilt: " + reason)
 	if err := old.Abandon(); err != nil && !errors.Is(err, index.ErrClosed) {
+		if errors.Is(err, index.ErrWedged) {
+			return fmt.Errorf("%w: %w", ErrRestart, err)
+		}
 		d.log.Debug("closing the damaged index", "err", err)
 	}
 	aside := ""
@@ -355,7 +379,7 @@ func (d *Daemon) rebuild(reason string, deleted bool) {
 	if err != nil {
 		d.log.Error("cannot open a new index: retrying", "err", err)
 		time.AfterFunc(faultPoll, func() { d.requestRebuild(reason) })
-		return
+		return nil
 	}
 	d.ix.swap(ix)
 	d.rememberDB()
@@ -370,6 +394,7 @@ func (d *Daemon) rebuild(reason string, deleted bool) {
 	for _, r := range d.rootList() {
 		d.requestScan(r, r.path, false, "index rebuilt")
 	}
+	return nil
 }
 
 // rememberDB notes the identity of the index directory, to notice it
@@ -400,8 +425,10 @@ func (d *Daemon) dbGone() string {
 
 // faultLoop watches for faults until ctx is done: the index directory
 // deleted, rebuilds asked for, writes on hold, missing roots; once the
-// daemon is ready it verifies the whole index once.
-func (d *Daemon) faultLoop(ctx context.Context) {
+// daemon is ready it verifies the whole index once. It returns an error
+// wrapping ErrRestart, which ends Run, when the index cannot be opened
+// again in this process.
+func (d *Daemon) faultLoop(ctx context.Context) error {
 	d.rememberDB()
 	t := time.NewTicker(faultPoll)
 	defer t.Stop()
@@ -410,9 +437,11 @@ func (d *Daemon) faultLoop(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case reason := <-d.faults.rebuildRq:
-			d.rebuild(reason, false)
+			if err := d.rebuild(reason, false); err != nil {
+				return err
+			}
 		case <-ready:
 			ready = nil
 			verify = make(chan error, 1)
@@ -421,24 +450,31 @@ func (d *Daemon) faultLoop(ctx context.Context) {
 		case err := <-verify:
 			verify = nil
 			if index.IsCorrupt(err) {
-				d.rebuild("verification: "+err.Error(), false)
+				if err := d.rebuild("verification: "+err.Error(), false); err != nil {
+					return err
+				}
 			}
 		case <-t.C:
 			if why := d.dbGone(); why != "" {
-				d.rebuild(why, true)
+				if err := d.rebuild(why, true); err != nil {
+					return err
+				}
 				continue
 			}
-			d.retryWrites(ctx)
+			if err := d.retryWrites(ctx); err != nil {
+				return err
+			}
 			if !d.faults.onHold() {
 				_ = d.faults.checkSpace(d, true)
 			}
-			if !d.faults.onHold() {
-				// What a first scan read is found by queries within a
-				// tick, however long the scan.
-				_ = d.ix.Flush()
-			}
 			if d.faults.wrote.Swap(false) && !d.faults.onHold() {
 				_ = d.ix.Sync() // a failed write to the log shows here
+			}
+			if !d.faults.onHold() {
+				// What a first scan read is found by queries within a
+				// tick, however long the scan. (After the Sync: a log
+				// that failed is found by it, not by this larger write.)
+				_ = d.ix.Flush()
 			}
 			d.checkRoots(ctx)
 			d.expireChanging()

@@ -214,6 +214,19 @@ func (h *ixHandle) Sync() error {
 	return err
 }
 
+// probe makes a synced write of nothing to the current index, whatever
+// the hold on writes, and returns what failed: an error, or a panic of
+// Pebble's as an error wrapping errPebblePanic. It does not go through the
+// fault handling: the caller decides.
+func (h *ixHandle) probe() (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("sync: pebble failed: %v: %w", p, errPebblePanic)
+		}
+	}()
+	return h.cur().Sync()
+}
+
 func (h *ixHandle) Compact(ctx context.Context) error {
 	if h.d.faults.onHold() {
 		return nil // a compaction needs room; the next one will do

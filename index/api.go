@@ -14,6 +14,10 @@ import (
 // Errors. Check them with errors.Is.
 var (
 	ErrClosed = errors.New("index: closed")
+	// ErrWedged is returned by Abandon when Pebble did not close: a write
+	// whose log write failed left it stuck, and only a new process can
+	// open the index again.
+	ErrWedged = errors.New("index: the database is stuck after a failed write: only a new process can open it again")
 	// ErrParamsMismatch: the database was built with other fingerprint
 	// parameters than the ones asked for.
 	ErrParamsMismatch = errors.New("index: fingerprint parameters differ from the index's")

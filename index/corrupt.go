@@ -100,19 +100,42 @@ func (ix *Index) Verify(ctx context.Context) error {
 	return nil
 }
 
+// abandonWait bounds how long Abandon waits for the operations in
+// progress and Pebble's Close.
+var abandonWait = 10 * time.Second
+
 // Abandon closes the index without flushing its memtables, for an index
 // whose database can no longer be written (its directory deleted, its
 // disk full): what was not yet flushed is lost, which an index that is
 // about to be rebuilt or reopened and reconciled can afford. Like Close, it
 // waits for the operations in progress, and later calls of any method
 // return ErrClosed. A panic inside Pebble is returned as an error.
-func (ix *Index) Abandon() (err error) {
+//
+// A write whose log write failed inside Pebble leaves Pebble's commit
+// pipeline locked for good: the writes after it and Pebble's Close wait
+// forever. When the operations in progress and Close have not ended
+// within abandonWait, Abandon returns an error wrapping ErrWedged and
+// leaves them, and the directory's lock, to the process's end.
+func (ix *Index) Abandon() error {
 	ix.mu.Lock()
 	if ix.closed {
 		ix.mu.Unlock()
 		return fmt.Errorf("index.Abandon: %w", ErrClosed)
 	}
 	ix.closed = true
+	ix.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- ix.abandon() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(abandonWait):
+		return fmt.Errorf("index.Abandon %s: %w", ix.dir, ErrWedged)
+	}
+}
+
+func (ix *Index) abandon() (err error) {
+	ix.mu.Lock()
 	for ix.inflight > 0 {
 		ix.idle.Wait()
 	}

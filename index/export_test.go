@@ -2,6 +2,7 @@ package index
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -182,4 +183,22 @@ func SetMaxPending(n int) (restore func()) {
 	old := maxPending
 	maxPending = n
 	return func() { maxPending = old }
+}
+
+// SetAbandonWait bounds Abandon's wait, until the returned function
+// restores it.
+func SetAbandonWait(d time.Duration) (restore func()) {
+	old := abandonWait
+	abandonWait = d
+	return func() { abandonWait = old }
+}
+
+// BeginOperation counts an operation in, as every method does, until the
+// returned function counts it out: a test's stand-in for an operation
+// stuck inside Pebble.
+func (ix *Index) BeginOperation() (end func(), err error) {
+	if err := ix.acquire(); err != nil {
+		return nil, err
+	}
+	return ix.release, nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -219,5 +220,28 @@ func TestPendingRecovered(t *testing.T) {
 	}
 	if err := rw.Flush(); err != nil && !errors.Is(err, index.ErrClosed) {
 		t.Fatal(err)
+	}
+}
+
+// TestAbandonWedged: an operation that never ends (as a write stuck on
+// Pebble's commit lock after its log write failed) does not hang Abandon:
+// it returns ErrWedged after its bound, and the index answers ErrClosed.
+func TestAbandonWedged(t *testing.T) {
+	defer index.SetAbandonWait(50 * time.Millisecond)()
+	ix := openMem(t, nil, manber)
+	end, err := ix.BeginOperation()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer end()
+	t0 := time.Now()
+	if err := ix.Abandon(); !errors.Is(err, index.ErrWedged) {
+		t.Fatalf("Abandon with an operation stuck: %v, want ErrWedged", err)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Errorf("Abandon took %v", d)
+	}
+	if _, err := ix.Lookup("/a"); !errors.Is(err, index.ErrClosed) {
+		t.Errorf("Lookup after Abandon: %v, want ErrClosed", err)
 	}
 }

@@ -274,6 +274,91 @@ func TestFaultDiskFull(t *testing.T) {
 	e.checkClean()
 }
 
+// A disk that fills during the first scan, while the postings of the new
+// contents read so far wait to be written many at a time: sifd shows
+// degraded, and once space is freed every file is indexed and found as a
+// similar file (through its postings), those read before the disk filled
+// too; sifd check is clean. When the disk filled under a write of
+// Pebble's log, Pebble is stuck for good in this process: sifd starts
+// itself afresh (the same PID) and reconciles, instead of hanging.
+func TestFaultDiskFullDuringFirstScan(t *testing.T) {
+	mustRoot(t)
+	e := newEnv(t)
+	mnt := filepath.Join(e.dir, "dbfs")
+	mountTmpfs(t, mnt, "32m")
+	e.db = filepath.Join(mnt, "db")
+	const n = 6000
+	path := func(i int) string { return filepath.Join(e.root, fmt.Sprintf("d%02d/f%d.txt", i%50, i)) }
+	body := func(i int) []byte { return words(uint64(i), 4000+i%3000) }
+	for i := range n {
+		e.write(fmt.Sprintf("d%02d/f%d.txt", i%50, i), body(i))
+	}
+	e.startNoWait("--workers", "1", "--min-free-space", "1048576")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st, err := statusOnce(e)
+		if err == nil && st.Counters.Indexed > 200 && st.State == "scanning" {
+			break
+		}
+		if err == nil && st.State == "ready" {
+			t.Fatalf("the scan finished before the disk could be filled; make the tree larger")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no progress: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	filler := filepath.Join(mnt, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			break // ENOSPC: the tmpfs is full
+		}
+	}
+	f.Close()
+	st := e.until(20*time.Second, "degraded state", func(st *ipc.Status) bool { return st.State == "degraded" })
+	t.Logf("status while full: %s (%d files indexed): %s", st.State, st.Counters.Indexed, st.Reason)
+	if st.Counters.Indexed >= n {
+		t.Fatalf("every file was indexed before the disk filled; make the tree larger")
+	}
+
+	os.Remove(filler)
+	// The socket may go away for a moment while sifd starts afresh.
+	deadline = time.Now().Add(90 * time.Second)
+	for {
+		st, err := statusOnce(e)
+		if err == nil && st.State == "ready" {
+			break
+		}
+		select {
+		case <-e.waited:
+			t.Fatalf("sifd exited: %v", e.exit)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no recovery after 90 s: %+v, %v", st, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if strings.Contains(e.logs.String(), "restarting sifd in a new process") {
+		t.Logf("Pebble's log failed: sifd started afresh")
+	}
+	e.waitApplied()
+	if st := e.status(); st.Index.Files != n {
+		t.Errorf("after recovery the index holds %d files, want %d", st.Index.Files, n)
+	}
+	for _, i := range []int{0, 50, 100, n / 2, n - 1} {
+		e.foundSimilar(path(i), body(i))
+	}
+	e.stop()
+	e.checkClean()
+}
+
 // A root renamed away is missing: its files stay in the index but are not
 // answered; renamed back, it is reconciled without reading its unchanged
 // files again.

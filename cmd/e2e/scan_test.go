@@ -211,20 +211,28 @@ func TestKillDuringScan(t *testing.T) {
 	// Open: an edited copy of each finds it as similar, not only as
 	// identical.
 	for _, i := range []int{0, 50, 100} {
-		q := filepath.Join(e.dir, fmt.Sprintf("q%d.txt", i))
-		body := words(uint64(i), 4000+i%3000)
-		if err := os.WriteFile(q, append(body[:len(body)*3/4:len(body)*3/4], words(99999, 1000)...), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		want := filepath.Join(e.root, fmt.Sprintf("d%02d/f%d.txt", i%50, i))
-		r, out := e.similar(q)
-		if r.code != 0 || len(out) != 1 || len(out[0].Matches) == 0 || out[0].Matches[0].Path != want {
-			t.Errorf("similar to an edited copy of %s after the restart: exit %d, %+v", want, r.code, out)
-		}
+		e.foundSimilar(filepath.Join(e.root, fmt.Sprintf("d%02d/f%d.txt", i%50, i)), words(uint64(i), 4000+i%3000))
 	}
 	e.stop()
 	r = run(t, sifdBin, "check", "--db", e.db)
 	if r.code != 0 {
 		t.Fatalf("check after restart: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// foundSimilar fails unless path, whose content is body, is the top match
+// of an edited copy of body (its first three quarters, then new text)
+// asked from outside the root: found through its postings, as a similar
+// file, not only as an identical one.
+func (e *env) foundSimilar(path string, body []byte) {
+	e.t.Helper()
+	q := filepath.Join(e.dir, "edited-"+filepath.Base(path))
+	cut := len(body) * 3 / 4
+	if err := os.WriteFile(q, append(body[:cut:cut], words(99999, 1000)...), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	r, out := e.similar(q)
+	if r.code != 0 || len(out) != 1 || len(out[0].Matches) == 0 || out[0].Matches[0].Path != path {
+		e.t.Errorf("similar to an edited copy of %s: exit %d, %+v", path, r.code, out)
 	}
 }

@@ -202,7 +202,15 @@ to the file's directory. Flags given on the command line override the file;
 				c.LogLevel = level
 				return c, nil
 			}
-			if err := runService(cmd.Context(), cfg); err != nil {
+			err = runService(cmd.Context(), cfg)
+			if errors.Is(err, daemon.ErrRestart) && cmd.Context().Err() == nil {
+				// The index is stuck in this process (a write of its
+				// log failed): start afresh in a new one, which finds
+				// the run marker and reconciles every root.
+				log.Error("restarting sifd in a new process", "err", err)
+				err = fmt.Errorf("%w; restarting failed: %v", err, reexec())
+			}
+			if err != nil {
 				return &statusError{exitError, err}
 			}
 			return nil
