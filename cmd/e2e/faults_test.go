@@ -77,6 +77,25 @@ func (e *env) allFound(files map[string][]byte) {
 	}
 }
 
+// fillDisk fills the filesystem of dir with a file, until a write fails
+// for want of room, and returns the file's path.
+func fillDisk(t *testing.T, dir string) string {
+	t.Helper()
+	filler := filepath.Join(dir, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			break // ENOSPC: the filesystem is full
+		}
+	}
+	f.Close()
+	return filler
+}
+
 func mustRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -240,18 +259,7 @@ func TestFaultDiskFull(t *testing.T) {
 	old := e.corpus("a", 10, 500)
 	e.start("--settle-delay", "50ms", "--min-free-space", "1048576")
 
-	filler := filepath.Join(mnt, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			break // ENOSPC: the tmpfs is full
-		}
-	}
-	f.Close()
+	filler := fillDisk(t, mnt)
 
 	added := e.corpus("b", 5, 600)
 	st := e.until(20*time.Second, "degraded state", func(st *ipc.Status) bool { return st.State == "degraded" })
@@ -294,33 +302,9 @@ func TestFaultDiskFullDuringFirstScan(t *testing.T) {
 		e.write(fmt.Sprintf("d%02d/f%d.txt", i%50, i), body(i))
 	}
 	e.startNoWait("--workers", "1", "--min-free-space", "1048576")
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		st, err := statusOnce(e)
-		if err == nil && st.Counters.Indexed > 200 && st.State == "scanning" {
-			break
-		}
-		if err == nil && st.State == "ready" {
-			t.Fatalf("the scan finished before the disk could be filled; make the tree larger")
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no progress: %v", err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	e.midScan(200, "met by a full disk")
 
-	filler := filepath.Join(mnt, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			break // ENOSPC: the tmpfs is full
-		}
-	}
-	f.Close()
+	filler := fillDisk(t, mnt)
 	st := e.until(20*time.Second, "degraded state", func(st *ipc.Status) bool { return st.State == "degraded" })
 	t.Logf("status while full: %s (%d files indexed): %s", st.State, st.Counters.Indexed, st.Reason)
 	if st.Counters.Indexed >= n {
@@ -329,7 +313,7 @@ func TestFaultDiskFullDuringFirstScan(t *testing.T) {
 
 	os.Remove(filler)
 	// The socket may go away for a moment while sifd starts afresh.
-	deadline = time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for {
 		st, err := statusOnce(e)
 		if err == nil && st.State == "ready" {

@@ -180,20 +180,7 @@ func TestKillDuringScan(t *testing.T) {
 		e.write(fmt.Sprintf("d%02d/f%d.txt", i%50, i), words(uint64(i), 4000+i%3000))
 	}
 	e.startNoWait("--workers", "2")
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		st, err := statusOnce(e)
-		if err == nil && st.Counters.Indexed > 200 && st.State == "scanning" {
-			break
-		}
-		if err == nil && st.State == "ready" {
-			t.Fatalf("the scan finished before it could be killed; make the tree larger")
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no progress: %v", err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	e.midScan(200, "killed")
 	e.kill()
 
 	r := run(t, sifdBin, "check", "--db", e.db)
@@ -217,6 +204,26 @@ func TestKillDuringScan(t *testing.T) {
 	r = run(t, sifdBin, "check", "--db", e.db)
 	if r.code != 0 {
 		t.Fatalf("check after restart: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// midScan waits until the first scan, started with startNoWait, has
+// indexed more than n files and is still going, to be what.
+func (e *env) midScan(n uint64, what string) {
+	e.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st, err := statusOnce(e)
+		if err == nil && st.Counters.Indexed > n && st.State == "scanning" {
+			return
+		}
+		if err == nil && st.State == "ready" {
+			e.t.Fatalf("the scan finished before it could be %s; make the tree larger", what)
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("no progress: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
