@@ -2,6 +2,7 @@ package index
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -54,10 +55,11 @@ type pending struct {
 
 // Flush writes the postings PutDeferred left pending, in one batch, and
 // returns once they are committed: every query then sees them. It does
-// nothing when none are pending.
+// nothing when none are pending. The memory that held them is let go: a
+// Flush ends a bulk load, or a part of one.
 func (ix *Index) Flush() error {
 	if err := ix.beginWrite(); err != nil {
-		if err == ErrReadOnly {
+		if errors.Is(err, ErrReadOnly) {
 			return nil
 		}
 		return fmt.Errorf("index.Flush: %w", err)
@@ -66,6 +68,7 @@ func (ix *Index) Flush() error {
 	if err := ix.flushPending(); err != nil {
 		return fmt.Errorf("index.Flush %s: %w", ix.dir, err)
 	}
+	ix.pend.postings = nil
 	return nil
 }
 
@@ -92,7 +95,7 @@ func (ix *Index) flushPending() error {
 	if cap(ps) > maxPending {
 		ps = nil // a recovery's may be larger than a bulk load keeps
 	}
-	ix.pend.postings = ps[:0]
+	ix.pend.postings = ps[:0] // kept for the bulk load going on
 	ix.pendingN.Store(0)
 	return nil
 }
