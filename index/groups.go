@@ -329,9 +329,13 @@ func (g *grouping) selectContents() error {
 
 	// The hash keys, in runs of contents whose strong hashes begin alike:
 	// the strong hashes held by several contents considered.
+	type foldMember struct {
+		cid  uint32
+		size int64
+	}
 	type foldRun struct {
-		strong [32]byte
-		cids   []uint32
+		strong  [32]byte
+		members []foldMember
 	}
 	var (
 		runs []foldRun
@@ -342,7 +346,7 @@ func (g *grouping) selectContents() error {
 		if len(run) < 2 {
 			return nil
 		}
-		byStrong := make(map[[32]byte][]uint32)
+		byStrong := make(map[[32]byte][]foldMember)
 		for _, cid := range run {
 			var c FileRecord
 			found, err := readContent(g.r, cid, &c)
@@ -352,11 +356,11 @@ func (g *grouping) selectContents() error {
 			if !found {
 				return fmt.Errorf("%w: a hash key names content %d, which has no record", ErrCorrupt, cid)
 			}
-			byStrong[c.Strong] = append(byStrong[c.Strong], cid)
+			byStrong[c.Strong] = append(byStrong[c.Strong], foldMember{cid, c.Summary.Size})
 		}
-		for strong, cids := range byStrong {
-			if len(cids) >= 2 {
-				runs = append(runs, foldRun{strong, cids})
+		for strong, ms := range byStrong {
+			if len(ms) >= 2 {
+				runs = append(runs, foldRun{strong, ms})
 			}
 		}
 		return nil
@@ -399,21 +403,13 @@ func (g *grouping) selectContents() error {
 			first string
 		}
 		var cs []cand
-		for _, cid := range fr.cids {
-			var c FileRecord
-			found, err := readContent(g.r, cid, &c)
-			if err != nil {
-				return err
-			}
-			if !found {
-				return fmt.Errorf("%w: a hash key names content %d, which has no record", ErrCorrupt, cid)
-			}
-			fs, err := g.filesOfContent(cid)
+		for _, m := range fr.members {
+			fs, err := g.filesOfContent(m.cid)
 			if err != nil {
 				return err
 			}
 			if len(fs) > 0 {
-				cs = append(cs, cand{cid, c.Summary.Size, fs[0].meta.Path})
+				cs = append(cs, cand{m.cid, m.size, fs[0].meta.Path})
 			}
 		}
 		slices.SortFunc(cs, func(x, y cand) int { return cmp.Or(cmp.Compare(x.size, y.size), strings.Compare(x.first, y.first)) })
