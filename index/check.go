@@ -48,10 +48,7 @@ func (ix *Index) Check() (*CheckReport, error) {
 	}
 	defer ix.release()
 	if !ix.readOnly {
-		ix.wmu.Lock()
-		err := ix.flushPending()
-		ix.wmu.Unlock()
-		if err != nil {
+		if err := ix.writePending(); err != nil {
 			return nil, fmt.Errorf("index.Check: %w", err)
 		}
 	}

@@ -414,10 +414,7 @@ func (ix *Index) Compact(ctx context.Context) error {
 	if ix.readOnly {
 		return fmt.Errorf("index.Compact: %w", ErrReadOnly)
 	}
-	ix.wmu.Lock()
-	err := ix.flushPending()
-	ix.wmu.Unlock()
-	if err != nil {
+	if err := ix.writePending(); err != nil {
 		return fmt.Errorf("index.Compact %s: %w", ix.dir, err)
 	}
 	// Every key starts with a keyspace byte below 0xff. The compaction is
@@ -488,11 +485,9 @@ func (ix *Index) Close() error {
 	if !ix.readOnly {
 		// Postings left pending and not written now are written by the
 		// next Open, from the forward lists.
-		ix.wmu.Lock()
-		if err := ix.flushPending(); err != nil {
+		if err := ix.writePending(); err != nil {
 			errs = append(errs, fmt.Errorf("writing the pending postings: %w", err))
 		}
-		ix.wmu.Unlock()
 		if err := ix.db.Flush(); err != nil {
 			errs = append(errs, err)
 		}

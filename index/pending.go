@@ -100,6 +100,14 @@ func (ix *Index) flushPending() error {
 	return nil
 }
 
+// writePending takes the write lock and writes the pending postings, for
+// the operations that need them written first (Compact, Check, Close).
+func (ix *Index) writePending() error {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	return ix.flushPending()
+}
+
 // flushPendingOf writes the pending postings when content cid may be
 // among them. ix.wmu is held.
 func (ix *Index) flushPendingOf(cid uint32) error {
@@ -155,7 +163,7 @@ func (ix *Index) recoverPending() error {
 	}
 	lo := appendIDKey(nil, prefixForward, from)
 	_, hi := keyspace(prefixForward)
-	var ps []postingEntry
+	ix.pend.from = from
 	contents := 0
 	err = scan(ix.db, lo, hi, func(k, v []byte) error {
 		cid, err := parseIDKey(k, prefixForward)
@@ -166,20 +174,18 @@ func (ix *Index) recoverPending() error {
 		if err != nil {
 			return fmt.Errorf("forward list of content %d: %w", cid, err)
 		}
-		for _, e := range es {
-			ps = append(ps, postingEntry{e.key, cid, e.weight})
-		}
+		ix.keepPending(cid, es)
 		contents++
 		return nil
 	})
+	postings := len(ix.pend.postings)
+	if err == nil {
+		err = ix.flushPending()
+	}
 	if err != nil {
 		return fmt.Errorf("writing the postings left pending: %w", err)
 	}
-	ix.pend.from, ix.pend.postings = from, ps
-	if err := ix.flushPending(); err != nil {
-		return fmt.Errorf("writing the postings left pending: %w", err)
-	}
 	ix.log.Info("wrote the postings a bulk load left pending", "dir", ix.dir, "from_content", from,
-		"contents", contents, "postings", len(ps))
+		"contents", contents, "postings", postings)
 	return nil
 }

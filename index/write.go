@@ -561,13 +561,7 @@ func (w *batch) mergePostings(es []postingEntry) {
 // all zero and nil).
 func (w *batch) setContent(cid uint32, rec *FileRecord, oldStrong [32]byte, old, new []entry) {
 	w.diffPostings(cid, old, new)
-	if old == nil {
-		w.delta.Contents++
-	}
-	w.delta.Postings += int64(len(new)) - int64(len(old))
-	w.set(contentKey(cid), encodeContent(nil, rec))
-	w.set(forwardKey(cid), encodeForward(nil, new))
-	w.moveHash(cid, oldStrong, rec.Strong)
+	w.putContent(cid, rec, oldStrong, old, new)
 }
 
 // setContentDeferred writes new content cid as rec's, with entries es,
@@ -577,11 +571,19 @@ func (w *batch) setContentDeferred(cid uint32, rec *FileRecord, es []entry) {
 	if w.ix.pend.from == 0 {
 		w.set(metaPendingKey, binary.BigEndian.AppendUint32(nil, cid))
 	}
-	w.delta.Contents++
-	w.delta.Postings += int64(len(es))
+	w.putContent(cid, rec, [32]byte{}, nil, es)
+}
+
+// putContent writes everything of content cid but its postings, as
+// setContent says.
+func (w *batch) putContent(cid uint32, rec *FileRecord, oldStrong [32]byte, old, new []entry) {
+	if old == nil {
+		w.delta.Contents++
+	}
+	w.delta.Postings += int64(len(new)) - int64(len(old))
 	w.set(contentKey(cid), encodeContent(nil, rec))
-	w.set(forwardKey(cid), encodeForward(nil, es))
-	w.moveHash(cid, [32]byte{}, rec.Strong)
+	w.set(forwardKey(cid), encodeForward(nil, new))
+	w.moveHash(cid, oldStrong, rec.Strong)
 }
 
 // removeContent deletes content cid, whose strong hash is strong and
