@@ -133,7 +133,7 @@ func (h *ixHandle) Flush() error {
 	if h.cur().PendingPostings() == 0 {
 		return nil
 	}
-	return h.write("put", func(ix *index.Index) error { return ix.Flush() })
+	return h.write("flush", func(ix *index.Index) error { return ix.Flush() })
 }
 
 func (h *ixHandle) PutCopy(meta index.FileMeta, size int64, strong [32]byte) (index.FileRecord, bool, error) {
