@@ -184,11 +184,15 @@ type corpusResult struct {
 	SketcherMBps    float64   `json:"sketcher_mb_per_second"`
 	CPUOverSketcher float64   `json:"cpu_over_sketcher"`
 
-	SketcherNoSimiSecs float64   `json:"sketcher_no_simihash_cpu_seconds"`
-	CPUOverNoSimi      float64   `json:"cpu_over_sketcher_no_simihash"`
-	OneWorkerRuns      []float64 `json:"one_worker_ready_seconds"`
-	OneWorkerSecs      float64   `json:"one_worker_median_seconds"`
-	TwoOverOne         float64   `json:"two_workers_speedup"`
+	SketcherNoSimiSecs float64 `json:"sketcher_no_simihash_cpu_seconds"`
+	CPUOverNoSimi      float64 `json:"cpu_over_sketcher_no_simihash"`
+	// Floor is the work no first scan can skip, done in sifbench without
+	// an index; CPUOverFloor is sifd's CPU over its CPU.
+	Floor         *floorResult `json:"floor"`
+	CPUOverFloor  float64      `json:"cpu_over_floor"`
+	OneWorkerRuns []float64    `json:"one_worker_ready_seconds"`
+	OneWorkerSecs float64      `json:"one_worker_median_seconds"`
+	TwoOverOne    float64      `json:"two_workers_speedup"`
 
 	// Baselines hold the same figures of other sifd binaries
 	// (--baseline), run in turn with this one on the same tree.
@@ -279,6 +283,9 @@ func benchCorpus(ctx context.Context, c *common, cf *corpusFlags) (*corpusResult
 		return nil, err
 	}
 	if res.SketcherNoSimiSecs, err = sketchTree(corpus, true); err != nil {
+		return nil, err
+	}
+	if res.Floor, err = measureFloor(corpus, cf.runs); err != nil {
 		return nil, err
 	}
 
@@ -372,6 +379,7 @@ func benchCorpus(ctx context.Context, c *common, cf *corpusFlags) (*corpusResult
 	res.SketcherMBps = mb(size) / res.SketcherCPUSecs
 	res.CPUOverSketcher = res.CPUSecs / res.SketcherCPUSecs
 	res.CPUOverNoSimi = res.CPUSecs / res.SketcherNoSimiSecs
+	res.CPUOverFloor = res.CPUSecs / res.Floor.CPUSecs
 	if res.SsdeepSecs > 0 {
 		res.ReadyVsSsdeep = res.MedianSecs / res.SsdeepSecs
 	}
@@ -415,7 +423,10 @@ func printCorpus(r *corpusResult, runs int) {
 		[]string{"CPU until sifd is idle again", secs(r.CPUIdleSecs), fmt.Sprintf("median of %s; the compaction after ready counted too", fmtSecs(r.CPUIdleRuns))},
 		[]string{"the sketcher alone over every file, in process", secs(r.SketcherCPUSecs), fmt.Sprintf("CPU; %.0f MB/s", r.SketcherMBps)},
 		[]string{"the same without SimiHash, as sifd runs it", secs(r.SketcherNoSimiSecs), fmt.Sprintf("CPU; %.0f MB/s; sifd's CPU is %s", mb(r.Bytes)/r.SketcherNoSimiSecs, ratio(r.CPUOverNoSimi, "it"))},
+		[]string{"the floor: walk, read and SHA-256 every file, sketch each distinct content once; no index",
+			secs(r.Floor.CPUSecs), fmt.Sprintf("CPU, 1 worker, median; %s; sifd's CPU is %s", ratio(r.Floor.CPUSecs/r.SketcherCPUSecs, "the sketcher"), ratio(r.CPUOverFloor, "it"))},
 		[]string{"sifd run to ready, 1 worker", secs(r.OneWorkerSecs), fmt.Sprintf("median of %s; 2 workers are %s (goal ≥ 1.7)", fmtSecs(r.OneWorkerRuns), ratio(r.TwoOverOne, "as fast"))},
+		[]string{"the floor with 1 and 2 workers", secs(r.Floor.OneSecs) + ", " + secs(r.Floor.TwoSecs), fmt.Sprintf("medians; 2 workers are %s: this machine's own speed-up", ratio(r.Floor.TwoOverOne, "as fast"))},
 		[]string{"restart on the unchanged tree", secs(r.Restart), ""},
 	)
 	fmt.Print(table(rows))

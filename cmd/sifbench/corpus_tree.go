@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -85,29 +84,9 @@ func sketchTree(dir string, noSimi bool) (float64, error) {
 		if err != nil || !de.Type().IsRegular() {
 			return err
 		}
-		f, err := os.Open(p)
-		if err != nil {
+		if buf, err = readAll(p, buf); err != nil {
 			return err
 		}
-		buf = buf[:0]
-		if fi, err := f.Stat(); err == nil && int64(cap(buf)) < fi.Size()+1 {
-			buf = make([]byte, 0, fi.Size()+1)
-		}
-		for {
-			if len(buf) == cap(buf) {
-				buf = append(buf, 0)[:len(buf)]
-			}
-			k, err := f.Read(buf[len(buf):cap(buf)])
-			buf = buf[:len(buf)+k]
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				f.Close()
-				return err
-			}
-		}
-		f.Close()
 		t0 := threadCPU()
 		sk.Reset()
 		sk.Write(buf)

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"crypto/sha256"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sif-dev/sif/index/fingerprint"
+)
+
+// floorResult is the work a first scan cannot skip, done in this process
+// with no index: what sifd's CPU and its speed-up with 2 workers are
+// weighed against.
+type floorResult struct {
+	// CPUSecs is the CPU (user and system, the process's) of one pass
+	// with 1 worker: walk the tree, open, stat, read and SHA-256 every
+	// file, and sketch each distinct content once, without SimiHash.
+	CPUSecs float64 `json:"cpu_seconds"`
+	// OneSecs and TwoSecs are the medians of the wall times of the same
+	// pass with 1 and with 2 workers, the walk on a goroutine of its own
+	// as in sifd; TwoOverOne is this machine's speed-up on work that
+	// shares nothing but the page cache.
+	OneSecs    float64 `json:"one_worker_seconds"`
+	TwoSecs    float64 `json:"two_workers_seconds"`
+	TwoOverOne float64 `json:"two_workers_speedup"`
+}
+
+// measureFloor times floorPass over dir runs times with 1 worker and as
+// many with 2, in turn, and returns the medians.
+func measureFloor(dir string, runs int) (*floorResult, error) {
+	var cpus, ones, twos []float64
+	for range max(runs, 1) {
+		for _, workers := range []int{1, 2} {
+			if err := warm(dir); err != nil {
+				return nil, err
+			}
+			c0, err := cpuSeconds(os.Getpid())
+			if err != nil {
+				return nil, err
+			}
+			t0 := time.Now()
+			if err := floorPass(dir, workers); err != nil {
+				return nil, err
+			}
+			wall := since(t0)
+			c1, err := cpuSeconds(os.Getpid())
+			if err != nil {
+				return nil, err
+			}
+			if workers == 1 {
+				ones = append(ones, wall)
+				cpus = append(cpus, c1-c0)
+			} else {
+				twos = append(twos, wall)
+			}
+		}
+	}
+	r := &floorResult{CPUSecs: median(cpus), OneSecs: median(ones), TwoSecs: median(twos)}
+	r.TwoOverOne = r.OneSecs / r.TwoSecs
+	return r, nil
+}
+
+// floorPass walks dir on one goroutine and hands every regular file to
+// workers goroutines, which open, stat, read and SHA-256 it, and sketch its
+// content with the default parameters and no SimiHash unless a file of the
+// same SHA-256 was sketched before: the reading, hashing and
+// fingerprinting a first scan of dir does, without the index.
+func floorPass(dir string, workers int) error {
+	paths := make(chan string, 256)
+	var (
+		mu   sync.Mutex
+		seen = make(map[[32]byte]struct{})
+		errs = make(chan error, workers+1)
+		wg   sync.WaitGroup
+	)
+	for range workers {
+		wg.Go(func() {
+			sk, err := fingerprint.NewSketcher(fingerprint.DefaultParams(), func(fingerprint.Fingerprint) {})
+			if err != nil {
+				errs <- err
+				return
+			}
+			sk.SkipSimiHash()
+			var buf []byte
+			for p := range paths {
+				if buf, err = readAll(p, buf); err != nil {
+					errs <- err
+					continue
+				}
+				sum := sha256.Sum256(buf)
+				mu.Lock()
+				_, dup := seen[sum]
+				seen[sum] = struct{}{}
+				mu.Unlock()
+				if !dup {
+					sk.Reset()
+					sk.Write(buf)
+					sk.Finish()
+				}
+			}
+		})
+	}
+	werr := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
+		if err == nil && de.Type().IsRegular() {
+			paths <- p
+		}
+		return err
+	})
+	close(paths)
+	wg.Wait()
+	close(errs)
+	if werr != nil {
+		return werr
+	}
+	return <-errs
+}
+
+// readAll reads the file p into buf, grown to the file's size, and returns
+// it.
+func readAll(p string, buf []byte) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return buf, err
+	}
+	defer f.Close()
+	buf = buf[:0]
+	if fi, err := f.Stat(); err == nil && int64(cap(buf)) < fi.Size()+1 {
+		buf = make([]byte, 0, fi.Size()+1)
+	}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		k, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+k]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
