@@ -22,7 +22,11 @@ type item struct {
 	// info is the path's lstat from the walk that found it, or nil, in
 	// which case the worker looks itself. Only the first attempt uses it.
 	info fs.FileInfo
-	t    ticket
+	// walked says a scan's walk found a regular file at path: counted in
+	// its root's progress, and, with info nil (a fresh scan's walk, which
+	// does not stat), opened without an lstat first.
+	walked bool
+	t      ticket
 }
 
 // ticket says what to release once an item's path has been dealt with.

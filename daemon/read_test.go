@@ -106,7 +106,7 @@ func TestChangingFileIsRetriedThenSkipped(t *testing.T) {
 	defer cancel()
 	go d.settle.Run(ctx, func(s watcher.Settled) { d.settled(ctx, s) })
 	for i := range changeRetries + 1 {
-		d.syncPath(ctx, r, p, nil, ticket{})
+		d.syncPath(ctx, r, p, nil, false, ticket{})
 		want := 1 // put back to settle
 		if i == changeRetries {
 			want = 0 // given up
@@ -137,7 +137,7 @@ func TestChangingFileIsRetriedThenSkipped(t *testing.T) {
 		t.Errorf("a half-read file was indexed: %v", err)
 	}
 	r.afterRead = nil
-	d.syncPath(context.Background(), r, p, nil, ticket{})
+	d.syncPath(context.Background(), r, p, nil, false, ticket{})
 	if _, err := d.ix.Lookup(p); err != nil {
 		t.Errorf("once quiet, the file was not indexed: %v", err)
 	}

@@ -258,7 +258,9 @@ func (d *Daemon) runScan(ctx context.Context, s *scanRun) {
 	if s.full() && !s.fresh {
 		merge = newRecordMerge(d, s.dir) // reconcile.go
 	}
-	wo := watcher.WalkOptions{Root: root.path, Exclude: f.exclude}
+	// A fresh scan has no records to compare the files with: the walk
+	// leaves their lstat out, and the worker that opens each file stats it.
+	wo := watcher.WalkOptions{Root: root.path, Exclude: f.exclude, NoInfo: s.fresh}
 	if s.full() && d.watch != nil && root.watchBelow.Swap(false) {
 		wo.OnDir = d.watchOnWalk(root)
 	}
@@ -281,7 +283,9 @@ func (d *Daemon) runScan(ctx context.Context, s *scanRun) {
 		}
 		if s.full() {
 			root.filesSeen.Add(1)
-			root.bytesSeen.Add(uint64(e.Info.Size()))
+			if e.Info != nil { // else counted by the worker
+				root.bytesSeen.Add(uint64(e.Info.Size()))
+			}
 		}
 		if merge != nil {
 			if rec, ok := merge.record(e.Path); ok && d.unchanged(rec, e.Info, f) {
@@ -292,7 +296,7 @@ func (d *Daemon) runScan(ctx context.Context, s *scanRun) {
 			}
 		}
 		s.itemAdded()
-		if !d.lanes.push(ctx, s.live, item{path: e.Path, info: e.Info, t: ticket{scan: s}}) {
+		if !d.lanes.push(ctx, s.live, item{path: e.Path, info: e.Info, walked: true, t: ticket{scan: s}}) {
 			s.itemDone()
 			return ctx.Err()
 		}

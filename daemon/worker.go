@@ -31,15 +31,26 @@ func (d *Daemon) handle(ctx context.Context, r *reader, it item) {
 		return // the claimant looks again and releases it.t
 	}
 	info := it.info
-	if s := it.t.scan; s != nil && s.full() && info != nil {
+	var size int64 // of the file the first attempt found, for the progress
+	if info != nil {
+		size = info.Size()
+	}
+	if s := it.t.scan; s != nil && s.full() && it.walked {
 		defer func() {
 			s.root.filesDone.Add(1)
-			s.root.bytesDone.Add(uint64(it.info.Size()))
+			s.root.bytesDone.Add(uint64(size))
+			if it.info == nil {
+				s.root.bytesSeen.Add(uint64(size))
+			}
 		}()
 	}
+	unstatted := it.walked && info == nil
 	for {
-		d.syncPath(ctx, r, it.path, info, it.t)
-		info = nil
+		n := d.syncPath(ctx, r, it.path, info, unstatted, it.t)
+		if unstatted {
+			size = n
+		}
+		info, unstatted = nil, false
 		again, handed := d.claims.finish(it.path)
 		if !again || ctx.Err() != nil {
 			it.t.release(d.track)
@@ -55,21 +66,27 @@ func (d *Daemon) handle(ctx context.Context, r *reader, it item) {
 }
 
 // syncPath makes the index agree with what is at path on disk now. info
-// is the path's lstat if the caller has a fresh one.
-func (d *Daemon) syncPath(ctx context.Context, r *reader, path string, info fs.FileInfo, t ticket) {
+// is the path's lstat if the caller has a fresh one. unstatted says
+// instead that a fresh scan's walk listed a regular file at path and did
+// not stat it: the file is opened and stat'ed at once, and syncPath
+// returns the size it read, for the scan's progress.
+func (d *Daemon) syncPath(ctx context.Context, r *reader, path string, info fs.FileInfo, unstatted bool, t ticket) (size int64) {
 	if isCookie(path) {
-		return
+		return 0
 	}
 	root := d.rootOf(path)
 	if root == nil {
 		d.forget(path) // its root was removed
-		return
+		return 0
 	}
 	if d.filter().excluded(root.path, path, false) {
 		if d.forget(path) {
 			d.count.excluded.Add(1)
 		}
-		return
+		return 0
+	}
+	if unstatted && t.scan != nil && t.scan.fresh {
+		return d.indexFile(ctx, r, root, path, nil, t)
 	}
 	if info == nil {
 		var err error
@@ -77,14 +94,14 @@ func (d *Daemon) syncPath(ctx context.Context, r *reader, path string, info fs.F
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 				if d.rootMissing(root) {
-					return // kept until the root is back
+					return 0 // kept until the root is back
 				}
 				d.gone(ctx, path, t)
-				return
+				return 0
 			}
 			d.skip(root, path, fmt.Errorf("%s: %w: %v", path, errUnreadable, unwrapPathErr(err)))
 			d.forget(path)
-			return
+			return 0
 		}
 	}
 	mode := info.Mode()
@@ -93,47 +110,50 @@ func (d *Daemon) syncPath(ctx context.Context, r *reader, path string, info fs.F
 		// A directory's contents reach the index through scans; its own
 		// path has a record only if it was a file before.
 		d.forget(path)
-		return
+		return 0
 	case mode&fs.ModeSymlink != 0:
 		d.count.symlinks.Add(1)
 		d.forget(path)
-		return
+		return 0
 	case !mode.IsRegular():
 		d.count.special.Add(1)
 		d.forget(path)
-		return
+		return 0
 	}
 	if min := d.filter().minSize; min > 0 && info.Size() < min {
 		d.count.tooSmall.Add(1)
 		d.forget(path)
-		return
+		return 0
 	}
-	d.indexFile(ctx, r, root, path, info, t)
+	return d.indexFile(ctx, r, root, path, info, t)
 }
 
 // indexFile brings the regular file at path into the index, unless the
 // index already holds it (same size, mtime, device and inode) or holds it
-// under another path it was moved from.
-func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path string, info fs.FileInfo, t ticket) {
-	dev, ino := fileID(info)
-	mtime := info.ModTime().UnixNano()
+// under another path it was moved from. info is the file's lstat; it may
+// be nil in a fresh scan, which looks for neither. It returns the size of
+// the file it read, or 0.
+func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path string, info fs.FileInfo, t ticket) int64 {
 	// A file of a first scan into an index that held nothing under its
 	// root has no record to compare, or to have been moved from, unless
 	// written during the scan: it is read without looking (at worst read
 	// twice).
 	fresh := t.scan != nil && t.scan.fresh
 	if !fresh {
+		mtime := info.ModTime().UnixNano()
 		rec, err := d.ix.Lookup(path)
 		if err == nil && sameMeta(rec.FileMeta, info) && !d.racy(mtime) {
 			d.count.unchanged.Add(1)
-			return
+			return 0
 		}
-	}
-	if d.faults.held(path) {
-		return // not worth reading while the index cannot take it
-	}
-	if !fresh && d.renamed(path, info, dev, ino, mtime) {
-		return
+		if d.faults.held(path) {
+			return 0 // not worth reading while the index cannot take it
+		}
+		if dev, ino := fileID(info); d.renamed(path, info, dev, ino, mtime) {
+			return 0
+		}
+	} else if d.faults.held(path) {
+		return 0
 	}
 	r.maxSize = d.filter().maxSize
 	// A file is first offered to the index as a copy of a content it
@@ -143,6 +163,11 @@ func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path
 	// equal content, should one have been written meanwhile), and a copy
 	// of bytes it has met joins their content by its id.
 	meta, strong, sketch, err := r.load(ctx, path, info)
+	if min := d.filter().minSize; err == nil && info == nil && min > 0 && meta.Size < min {
+		d.count.tooSmall.Add(1) // not stat'ed before: see syncPath
+		d.forget(path)
+		return meta.Size
+	}
 	if err == nil {
 		var err error
 		var rec index.FileRecord
@@ -177,25 +202,25 @@ func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path
 		if err != nil {
 			d.count.errors.Add(1)
 			if errors.Is(err, errWritesHeld) || errors.Is(err, index.ErrClosed) {
-				return // kept, or rescanned into the rebuilt index
+				return meta.Size // kept, or rescanned into the rebuilt index
 			}
 			d.errs.add(fmt.Sprintf("%s: indexing: %v", path, err))
 			d.log.Error("index write failed", "path", path, "err", err)
-			return
+			return meta.Size
 		}
 		d.count.indexed.Add(1)
 		root.filesRead.Add(1)
 		root.bytesRead.Add(uint64(meta.Size))
 		d.clearRetries(path)
-		return
+		return meta.Size
 	}
 	if ctx.Err() != nil {
-		return
+		return 0
 	}
 	if errors.Is(err, errChanged) {
 		d.changedDuringRead(path)
 		if d.retryLater(path, t) {
-			return
+			return 0
 		}
 	}
 	d.skip(root, path, err)
@@ -204,6 +229,7 @@ func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path
 	if !errors.Is(err, errChanged) {
 		d.forget(path)
 	}
+	return 0
 }
 
 // renamed recognises a file moved or renamed to path: the index holds a

@@ -28,7 +28,7 @@ func TestRenameDetection(t *testing.T) {
 	ctx := context.Background()
 	sync := func(p string) {
 		t.Helper()
-		d.syncPath(ctx, r, p, nil, ticket{})
+		d.syncPath(ctx, r, p, nil, false, ticket{})
 	}
 	old, moved := filepath.Join(root, "old.txt"), filepath.Join(root, "sub", "moved.txt")
 	if err := os.WriteFile(old, []byte(strings.Repeat("a file that is moved, not rewritten; ", 50)), 0o644); err != nil {

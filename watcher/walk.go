@@ -46,7 +46,7 @@ func (k Kind) String() string {
 type Entry struct {
 	Path string
 	Kind Kind
-	Info fs.FileInfo // for Regular entries
+	Info fs.FileInfo // for Regular entries, unless WalkOptions.NoInfo
 	Err  error       // for Unreadable and Vanished entries
 }
 
@@ -66,6 +66,11 @@ type WalkOptions struct {
 	// as an event. Returning fs.SkipDir leaves the directory out; any
 	// other error ends the walk, which returns it.
 	OnDir func(dir string) error
+	// NoInfo leaves Info nil on Regular entries: their kind is taken
+	// from the directory listing (d_type) without an lstat, for a caller
+	// that stats each file itself once it has it open. A file replaced
+	// by something else after the listing is then the caller's to tell.
+	NoInfo bool
 }
 
 // Walk calls fn for every non-directory entry under dir, and for every
@@ -128,6 +133,8 @@ func Walk(ctx context.Context, dir string, o WalkOptions, fn func(Entry) error) 
 			return fn(Entry{Path: path, Kind: Symlink})
 		case !t.IsRegular():
 			return fn(Entry{Path: path, Kind: Special})
+		case o.NoInfo:
+			return fn(Entry{Path: path, Kind: Regular})
 		}
 		info, err := de.Info()
 		if err != nil {

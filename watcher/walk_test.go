@@ -29,23 +29,25 @@ func TestWalkClassifies(t *testing.T) {
 	must(os.Symlink(".", filepath.Join(root, "a/loop")))   // a loop, never followed
 	must(os.Symlink("/", filepath.Join(root, "escape")))   // outside the root
 	must(os.Symlink("top", filepath.Join(root, "to-top"))) // to a file
-	got := map[string]Kind{}
-	err := Walk(context.Background(), root, WalkOptions{}, func(e Entry) error {
-		rel, _ := filepath.Rel(root, e.Path)
-		got[rel] = e.Kind
-		if e.Kind == Regular && e.Info == nil {
-			t.Errorf("%s: regular entry without info", rel)
-		}
-		return nil
-	})
-	must(err)
 	want := map[string]Kind{"a/b/file": Regular, "top": Regular, "fifo": Special, "a/loop": Symlink, "escape": Symlink, "to-top": Symlink}
-	if len(got) != len(want) {
-		t.Errorf("got %v, want %v", got, want)
-	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("%s: %v, want %v", k, got[k], v)
+	for _, noInfo := range []bool{false, true} {
+		got := map[string]Kind{}
+		err := Walk(context.Background(), root, WalkOptions{NoInfo: noInfo}, func(e Entry) error {
+			rel, _ := filepath.Rel(root, e.Path)
+			got[rel] = e.Kind
+			if e.Kind == Regular && (e.Info == nil) != noInfo {
+				t.Errorf("NoInfo %v: %s: regular entry with info %v", noInfo, rel, e.Info)
+			}
+			return nil
+		})
+		must(err)
+		if len(got) != len(want) {
+			t.Errorf("NoInfo %v: got %v, want %v", noInfo, got, want)
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("NoInfo %v: %s: %v, want %v", noInfo, k, got[k], v)
+			}
 		}
 	}
 }
