@@ -89,9 +89,13 @@
 //     A first scan into a root with nothing indexed (a fresh scan) joins
 //     a copy of bytes it has met to their content by the content's id
 //     (index.PutCopyOf), and leaves the postings of new contents for the
-//     index to write many at a time (index.PutDeferred); the fault loop
+//     index to write many at a time (index.PutBulk); the fault loop
 //     writes those pending every tick, the scan before it ends, and Wait
 //     before it returns, so what a wait promises is found by queries.
+//     Its walk lists files without an lstat: each worker stats its file
+//     once open. Into an index that held nothing at all, the scan keeps
+//     the strong hashes it has met (index.Bulk), so a new content is
+//     written without the index searching for an equal one.
 //
 // Time: the daemon reads the real clock. Its unit tests of timing (Wait,
 // the tracker, overflow back-off) run in testing/synctest bubbles, where

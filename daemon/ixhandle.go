@@ -119,15 +119,23 @@ func (h *ixHandle) Put(meta index.FileMeta, sk *fingerprint.Sketch) (index.FileR
 	return rec, err
 }
 
-// PutDeferred is Put for a first scan: the postings of a new content are
-// written later, with many others (index.Index.PutDeferred), by Flush.
-func (h *ixHandle) PutDeferred(meta index.FileMeta, sk *fingerprint.Sketch) (index.FileRecord, error) {
+// PutBulk is Put for a first scan (index.Index.PutBulk): the postings of
+// a new content are written later, with many others, by Flush; b, if not
+// nil, spares the index the search for an equal content while it can.
+func (h *ixHandle) PutBulk(meta index.FileMeta, sk *fingerprint.Sketch, b *index.Bulk) (index.FileRecord, error) {
 	var rec index.FileRecord
-	err := h.write("put", func(ix *index.Index) (err error) { rec, err = ix.PutDeferred(meta, sk); return err }, meta.Path)
+	err := h.write("put", func(ix *index.Index) (err error) { rec, err = ix.PutBulk(meta, sk, b); return err }, meta.Path)
 	return rec, err
 }
 
-// Flush writes the postings PutDeferred left pending. After a swap to a
+// NewBulk is index.Index.NewBulk on the current index; it returns nil when
+// that fails.
+func (h *ixHandle) NewBulk() *index.Bulk {
+	b, _ := call(h, "bulk", func(ix *index.Index) (*index.Bulk, error) { return ix.NewBulk() })
+	return b
+}
+
+// Flush writes the postings PutBulk left pending. After a swap to a
 // reopened index there are none: Open wrote them.
 func (h *ixHandle) Flush() error {
 	if h.cur().PendingPostings() == 0 {

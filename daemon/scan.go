@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"slices"
@@ -33,7 +32,7 @@ type scanRun struct {
 	// contents, set when the index held no file at all as this full scan
 	// began, holds the strong hashes of the files the scan has read: one
 	// not among them is of a content the index cannot hold yet.
-	contents *strongSet
+	contents *index.Bulk
 	// epoch is the tracker epoch the request was registered at; merged
 	// holds the requests merged into this one. All are released when the
 	// scan ends, and their done channels closed.
@@ -249,8 +248,8 @@ func (d *Daemon) runScan(ctx context.Context, s *scanRun) {
 	// under it needs no removal pass: every record it leaves was written
 	// after the watches were in place, and they report any removal since.
 	s.fresh = s.full() && !d.hasRecordsUnder(s.dir)
-	if st, err := d.ix.Stats(); s.fresh && err == nil && st.Files == 0 {
-		s.contents = newStrongSet()
+	if s.fresh {
+		s.contents = d.ix.NewBulk() // nil unless the index holds nothing
 	}
 	fresh := s.fresh && !root.polled && d.watch != nil
 	f := d.filter()
@@ -344,38 +343,6 @@ func (d *Daemon) runScan(ctx context.Context, s *scanRun) {
 		d.log.Info("scan finished", "root", root.path, "files", st.FilesSeen, "read", st.FilesRead,
 			"bytes_read", st.BytesRead, "elapsed", time.Duration(st.ScanSecs*float64(time.Second)).Round(time.Millisecond))
 	}
-}
-
-// strongSet is a set of strong hashes, by their first 8 bytes: a file
-// whose hash shares them with another's is taken to be a possible copy.
-// Each hash carries the id of the content the index wrote for it, once
-// known, so that its copies join that content without a search.
-type strongSet struct {
-	mu sync.Mutex
-	m  map[uint64]uint32
-}
-
-func newStrongSet() *strongSet { return &strongSet{m: make(map[uint64]uint32)} }
-
-// add adds h and reports whether it was not in the set; when it was, it
-// returns the content id recorded for h (0 while unknown).
-func (s *strongSet) add(h [32]byte) (cid uint32, first bool) {
-	k := binary.LittleEndian.Uint64(h[:8])
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cid, ok := s.m[k]; ok {
-		return cid, false
-	}
-	s.m[k] = 0
-	return 0, true
-}
-
-// setContent records cid as the content of h.
-func (s *strongSet) setContent(h [32]byte, cid uint32) {
-	k := binary.LittleEndian.Uint64(h[:8])
-	s.mu.Lock()
-	s.m[k] = cid
-	s.mu.Unlock()
 }
 
 // watchOnWalk returns the OnDir of a walk of root that watches the

@@ -68,7 +68,8 @@ func TestFreshScanFileReplacedAfterListing(t *testing.T) {
 	rs := newRootState(context.Background(), root, sourceConfig)
 	d.roots = append(d.roots, rs)
 	r := testReader(t)
-	scan := &scanRun{root: rs, dir: root, fresh: true, contents: newStrongSet()}
+	scan := &scanRun{root: rs, dir: root, fresh: true}
+	scan.contents = d.ix.NewBulk()
 	target := filepath.Join(root, "target")
 	if err := os.WriteFile(target, bytes.Repeat([]byte("target "), 100), 0o644); err != nil {
 		t.Fatal(err)

@@ -175,7 +175,7 @@ func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path
 		var cid uint32
 		seen := t.scan != nil && t.scan.contents != nil
 		if seen {
-			cid, first = t.scan.contents.add(strong)
+			cid, first = t.scan.contents.Add(strong)
 		}
 		if cid != 0 {
 			rec, copied, err = d.ix.PutCopyOf(meta, cid, meta.Size, strong)
@@ -190,14 +190,14 @@ func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path
 		case err != nil || copied:
 		case fresh:
 			// The postings of a first scan's new contents are written
-			// many at a time (index.Index.PutDeferred); the scan writes
-			// the last of them before it ends.
-			rec, err = d.ix.PutDeferred(meta, sketch)
+			// many at a time (index.Index.PutBulk); the scan writes the
+			// last of them before it ends.
+			rec, err = d.ix.PutBulk(meta, sketch, t.scan.contents)
 		default:
 			rec, err = d.ix.Put(meta, sketch)
 		}
 		if err == nil && seen && rec.Content != cid {
-			t.scan.contents.setContent(strong, rec.Content)
+			t.scan.contents.SetContent(strong, rec.Content)
 		}
 		if err != nil {
 			d.count.errors.Add(1)

@@ -126,6 +126,10 @@ func (ix *Index) RawDigest(prefix byte) (string, error) {
 // Open.
 func (ix *Index) PostingWrites() uint64 { return ix.postingWrites.Load() }
 
+// ContentSearches is the number of searches for an equal content since
+// Open.
+func (ix *Index) ContentSearches() uint64 { return ix.contentSearches.Load() }
+
 // RawKeys counts the keys (as readers see them) starting with prefix.
 func (ix *Index) RawKeys(prefix byte) (int, error) {
 	n := 0

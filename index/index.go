@@ -54,6 +54,9 @@ type Index struct {
 	nextID  uint64  // guarded by wmu; > math.MaxUint32 when file ids are exhausted
 	nextCID uint64  // guarded by wmu; > math.MaxUint32 when content ids are exhausted
 	pend    pending // guarded by wmu: the postings PutDeferred left to write (pending.go)
+	// contentGen counts the contents made or rewritten in place since
+	// Open, for Bulk. Guarded by wmu.
+	contentGen uint64
 	// pendingN is len(pend.postings), for readers that do not take wmu.
 	pendingN atomic.Int64
 
@@ -70,6 +73,9 @@ type Index struct {
 	// postingWrites counts the posting keys set or deleted since Open, so
 	// tests can tell a write that touches no posting.
 	postingWrites atomic.Uint64
+	// contentSearches counts the searches for an equal content, so tests
+	// can tell a write that made none (Bulk).
+	contentSearches atomic.Uint64
 }
 
 var _ Querier = (*Index)(nil)

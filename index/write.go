@@ -30,7 +30,7 @@ import (
 // and merged); sk.Params must be zero or equal the index's, else the error
 // wraps ErrParamsMismatch. Put does not retain sk.
 func (ix *Index) Put(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) {
-	rec, err := ix.put(meta, sk, false)
+	rec, err := ix.put(meta, sk, false, nil)
 	if err != nil {
 		return FileRecord{}, fmt.Errorf("index.Put %q: %w", meta.Path, err)
 	}
@@ -45,14 +45,14 @@ func (ix *Index) Put(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) 
 // the file as an identical file, not as a similar one. Everything else
 // is written as Put writes it, at once and atomically.
 func (ix *Index) PutDeferred(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) {
-	rec, err := ix.put(meta, sk, true)
+	rec, err := ix.put(meta, sk, true, nil)
 	if err != nil {
 		return FileRecord{}, fmt.Errorf("index.PutDeferred %q: %w", meta.Path, err)
 	}
 	return rec, nil
 }
 
-func (ix *Index) put(meta FileMeta, sk *fingerprint.Sketch, deferred bool) (FileRecord, error) {
+func (ix *Index) put(meta FileMeta, sk *fingerprint.Sketch, deferred bool, b *Bulk) (FileRecord, error) {
 	if meta.Path == "" {
 		return FileRecord{}, errors.New("empty path")
 	}
@@ -80,11 +80,14 @@ func (ix *Index) put(meta FileMeta, sk *fingerprint.Sketch, deferred bool) (File
 		return FileRecord{}, err
 	}
 	defer ix.endWrite()
-	cid, shared, err := ix.findContent(&rec, entries)
-	if err != nil {
-		return FileRecord{}, err
+	var cid uint32
+	var shared bool
+	if !b.unheld(ix, rec.Strong) {
+		if cid, shared, err = ix.findContent(&rec, entries); err != nil {
+			return FileRecord{}, err
+		}
 	}
-	return ix.store(rec, cid, shared, entries, deferred)
+	return ix.store(rec, cid, shared, entries, deferred, b)
 }
 
 // PutCopy adds the file at meta.Path, or replaces it when the path is
@@ -161,7 +164,7 @@ func (ix *Index) putCopy(meta FileMeta, cid uint32, size int64, strong [32]byte)
 		return FileRecord{}, false, err // gone meanwhile: the caller puts a sketch
 	}
 	rec.FileMeta = meta
-	rec, err = ix.store(rec, cid, true, nil, false)
+	rec, err = ix.store(rec, cid, true, nil, false, nil)
 	return rec, err == nil, err
 }
 
@@ -193,9 +196,10 @@ func (ix *Index) findCopy(size int64, strong [32]byte) (cid uint32, found bool, 
 // store writes the file rec.FileMeta.Path, whose content is rec's, in one
 // batch: as a copy of content cid when shared, else with entries as its
 // content's, whose postings are left pending when deferred and the
-// content is new. It must be called with the write lock held; rec.ID and
-// rec.Content are set here.
-func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry, deferred bool) (FileRecord, error) {
+// content is new. The file's content is recorded in b, if not nil. It
+// must be called with the write lock held; rec.ID and rec.Content are set
+// here.
+func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry, deferred bool, b *Bulk) (FileRecord, error) {
 	meta := rec.FileMeta
 	old, oldCID, found, err := ix.lookup(ix.db, meta.Path)
 	if err != nil {
@@ -299,6 +303,15 @@ func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry,
 	if deferred {
 		ix.keepPending(cid, entries)
 	}
+	if changes && !shared { // a content made, or rewritten in place
+		ix.contentGen++
+		if b != nil && b.ix == ix {
+			b.own++
+		}
+	}
+	if b != nil && b.ix == ix && rec.Strong != ([32]byte{}) {
+		b.SetContent(rec.Strong, cid)
+	}
 	return rec, nil
 }
 
@@ -311,6 +324,7 @@ func (ix *Index) findContent(rec *FileRecord, es []entry) (cid uint32, found boo
 	if rec.Strong == ([32]byte{}) {
 		return 0, false, nil
 	}
+	ix.contentSearches.Add(1)
 	prefix := hashPrefix(nil, rec.Strong)
 	err = scanUntil(ix.db, prefix, prefixEnd(prefix), func(k, _ []byte) (bool, error) {
 		_, c, err := parseHashKey(k)
