@@ -29,9 +29,11 @@ type scanRun struct {
 	// scan began: no record its files could have can be older than it.
 	// Set before the walk queues the first item.
 	fresh bool
-	// contents, set when the index held no file at all as this full scan
-	// began, holds the strong hashes of the files the scan has read: one
-	// not among them is of a content the index cannot hold yet.
+	// contents, set when the index held no content at all as this full
+	// scan began, holds the strong hashes of the files the scan has read,
+	// with their contents' ids: one not among them is of a content the
+	// index cannot hold yet, unless another writer made it (index.Bulk
+	// tells).
 	contents *index.Bulk
 	// epoch is the tracker epoch the request was registered at; merged
 	// holds the requests merged into this one. All are released when the

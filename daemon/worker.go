@@ -140,20 +140,19 @@ func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path
 	// twice).
 	fresh := t.scan != nil && t.scan.fresh
 	if !fresh {
-		mtime := info.ModTime().UnixNano()
 		rec, err := d.ix.Lookup(path)
-		if err == nil && sameMeta(rec.FileMeta, info) && !d.racy(mtime) {
+		if err == nil && sameMeta(rec.FileMeta, info) && !d.racy(info.ModTime().UnixNano()) {
 			d.count.unchanged.Add(1)
 			return 0
 		}
-		if d.faults.held(path) {
-			return 0 // not worth reading while the index cannot take it
-		}
-		if dev, ino := fileID(info); d.renamed(path, info, dev, ino, mtime) {
+	}
+	if d.faults.held(path) {
+		return 0 // not worth reading while the index cannot take it
+	}
+	if !fresh {
+		if dev, ino := fileID(info); d.renamed(path, info, dev, ino, info.ModTime().UnixNano()) {
 			return 0
 		}
-	} else if d.faults.held(path) {
-		return 0
 	}
 	r.maxSize = d.filter().maxSize
 	// A file is first offered to the index as a copy of a content it

@@ -103,9 +103,11 @@ func (r *daemonRun) waitCompacted(ctx context.Context) error {
 	}
 }
 
-// waitReady polls the daemon's status every 5 ms until its first scan is
-// done, and records the time to ready and the peak RSS so far. The daemon
-// is killed if it fails.
+// waitReady waits until the daemon's first scan is done, and records the
+// time to ready and the peak RSS so far: it polls the status every 5 ms
+// until the socket answers, then waits in one request (as sifctl wait
+// does), so that polling does not load the daemon it times. The daemon is
+// killed if it fails.
 func (r *daemonRun) waitReady(ctx context.Context) error {
 	c := ipc.NewClient(r.socket)
 	for {
@@ -121,6 +123,11 @@ func (r *daemonRun) waitReady(ctx context.Context) error {
 		if err == nil && st.State == "ready" {
 			r.ready = time.Since(r.start)
 			break
+		}
+		if err == nil {
+			if _, err := c.Wait(ctx, ipc.MaxWait); err == nil {
+				continue
+			}
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
