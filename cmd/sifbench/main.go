@@ -12,7 +12,11 @@
 // in one run with a warm page cache: sha256sum of every file in 2
 // processes (the floor), ssdeep -r, sifd from start to ready on a fresh
 // index with 2 workers and with 1 (--runs each), the CPU sifd spent for
-// it, the sketcher alone over every file in process, and a restart; with
+// it, the sketcher alone over every file in process, the floor (walking,
+// reading and SHA-256 of every file and the sketch of each distinct
+// content, in process, with no index: the work no first scan can skip)
+// with 1 and 2 workers, and a restart. sifd is timed to ready through one
+// wait request, as sifctl wait asks, not by polling its status. With
 // --cpuprofile or --memprofile, one more untimed run of sifd with --pprof
 // gives its CPU profile over the scan and its heap profile once ready;
 // --baseline SIFD[,SIFD...] times other sifd binaries in turn with this
