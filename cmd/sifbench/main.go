@@ -45,7 +45,8 @@
 // server of --files files (a million, about 4 GB, by default; kept in
 // --dir and reused when given, as writing it is slow) and reports sifd's
 // first scan (time to ready, peak RSS), the index's size, similar queries'
-// latencies, a restart, and sifctl groups and dupes (their time and
+// latencies (right after ready, while sifd compacts the index it wrote,
+// and again once it is done), a restart, and sifctl groups and dupes (their time and
 // sifd's peak RSS over them; --profile DIR keeps sifd's heap profiles),
 // against issue 9's goals.
 //

@@ -51,6 +51,11 @@ type millionResult struct {
 	// the tree, and KinFound those of them answered with at least one match.
 	WithKin  int `json:"queries_with_kin"`
 	KinFound int `json:"queries_with_kin_answered"`
+	// SettledInDaemon and SettledClient are the same queries asked again
+	// once the daemon has compacted the index after its first scan: the
+	// ones above run while it compacts.
+	SettledInDaemon latencyStats `json:"query_in_daemon_settled"`
+	SettledClient   latencyStats `json:"query_client_settled"`
 
 	QueriesPeakMB float64 `json:"queries_peak_rss_mb"`      // VmHWM after the queries
 	LifePeakMB    float64 `json:"first_daemon_peak_rss_mb"` // over the first daemon's life: scan, queries and shutdown
@@ -188,6 +193,13 @@ func benchMillion(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags, 
 		d.stop()
 		return nil, err
 	}
+	fmt.Fprintf(os.Stderr, "sifbench: compacted; the %d queries again\n", c.n)
+	settled := &millionResult{Tree: res.Tree}
+	if err := millionQueries(ctx, client, t, settled, c.n, seed); err != nil {
+		d.stop()
+		return nil, err
+	}
+	res.SettledInDaemon, res.SettledClient = settled.InDaemon, settled.Client
 	kb, err := d.stop()
 	if err != nil {
 		return nil, err
@@ -515,8 +527,10 @@ func printMillion(res *millionResult) {
 		{"first scan: to ready", f1(res.ReadySecs) + " s", fmt.Sprintf("%.0f files/s, %.0f MB/s; sifd CPU %.0f s", float64(res.Files)/res.ReadySecs, mb(res.Bytes)/res.ReadySecs, res.ScanCPUSecs)},
 		{"first scan: sifd peak RSS", f0(res.ScanPeakMB) + " MB", fmt.Sprintf("VmHWM at ready; %.0f MB after the queries, %.0f MB over the daemon's life", res.QueriesPeakMB, res.LifePeakMB)},
 		{"index on disk after clean shutdown", f1(mb(res.IndexBytes)) + " MB", fmt.Sprintf("%.2f %% of the tree; %d files indexed", res.IndexShare, res.IndexedFiles)},
-		{"similar, in the daemon, p50 / p99", lat(res.InDaemon), fmt.Sprintf("%d queries on files drawn from the tree, %.1f matches each", res.Queries, res.MeanMatches)},
+		{"similar right after ready, in the daemon", lat(res.InDaemon), fmt.Sprintf("p50 / p99; %d queries on files drawn from the tree, %.1f matches each, while the index is compacted", res.Queries, res.MeanMatches)},
 		{"similar, Go client, p50 / p99", lat(res.Client), fmt.Sprintf("read + fingerprint + request; %d of %d queries with kin answered", res.KinFound, res.WithKin)},
+		{"the same once compacted: in the daemon", lat(res.SettledInDaemon), "the same queries, once the compaction after the first scan is done (the ones above run during it)"},
+		{"the same once compacted: Go client", lat(res.SettledClient), ""},
 		{"restart on the unchanged tree", f1(res.RestartSecs) + " s", fmt.Sprintf("%d read again, %d unchanged; sifd CPU %.0f s, peak RSS %.0f MB", res.RestartIndexed, res.RestartUnchanged, res.RestartCPUSecs, res.RestartPeakMB)},
 		{"sifctl groups --json", f1(res.Groups.Secs) + " s", fmt.Sprintf("%d groups of %d files, %.1f MB of output; sifd CPU %.0f s", res.Groups.Sets, res.Groups.Files, res.Groups.OutMB, res.Groups.CPUSecs)},
 		{"sifd peak RSS during groups", f0(res.Groups.SifdMB) + " MB", fmt.Sprintf("%s; sifctl's own %.0f MB", res.Groups.PeakFrom, res.Groups.SifctlMB)},
