@@ -27,8 +27,14 @@ const (
 	// l0CompactionThreshold starts compacting L0 when it holds this many
 	// sublevels; l0StopWrites stalls writes at this many, well above it, so
 	// a burst of flushes does not stall a scan while compactions catch up.
-	l0CompactionThreshold = 4
-	l0StopWrites          = 24
+	// A first scan's flushes each span the whole key range; compacting
+	// them every 12 rather than every 4 rewrites the posting lists less
+	// often: on a million files, 0.86× the CPU of the first scan and 0.94×
+	// its time to ready (medians of 3, against 4 and 24 in turn; 8 and 16
+	// did as well, 32 worse), the peak RSS unchanged. The index is
+	// compacted whole once the first scan is done.
+	l0CompactionThreshold = 12
+	l0StopWrites          = 48
 	// bottomBlockSize is the data block size of the bottom level, which
 	// holds nearly all the data once compacted: larger blocks compress a
 	// little better (the block cache holds them uncompressed).

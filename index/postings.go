@@ -494,11 +494,17 @@ var postingMerger = &pebble.Merger{
 }
 
 // listMerger merges the operands of one bucket: it decodes each as it
-// comes, ranked by age, and sorts them all at Finish. Finish returns it as
+// comes, ranked by age, and merges them at Finish. Each operand is a
+// sorted list, so Finish merges the runs pairwise, in log2(operands)
+// passes, rather than sorting their concatenation. Finish returns it as
 // the closer of its result, and Close puts it back in listMergers.
 type listMerger struct {
-	bucket       uint32
-	es           []rankedPosting
+	bucket uint32
+	es     []rankedPosting
+	// runs holds where each operand's postings begin in es; each is in
+	// order, as decodePostingList checks.
+	runs         []int
+	tmp          []rankedPosting
 	scratch      []postingEntry
 	out          []byte
 	gaps         []uint32
@@ -509,8 +515,9 @@ var listMergers = sync.Pool{New: func() any { return new(listMerger) }}
 
 // Close recycles the merger, and the result Finish returned.
 func (m *listMerger) Close() error {
-	if cap(m.es) <= 1<<16 && cap(m.out) <= 1<<20 {
+	if cap(m.es) <= 1<<16 && cap(m.tmp) <= 1<<16 && cap(m.out) <= 1<<20 {
 		m.es, m.scratch, m.out = m.es[:0], m.scratch[:0], m.out[:0]
+		m.runs, m.tmp = m.runs[:0], m.tmp[:0]
 		m.newer, m.older = 0, 0
 		listMergers.Put(m)
 	}
@@ -528,10 +535,65 @@ func (m *listMerger) add(v []byte, rank int) error {
 	if err != nil {
 		return err
 	}
+	m.runs = append(m.runs, len(m.es))
 	for _, e := range m.scratch {
 		m.es = append(m.es, rankedPosting{e, rank})
 	}
 	return nil
+}
+
+// compareRanked orders postings by key and content id, the newest first
+// among equal ones.
+func compareRanked(a, b rankedPosting) int {
+	if c := comparePostings(a.postingEntry, b.postingEntry); c != 0 {
+		return c
+	}
+	return b.rank - a.rank
+}
+
+// order puts m.es in compareRanked order by merging its runs, each
+// sorted, pairwise.
+func (m *listMerger) order() {
+	if len(m.runs) < 2 {
+		return // one operand: in order, all of one rank
+	}
+	bounds := append(m.runs, len(m.es))
+	src := m.es
+	dst := slices.Grow(m.tmp[:0], len(src))[:len(src)]
+	for len(bounds) > 2 {
+		next := bounds[:0]
+		for i := 0; i+1 < len(bounds); i += 2 {
+			lo, mid := bounds[i], bounds[i+1]
+			next = append(next, lo)
+			if i+2 == len(bounds) { // an odd run out: carried over
+				copy(dst[lo:mid], src[lo:mid])
+				continue
+			}
+			mergeRuns(dst[lo:bounds[i+2]], src[lo:mid], src[mid:bounds[i+2]])
+		}
+		bounds = append(next, len(src))
+		src, dst = dst, src
+	}
+	m.es, m.tmp = src, dst
+	m.runs = bounds[:0]
+}
+
+// mergeRuns merges a and b, each in compareRanked order, into dst, whose
+// length is theirs together.
+func mergeRuns(dst, a, b []rankedPosting) {
+	i, j, k := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		if compareRanked(a[i], b[j]) <= 0 {
+			dst[k] = a[i]
+			i++
+		} else {
+			dst[k] = b[j]
+			j++
+		}
+		k++
+	}
+	k += copy(dst[k:], a[i:])
+	copy(dst[k:], b[j:])
 }
 
 func (m *listMerger) MergeNewer(v []byte) error { m.newer++; return m.add(v, m.newer) }
@@ -543,12 +605,7 @@ func (m *listMerger) MergeOlder(v []byte) error { m.older--; return m.add(v, m.o
 // (Pebble v2's compaction iterator fails an assertion on the key after a
 // deleted merge result).
 func (m *listMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
-	slices.SortFunc(m.es, func(a, b rankedPosting) int {
-		if c := comparePostings(a.postingEntry, b.postingEntry); c != 0 {
-			return c
-		}
-		return b.rank - a.rank
-	})
+	m.order()
 	out := m.scratch[:0]
 	for i, e := range m.es {
 		if i > 0 && comparePostings(e.postingEntry, m.es[i-1].postingEntry) == 0 {
