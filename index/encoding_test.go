@@ -282,21 +282,7 @@ func TestPostingMerger(t *testing.T) {
 	}
 	finish := func(base bool, newer bool, ops [][]byte) ([]postingEntry, bool) {
 		t.Helper()
-		var m pebble.ValueMerger
-		var err error
-		if newer {
-			m, err = postingMerger.Merge(bk, ops[0])
-			for _, op := range ops[1:] {
-				if err == nil {
-					err = m.MergeNewer(op)
-				}
-			}
-		} else {
-			m, err = postingMerger.Merge(bk, ops[len(ops)-1])
-			for i := len(ops) - 2; i >= 0 && err == nil; i-- {
-				err = m.MergeOlder(ops[i])
-			}
-		}
+		m, err := mergeOperands(bk, ops, newer)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -602,6 +588,26 @@ func FuzzDecodePostingList(f *testing.F) {
 
 func encodePostingListOf(es []postingEntry) []byte { v, _ := encodePostingList(nil, es, nil); return v }
 
+// mergeOperands starts the posting merger on the operands ops of bucket
+// key bk, oldest first, handing them over newest first (MergeOlder) or
+// oldest first (MergeNewer), as Pebble does in reads and compactions.
+func mergeOperands(bk []byte, ops [][]byte, newer bool) (pebble.ValueMerger, error) {
+	if newer {
+		m, err := postingMerger.Merge(bk, ops[0])
+		for _, op := range ops[1:] {
+			if err == nil {
+				err = m.MergeNewer(op)
+			}
+		}
+		return m, err
+	}
+	m, err := postingMerger.Merge(bk, ops[len(ops)-1])
+	for i := len(ops) - 2; i >= 0 && err == nil; i-- {
+		err = m.MergeOlder(ops[i])
+	}
+	return m, err
+}
+
 // TestPostingMergerRuns: Finish merges the operands' sorted runs pairwise;
 // the order it reaches is the one sorting all the postings by key, content
 // id and age gives, for any number of operands merged in either direction.
@@ -625,21 +631,7 @@ func TestPostingMergerRuns(t *testing.T) {
 			ops[i], _ = encodePostingList(nil, es, nil)
 		}
 		newer := r.IntN(2) == 0
-		var vm pebble.ValueMerger
-		var err error
-		if newer {
-			vm, err = postingMerger.Merge(bk, ops[0])
-			for _, op := range ops[1:] {
-				if err == nil {
-					err = vm.MergeNewer(op)
-				}
-			}
-		} else {
-			vm, err = postingMerger.Merge(bk, ops[len(ops)-1])
-			for i := len(ops) - 2; i >= 0 && err == nil; i-- {
-				err = vm.MergeOlder(ops[i])
-			}
-		}
+		vm, err := mergeOperands(bk, ops, newer)
 		if err != nil {
 			t.Fatal(err)
 		}

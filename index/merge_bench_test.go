@@ -29,12 +29,7 @@ func BenchmarkPostingMerge(b *testing.B) {
 			ops[i], _ = encodePostingList(nil, es, nil)
 		}
 		load := func(b *testing.B) *listMerger {
-			vm, err := postingMerger.Merge(bk, ops[0])
-			for _, op := range ops[1:] {
-				if err == nil {
-					err = vm.MergeNewer(op)
-				}
-			}
+			vm, err := mergeOperands(bk, ops, true)
 			if err != nil {
 				b.Fatal(err)
 			}
