@@ -95,7 +95,9 @@
 //     Its walk lists files without an lstat: each worker stats its file
 //     once open. Into an index that held nothing at all, the scan keeps
 //     the strong hashes it has met (index.Bulk), so a new content is
-//     written without the index searching for an equal one.
+//     written without the index searching for an equal one, and a file
+//     without the index looking up a record of its path (the Bulk's
+//     filter holds every path given one since the scan began).
 //
 // Time: the daemon reads the real clock. Its unit tests of timing (Wait,
 // the tracker, overflow back-off) run in testing/synctest bubbles, where

@@ -121,7 +121,8 @@ func (h *ixHandle) Put(meta index.FileMeta, sk *fingerprint.Sketch) (index.FileR
 
 // PutBulk is Put for a first scan (index.Index.PutBulk): the postings of
 // a new content are written later, with many others, by Flush; b, if not
-// nil, spares the index the search for an equal content while it can.
+// nil, spares the index the search for an equal content and the lookup of
+// the path while it can.
 func (h *ixHandle) PutBulk(meta index.FileMeta, sk *fingerprint.Sketch, b *index.Bulk) (index.FileRecord, error) {
 	var rec index.FileRecord
 	err := h.write("put", func(ix *index.Index) (err error) { rec, err = ix.PutBulk(meta, sk, b); return err }, meta.Path)
@@ -151,10 +152,10 @@ func (h *ixHandle) PutCopy(meta index.FileMeta, size int64, strong [32]byte) (in
 	return rec, ok, err
 }
 
-func (h *ixHandle) PutCopyOf(meta index.FileMeta, cid uint32, size int64, strong [32]byte) (index.FileRecord, bool, error) {
+func (h *ixHandle) PutCopyOf(meta index.FileMeta, cid uint32, size int64, strong [32]byte, b *index.Bulk) (index.FileRecord, bool, error) {
 	var rec index.FileRecord
 	var ok bool
-	err := h.write("put", func(ix *index.Index) (err error) { rec, ok, err = ix.PutCopyOf(meta, cid, size, strong); return err }, meta.Path)
+	err := h.write("put", func(ix *index.Index) (err error) { rec, ok, err = ix.PutCopyOf(meta, cid, size, strong, b); return err }, meta.Path)
 	return rec, ok, err
 }
 

@@ -252,6 +252,7 @@ func (d *Daemon) runScan(ctx context.Context, s *scanRun) {
 	s.fresh = s.full() && !d.hasRecordsUnder(s.dir)
 	if s.fresh {
 		s.contents = d.ix.NewBulk() // nil unless the index holds nothing
+		defer s.contents.End()
 	}
 	fresh := s.fresh && !root.polled && d.watch != nil
 	f := d.filter()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -185,5 +186,114 @@ func TestFirstScanCopiesShareContents(t *testing.T) {
 	if !rep.OK() || rep.Files != distinct*copies || rep.Contents != distinct {
 		t.Errorf("after the first scan: %d files, %d contents, problems %q; want %d files of %d contents\n%s",
 			rep.Files, rep.Contents, rep.Problems, distinct*copies, distinct, logs.String())
+	}
+}
+
+// A file the first scan's walk has listed, whose change is applied
+// before a worker reads it for the scan, ends up with one record, of its
+// bytes now: the scan's index writes, which look up no path the index
+// cannot hold, look up a path a change gave a record meanwhile.
+func TestFirstScanWithChangesKeepsOnePathOneRecord(t *testing.T) {
+	root := t.TempDir()
+	const dirs, files = 4, 20
+	content := func(p, what string) []byte { return bytes.Repeat([]byte(what+" of "+p+" "), 100) }
+	for i := range dirs {
+		dir := filepath.Join(root, fmt.Sprintf("d%d", i))
+		if err := os.MkdirAll(filepath.Join(dir, "aa"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "aa", "f"), content(dir+"/aa/f", "first"), 0o644)
+		for j := range files {
+			p := filepath.Join(dir, fmt.Sprintf("f%02d", j))
+			os.WriteFile(p, content(p, "first"), 0o644)
+		}
+	}
+	// The walk lists each dN, then enters dN/aa before it queues the
+	// files of dN (aa sorts first): there, every file of dN is rewritten
+	// and a new one made beside each, and the walk goes on only once the
+	// changes are in the index.
+	var daemon atomic.Pointer[Daemon]
+	var hookErr atomic.Value
+	testHookWatchDir = func(dir string) {
+		if filepath.Base(dir) != "aa" {
+			return
+		}
+		parent := filepath.Dir(dir)
+		var paths []string
+		for j := range files {
+			p := filepath.Join(parent, fmt.Sprintf("f%02d", j))
+			os.WriteFile(p, content(p, "second"), 0o644)
+			os.WriteFile(p+".new", content(p, "new"), 0o644)
+			paths = append(paths, p, p+".new")
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for _, p := range paths {
+			want := int64(len(content(p, "second")))
+			if strings.HasSuffix(p, ".new") {
+				want = int64(len(content(strings.TrimSuffix(p, ".new"), "new")))
+			}
+			for {
+				if d := daemon.Load(); d != nil {
+					if rec, err := d.ix.Lookup(p); err == nil && rec.FileMeta.Size == want {
+						break
+					}
+				}
+				if time.Now().After(deadline) {
+					hookErr.Store(fmt.Sprintf("%s: its change was not applied within 10 s", p))
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	t.Cleanup(func() { testHookWatchDir = nil })
+	logs := &lockedBuffer{}
+	d, err := open(Config{
+		Roots: []string{root}, Workers: 2, SettleDelay: time.Millisecond, MaxSettleDelay: 10 * time.Millisecond,
+		DB: filepath.Join(t.TempDir(), "db"), Socket: filepath.Join(t.TempDir(), "s.sock"),
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemon.Store(d) // before the scan begins: the hook reads the index
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	<-d.ready
+	if _, err := d.Wait(ctx, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	testHookWatchDir = nil
+	if err := hookErr.Load(); err != nil {
+		t.Fatal(err)
+	}
+	var want int
+	filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
+		if err != nil || !de.Type().IsRegular() || isCookie(p) {
+			return nil
+		}
+		want++
+		st, _ := os.Stat(p)
+		if rec, err := d.ix.Lookup(p); err != nil || rec.FileMeta.Size != st.Size() {
+			t.Errorf("%s: record %+v, %v; want one of its %d bytes", p, rec.FileMeta, err, st.Size())
+		}
+		return nil
+	})
+	rep, err := d.ix.cur().Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.Files != uint64(want) {
+		t.Errorf("%d files, problems %q; want %d files", rep.Files, rep.Problems, want)
+	}
+	if t.Failed() {
+		t.Logf("%s", logs.String())
 	}
 }

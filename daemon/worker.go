@@ -177,7 +177,7 @@ func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path
 			cid, first = t.scan.contents.Add(strong)
 		}
 		if cid != 0 {
-			rec, copied, err = d.ix.PutCopyOf(meta, cid, meta.Size, strong)
+			rec, copied, err = d.ix.PutCopyOf(meta, cid, meta.Size, strong, t.scan.contents)
 		}
 		if err == nil && !copied && !first {
 			rec, copied, err = d.ix.PutCopy(meta, meta.Size, strong)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/bits-and-blooms/bloom/v3"
 	"github.com/sif-dev/sif/index/fingerprint"
 )
 
@@ -22,10 +23,21 @@ import (
 // each such write records its strong hash here under the write lock, so a
 // hash not recorded is held by no content. One write by anything else (a
 // Put, another Bulk) and PutBulk searches as Put does from then on.
+//
+// A Bulk also spares PutBulk and PutCopyOf the lookup of the file's path
+// (a read of its path key, under the write lock), for a path the index
+// can tell has no record: the index held no file when the Bulk was taken,
+// and until End every write that gives a path a record, by whichever
+// writer, adds the path to the Bulk's filter first. A path not in the
+// filter has no record; one in it (or a false positive) is looked up.
 type Bulk struct {
 	ix   *Index
 	gen0 uint64 // ix.contentGen when taken
 	own  uint64 // guarded by ix.wmu: contents made or rewritten by PutBulk with b since
+
+	// paths holds every path given a record since the Bulk was taken,
+	// while it is ix.bulk. Guarded by ix.wmu.
+	paths pathFilter
 
 	mu sync.Mutex
 	// m maps the first 8 bytes of a strong hash to the id of a content
@@ -34,19 +46,98 @@ type Bulk struct {
 }
 
 // NewBulk returns a Bulk for a load into ix, or nil when ix holds a
-// content already (any file at all).
+// content or a file already. The index keeps the filter of paths of one
+// Bulk at a time: a Bulk taken ends the one before it.
 func (ix *Index) NewBulk() (*Bulk, error) {
 	if err := ix.beginWrite(); err != nil {
 		return nil, fmt.Errorf("index.NewBulk: %w", err)
 	}
 	defer ix.endWrite()
 	ix.countsMu.Lock()
-	contents := ix.counts.Contents
+	empty := ix.counts.Contents == 0 && ix.counts.Files == 0
 	ix.countsMu.Unlock()
-	if contents != 0 {
+	if !empty {
 		return nil, nil
 	}
-	return &Bulk{ix: ix, gen0: ix.contentGen, m: make(map[uint64]uint32)}, nil
+	b := &Bulk{ix: ix, gen0: ix.contentGen, m: make(map[uint64]uint32)}
+	ix.bulk = b
+	return b, nil
+}
+
+// End ends the load: the index stops adding paths to b's filter, and
+// PutBulk and PutCopyOf with b look up every path from then on. b may be
+// nil.
+func (b *Bulk) End() {
+	if b == nil || b.ix.acquire() != nil {
+		return // closed: nothing adds to the filter any more
+	}
+	defer b.ix.release()
+	b.ix.wmu.Lock()
+	defer b.ix.wmu.Unlock()
+	if b.ix.bulk == b {
+		b.ix.bulk = nil
+	}
+	b.paths = pathFilter{}
+}
+
+// pathUnheld reports whether the index holds no record of path: it held
+// none when b was taken, and no write has given it one since. Called with
+// ix.wmu held.
+func (b *Bulk) pathUnheld(ix *Index, path string) bool {
+	return b != nil && ix.bulk == b && !b.paths.mayHold(path)
+}
+
+// notePath adds path to the filter of the current Bulk, if any: a write is
+// about to give it a record. Called with ix.wmu held, before the write's
+// batch commits (a failed commit leaves a path filtered for nothing).
+func (ix *Index) notePath(path string) {
+	if ix.bulk != nil {
+		ix.bulk.paths.add(path)
+	}
+}
+
+// A pathFilter is a Bloom filter of paths that grows with them: a chain of
+// filters, each for twice as many paths as the one before it at the same
+// false-positive rate, so that it holds any number of paths in about 10
+// bits each, and answers for one in one hash. It has no false negatives.
+type pathFilter struct {
+	filters []*bloom.BloomFilter
+	n, max  uint // paths in the last filter, and its capacity
+}
+
+const (
+	pathFilterFirst = 1 << 16 // paths in the first filter
+	pathFilterFP    = 0.01    // each filter's false-positive rate
+)
+
+// pathFilterK is the number of hashes of every filter of the chain.
+var _, pathFilterK = bloom.EstimateParameters(pathFilterFirst, pathFilterFP)
+
+func (f *pathFilter) add(path string) {
+	if len(f.filters) == 0 || f.n == f.max {
+		f.max = max(2*f.max, pathFilterFirst)
+		m, _ := bloom.EstimateParameters(f.max, pathFilterFP)
+		f.filters = append(f.filters, bloom.New(m, pathFilterK))
+		f.n = 0
+	}
+	last := f.filters[len(f.filters)-1]
+	for _, l := range bloom.Locations([]byte(path), pathFilterK) {
+		last.BitSet().Set(uint(l % uint64(last.Cap())))
+	}
+	f.n++
+}
+
+func (f *pathFilter) mayHold(path string) bool {
+	if len(f.filters) == 0 {
+		return false
+	}
+	locs := bloom.Locations([]byte(path), pathFilterK)
+	for _, g := range f.filters {
+		if g.TestLocations(locs) {
+			return true
+		}
+	}
+	return false
 }
 
 func strongKey(h [32]byte) uint64 { return binary.LittleEndian.Uint64(h[:8]) }

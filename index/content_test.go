@@ -262,7 +262,7 @@ func TestPutCopyOf(t *testing.T) {
 		t.Fatalf("Lookup /a1: content %d, %v; want %d", got.Content, err, ra.Content)
 	}
 	before := ix.PostingWrites()
-	rec, ok, err := ix.PutCopyOf(meta("/a2"), ra.Content, a.Size, a.Strong)
+	rec, ok, err := ix.PutCopyOf(meta("/a2"), ra.Content, a.Size, a.Strong, nil)
 	if err != nil || !ok || rec.Content != ra.Content || rec.Strong != a.Strong || rec.Features != 6 {
 		t.Fatalf("PutCopyOf /a2: %+v, %v, %v; want a copy of content %d", rec, ok, err, ra.Content)
 	}
@@ -280,7 +280,7 @@ func TestPutCopyOf(t *testing.T) {
 		"content id 0":    {0, a.Size, a.Strong},
 		"an unknown hash": {ra.Content, a.Size, [32]byte{}},
 	} {
-		if _, ok, err := ix.PutCopyOf(meta("/c"), miss.cid, miss.size, miss.strong); err != nil || ok {
+		if _, ok, err := ix.PutCopyOf(meta("/c"), miss.cid, miss.size, miss.strong, nil); err != nil || ok {
 			t.Errorf("PutCopyOf naming %s: %v, %v; want false, nil", what, ok, err)
 		}
 	}
@@ -292,7 +292,7 @@ func TestPutCopyOf(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, ok, err := ix.PutCopyOf(meta("/a3"), ra.Content, a.Size, a.Strong); err != nil || ok {
+	if _, ok, err := ix.PutCopyOf(meta("/a3"), ra.Content, a.Size, a.Strong, nil); err != nil || ok {
 		t.Errorf("PutCopyOf a removed content: %v, %v; want false, nil", ok, err)
 	}
 	if rep := mustClean(t, ix); rep.Contents != 1 {

@@ -130,6 +130,10 @@ func (ix *Index) PostingWrites() uint64 { return ix.postingWrites.Load() }
 // Open.
 func (ix *Index) ContentSearches() uint64 { return ix.contentSearches.Load() }
 
+// PathLookups is the number of lookups of a file's old record by its path
+// that writes made since Open.
+func (ix *Index) PathLookups() uint64 { return ix.pathLookups.Load() }
+
 // RawKeys counts the keys (as readers see them) starting with prefix.
 func (ix *Index) RawKeys(prefix byte) (int, error) {
 	n := 0
@@ -206,3 +210,10 @@ func (ix *Index) BeginOperation() (end func(), err error) {
 	}
 	return ix.release, nil
 }
+
+// PathFilter is the filter of a Bulk's paths.
+type PathFilter struct{ f pathFilter }
+
+func (f *PathFilter) Add(path string)          { f.f.add(path) }
+func (f *PathFilter) MayHold(path string) bool { return f.f.mayHold(path) }
+func (f *PathFilter) Filters() int             { return len(f.f.filters) }

@@ -57,6 +57,9 @@ type Index struct {
 	// contentGen counts the contents made or rewritten in place since
 	// Open, for Bulk. Guarded by wmu.
 	contentGen uint64
+	// bulk is the Bulk whose filter every path given a record is added
+	// to, or nil. Guarded by wmu.
+	bulk *Bulk
 	// pendingN is len(pend.postings), for readers that do not take wmu.
 	pendingN atomic.Int64
 
@@ -76,6 +79,9 @@ type Index struct {
 	// contentSearches counts the searches for an equal content, so tests
 	// can tell a write that made none (Bulk).
 	contentSearches atomic.Uint64
+	// pathLookups counts the lookups of a file's old record by its path
+	// that writes make, so tests can tell one a Bulk spared.
+	pathLookups atomic.Uint64
 }
 
 var _ Querier = (*Index)(nil)

@@ -104,7 +104,7 @@ func (ix *Index) put(meta FileMeta, sk *fingerprint.Sketch, deferred bool, b *Bu
 // content they name until one has the size and the whole strong hash
 // (before it takes the write lock), then does what PutCopyOf does.
 func (ix *Index) PutCopy(meta FileMeta, size int64, strong [32]byte) (FileRecord, bool, error) {
-	rec, ok, err := ix.putCopy(meta, 0, size, strong)
+	rec, ok, err := ix.putCopy(meta, 0, size, strong, nil)
 	if err != nil {
 		return FileRecord{}, false, fmt.Errorf("index.PutCopy %q: %w", meta.Path, err)
 	}
@@ -117,12 +117,13 @@ func (ix *Index) PutCopy(meta FileMeta, size int64, strong [32]byte) (FileRecord
 // The file joins content cid if the index still holds it with size bytes
 // and strong hash strong; otherwise nothing is written and PutCopyOf
 // returns false. It reads content cid's record, and the file's old path
-// key and records.
-func (ix *Index) PutCopyOf(meta FileMeta, cid uint32, size int64, strong [32]byte) (FileRecord, bool, error) {
+// key and records unless b, the Bulk of a load (or nil), tells that the
+// path has none.
+func (ix *Index) PutCopyOf(meta FileMeta, cid uint32, size int64, strong [32]byte, b *Bulk) (FileRecord, bool, error) {
 	if cid == 0 {
 		return FileRecord{}, false, nil // no content has id 0
 	}
-	rec, ok, err := ix.putCopy(meta, cid, size, strong)
+	rec, ok, err := ix.putCopy(meta, cid, size, strong, b)
 	if err != nil {
 		return FileRecord{}, false, fmt.Errorf("index.PutCopyOf %q: %w", meta.Path, err)
 	}
@@ -130,8 +131,8 @@ func (ix *Index) PutCopyOf(meta FileMeta, cid uint32, size int64, strong [32]byt
 }
 
 // putCopy joins the file meta to content cid, or, when cid is 0, to the
-// content of size and strong it finds.
-func (ix *Index) putCopy(meta FileMeta, cid uint32, size int64, strong [32]byte) (FileRecord, bool, error) {
+// content of size and strong it finds. b is as for store.
+func (ix *Index) putCopy(meta FileMeta, cid uint32, size int64, strong [32]byte, b *Bulk) (FileRecord, bool, error) {
 	if meta.Path == "" {
 		return FileRecord{}, false, errors.New("empty path")
 	}
@@ -164,7 +165,7 @@ func (ix *Index) putCopy(meta FileMeta, cid uint32, size int64, strong [32]byte)
 		return FileRecord{}, false, err // gone meanwhile: the caller puts a sketch
 	}
 	rec.FileMeta = meta
-	rec, err = ix.store(rec, cid, true, nil, false, nil)
+	rec, err = ix.store(rec, cid, true, nil, false, b)
 	return rec, err == nil, err
 }
 
@@ -196,14 +197,23 @@ func (ix *Index) findCopy(size int64, strong [32]byte) (cid uint32, found bool, 
 // store writes the file rec.FileMeta.Path, whose content is rec's, in one
 // batch: as a copy of content cid when shared, else with entries as its
 // content's, whose postings are left pending when deferred and the
-// content is new. The file's content is recorded in b, if not nil. It
+// content is new. The file's content is recorded in b, if not nil, and
+// the file's old record is not looked up when b tells there is none. It
 // must be called with the write lock held; rec.ID and rec.Content are set
 // here.
 func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry, deferred bool, b *Bulk) (FileRecord, error) {
 	meta := rec.FileMeta
-	old, oldCID, found, err := ix.lookup(ix.db, meta.Path)
-	if err != nil {
-		return FileRecord{}, err
+	var (
+		old    FileRecord
+		oldCID uint32
+		found  bool
+		err    error
+	)
+	if !b.pathUnheld(ix, meta.Path) {
+		ix.pathLookups.Add(1)
+		if old, oldCID, found, err = ix.lookup(ix.db, meta.Path); err != nil {
+			return FileRecord{}, err
+		}
 	}
 	id := old.ID
 	if !found {
@@ -286,6 +296,7 @@ func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry,
 	w.set(inodeKey(rec.Dev, rec.Ino, id), nil)
 	w.set(recordKey(id), encodeRecord(nil, &rec.FileMeta, cid))
 	if !found {
+		ix.notePath(meta.Path)
 		w.set(pathKey(meta.Path), encodeID(id))
 		w.delta.Files++
 	}
@@ -455,6 +466,7 @@ func (ix *Index) rename(oldPath string, meta FileMeta) error {
 				return err
 			}
 		}
+		ix.notePath(meta.Path)
 		w.delete(pathKey(oldPath))
 		w.set(pathKey(meta.Path), encodeID(rec.ID))
 	}
