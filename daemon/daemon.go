@@ -97,7 +97,7 @@ func open(cfg Config) (*Daemon, error) {
 	}
 	d := &Daemon{
 		cfg: cfg, log: cfg.Logger, started: time.Now(), ready: make(chan struct{}),
-		lanes: newLanes(cfg.Workers), track: newTracker(),
+		lanes: newLanes(), track: newTracker(),
 		live: newScanner(true), bulk: newScanner(false),
 		retries: make(map[string]int), deferrals: make(map[string]int),
 	}

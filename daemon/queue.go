@@ -63,10 +63,18 @@ type lanes struct {
 	busy atomic.Int64 // workers handling an item
 }
 
-func newLanes(workers int) *lanes {
+// bulkLane is the capacity of the bulk lane. A walk lists files in bursts
+// of a directory at a time; with room for a few hundred, it runs ahead of
+// the workers and blocks now and then, where a lane of a few items woke
+// the walk and a worker in turn for every file: the first scan of the
+// module tree took 0.97× the CPU and 0.95× the time to ready with 256
+// than with 8 (medians of 11, run for run; 1024 did no better).
+const bulkLane = 256
+
+func newLanes() *lanes {
 	return &lanes{
 		live: make(chan item, 1024),
-		bulk: make(chan item, 4*workers),
+		bulk: make(chan item, bulkLane),
 	}
 }
 
