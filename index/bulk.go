@@ -7,6 +7,7 @@ import (
 
 	"github.com/bits-and-blooms/bloom/v3"
 	"github.com/sif-dev/sif/index/fingerprint"
+	"github.com/zeebo/xxh3"
 )
 
 // A Bulk is the memory of a bulk load (a daemon's first scan) into an index
@@ -80,26 +81,34 @@ func (b *Bulk) End() {
 	b.paths = pathFilter{}
 }
 
-// pathUnheld reports whether the index holds no record of path: it held
-// none when b was taken, and no write has given it one since. Called with
-// ix.wmu held.
-func (b *Bulk) pathUnheld(ix *Index, path string) bool {
-	return b != nil && ix.bulk == b && !b.paths.mayHold(path)
-}
-
-// notePath adds path to the filter of the current Bulk, if any: a write is
-// about to give it a record. Called with ix.wmu held, before the write's
-// batch commits (a failed commit leaves a path filtered for nothing).
-func (ix *Index) notePath(path string) {
+// notePath adds the path whose pathHash is h to the filter of the current
+// Bulk, if any: a write is about to give it a record. Called with ix.wmu
+// held, before the write's batch commits (a failed commit leaves a path
+// filtered for nothing).
+func (ix *Index) notePath(h pathKeyHash) {
 	if ix.bulk != nil {
-		ix.bulk.paths.add(path)
+		ix.bulk.paths.add(h)
 	}
 }
+
+// pathUnheld reports whether the index holds no record of the path whose
+// pathHash is h: it held none when b was taken, and no write has given it
+// one since. Called with ix.wmu held.
+func (b *Bulk) pathUnheld(ix *Index, h pathKeyHash) bool {
+	return b != nil && ix.bulk == b && !b.paths.mayHold(h)
+}
+
+// A pathKeyHash is the 128-bit hash of a path that the filter of a Bulk's
+// paths holds; it is taken once per write, for both the test and the add.
+type pathKeyHash [16]byte
+
+func pathHash(path string) pathKeyHash { return xxh3.HashString128(path).Bytes() }
 
 // A pathFilter is a Bloom filter of paths that grows with them: a chain of
 // filters, each for twice as many paths as the one before it at the same
 // false-positive rate, so that it holds any number of paths in about 10
-// bits each, and answers for one in one hash. It has no false negatives.
+// bits each. It has no false negatives. Its keys are the paths' 128-bit
+// hashes, which its filters hash again.
 type pathFilter struct {
 	filters []*bloom.BloomFilter
 	n, max  uint // paths in the last filter, and its capacity
@@ -110,30 +119,19 @@ const (
 	pathFilterFP    = 0.01    // each filter's false-positive rate
 )
 
-// pathFilterK is the number of hashes of every filter of the chain.
-var _, pathFilterK = bloom.EstimateParameters(pathFilterFirst, pathFilterFP)
-
-func (f *pathFilter) add(path string) {
+func (f *pathFilter) add(h pathKeyHash) {
 	if len(f.filters) == 0 || f.n == f.max {
 		f.max = max(2*f.max, pathFilterFirst)
-		m, _ := bloom.EstimateParameters(f.max, pathFilterFP)
-		f.filters = append(f.filters, bloom.New(m, pathFilterK))
+		f.filters = append(f.filters, bloom.NewWithEstimates(f.max, pathFilterFP))
 		f.n = 0
 	}
-	last := f.filters[len(f.filters)-1]
-	for _, l := range bloom.Locations([]byte(path), pathFilterK) {
-		last.BitSet().Set(uint(l % uint64(last.Cap())))
-	}
+	f.filters[len(f.filters)-1].Add(h[:])
 	f.n++
 }
 
-func (f *pathFilter) mayHold(path string) bool {
-	if len(f.filters) == 0 {
-		return false
-	}
-	locs := bloom.Locations([]byte(path), pathFilterK)
+func (f *pathFilter) mayHold(h pathKeyHash) bool {
 	for _, g := range f.filters {
-		if g.TestLocations(locs) {
+		if g.Test(h[:]) {
 			return true
 		}
 	}

@@ -214,6 +214,6 @@ func (ix *Index) BeginOperation() (end func(), err error) {
 // PathFilter is the filter of a Bulk's paths.
 type PathFilter struct{ f pathFilter }
 
-func (f *PathFilter) Add(path string)          { f.f.add(path) }
-func (f *PathFilter) MayHold(path string) bool { return f.f.mayHold(path) }
+func (f *PathFilter) Add(path string)          { f.f.add(pathHash(path)) }
+func (f *PathFilter) MayHold(path string) bool { return f.f.mayHold(pathHash(path)) }
 func (f *PathFilter) Filters() int             { return len(f.f.filters) }

@@ -209,7 +209,11 @@ func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry,
 		found  bool
 		err    error
 	)
-	if !b.pathUnheld(ix, meta.Path) {
+	var ph pathKeyHash
+	if ix.bulk != nil {
+		ph = pathHash(meta.Path)
+	}
+	if !b.pathUnheld(ix, ph) {
 		ix.pathLookups.Add(1)
 		if old, oldCID, found, err = ix.lookup(ix.db, meta.Path); err != nil {
 			return FileRecord{}, err
@@ -296,7 +300,7 @@ func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry,
 	w.set(inodeKey(rec.Dev, rec.Ino, id), nil)
 	w.set(recordKey(id), encodeRecord(nil, &rec.FileMeta, cid))
 	if !found {
-		ix.notePath(meta.Path)
+		ix.notePath(ph)
 		w.set(pathKey(meta.Path), encodeID(id))
 		w.delta.Files++
 	}
@@ -466,7 +470,9 @@ func (ix *Index) rename(oldPath string, meta FileMeta) error {
 				return err
 			}
 		}
-		ix.notePath(meta.Path)
+		if ix.bulk != nil {
+			ix.notePath(pathHash(meta.Path))
+		}
 		w.delete(pathKey(oldPath))
 		w.set(pathKey(meta.Path), encodeID(rec.ID))
 	}
