@@ -1,6 +1,7 @@
 package index
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -83,7 +84,7 @@ func (ix *Index) flushPending() error {
 		return nil
 	}
 	ps := ix.pend.postings
-	slices.SortFunc(ps, comparePostings)
+	sortPostings(ps)
 	w := ix.newBatch()
 	defer w.close()
 	w.mergePostings(ps)
@@ -188,4 +189,40 @@ func (ix *Index) recoverPending() error {
 	ix.log.Info("wrote the postings a bulk load left pending", "dir", ix.dir, "from_content", from,
 		"contents", contents, "postings", postings)
 	return nil
+}
+
+// sortPostings sorts ps by key, then by content id. Pending postings come
+// in the order their contents were written, which is the order of their
+// ids, so a stable sort by key alone orders them: an LSD radix sort, in
+// three passes of 11 bits of the key. A first scan's Flush sorts all its
+// postings at its end, while nothing else runs: on 262,144 postings the
+// radix sort takes about a tenth of the time of a comparison sort
+// (BenchmarkSortPostings). Postings whose ids are out of order, which no
+// write leaves, are sorted by comparison.
+func sortPostings(ps []postingEntry) {
+	if len(ps) < 1024 || !slices.IsSortedFunc(ps, func(a, b postingEntry) int { return cmp.Compare(a.cid, b.cid) }) {
+		slices.SortFunc(ps, comparePostings)
+		return
+	}
+	const bits = 11
+	const mask = 1<<bits - 1
+	src, dst := ps, make([]postingEntry, len(ps))
+	for shift := 0; shift < 32; shift += bits {
+		var at [1 << bits]int
+		for _, p := range src {
+			at[p.key>>shift&mask]++
+		}
+		n := 0
+		for d, c := range at {
+			at[d] = n
+			n += c
+		}
+		for _, p := range src {
+			d := p.key >> shift & mask
+			dst[at[d]] = p
+			at[d]++
+		}
+		src, dst = dst, src
+	}
+	copy(ps, src) // an odd number of passes leaves them in the other slice
 }
