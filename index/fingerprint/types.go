@@ -1,8 +1,9 @@
 package fingerprint
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 )
 
 // Fingerprint is one kept piece of a stream.
@@ -130,33 +131,65 @@ func (s *Sketch) Occurrences() uint64 {
 }
 
 // Collector gathers emitted fingerprints into features. Its Add method is an
-// emit callback for [NewSketcher]. It holds one entry per distinct hash.
+// emit callback for [NewSketcher]. It appends each fingerprint to a list,
+// which it sorts by hash and folds into features (one per distinct hash,
+// with its count) when Features is called, and whenever the list has
+// doubled since the last fold: it holds at most about twice as many entries
+// as the stream has distinct hashes, plus collectorFold. A map from hash to
+// feature, updated at each fingerprint and sorted by reflection at the end,
+// took 3.5 to 4.5 times as long on source-like text of 9 and 64 KB
+// (BenchmarkCollector).
 type Collector struct {
-	m map[uint64]Feature
+	fs     []Feature // features folded (fs[:folded], sorted, distinct), then fingerprints
+	folded int
+	next   int // len(fs) at which to fold again
 }
+
+// collectorFold is the number of entries a Collector appends before its
+// first fold; a variable so that tests can make it small.
+var collectorFold = 1 << 16
 
 // Add records one occurrence of fp.
 func (c *Collector) Add(fp Fingerprint) {
-	if c.m == nil {
-		c.m = make(map[uint64]Feature)
+	if len(c.fs) >= c.next && len(c.fs) >= collectorFold {
+		c.fold()
+		c.next = 2 * len(c.fs)
 	}
-	f := c.m[fp.Hash]
-	f.Hash = fp.Hash
-	f.Count++
-	f.Len = fp.Len
-	c.m[fp.Hash] = f
+	c.fs = append(c.fs, Feature{Hash: fp.Hash, Count: 1, Len: fp.Len})
+}
+
+// fold sorts c.fs by hash and folds the entries of one hash into one
+// feature: their counts summed, the largest of their lengths (equal hashes
+// cover equal bytes, so their lengths differ only if two pieces collide).
+func (c *Collector) fold() {
+	if c.folded == len(c.fs) {
+		return
+	}
+	slices.SortFunc(c.fs, func(a, b Feature) int { return cmp.Compare(a.Hash, b.Hash) })
+	out := c.fs[:0]
+	for _, f := range c.fs {
+		if n := len(out); n > 0 && out[n-1].Hash == f.Hash {
+			out[n-1].Count += f.Count
+			out[n-1].Len = max(out[n-1].Len, f.Len)
+			continue
+		}
+		out = append(out, f)
+	}
+	c.fs, c.folded = out, len(out)
 }
 
 // Features returns the collected features sorted by hash. The caller owns
 // the slice.
 func (c *Collector) Features() []Feature {
-	out := make([]Feature, 0, len(c.m))
-	for _, f := range c.m {
-		out = append(out, f)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Hash < out[j].Hash })
-	return out
+	c.fold()
+	return append(make([]Feature, 0, len(c.fs)), c.fs...)
 }
 
-// Reset forgets everything collected.
-func (c *Collector) Reset() { clear(c.m) }
+// Reset forgets everything collected. It keeps the list's memory for the
+// next stream, unless a large stream grew it past collectorFold entries.
+func (c *Collector) Reset() {
+	if cap(c.fs) > collectorFold {
+		c.fs = nil
+	}
+	c.fs, c.folded, c.next = c.fs[:0], 0, 0
+}
