@@ -166,8 +166,12 @@
 // keys of the content it leaves, and the forward lists of the contents it
 // compares, rewrites or deletes; its postings are merged blind. Batches
 // commit without fsync: the index is a cache of the disk, and Sync and
-// Close make it durable. Writes are serialized by a mutex; reads run
-// concurrently, each on one consistent view. Only one process may open the
+// Close make it durable. Writes are serialized by a mutex (a writer that
+// finds it taken yields its processor for up to 200 µs before it blocks:
+// see lockWrites); reads run concurrently, each on one consistent view. A
+// bulk load into an empty index (Bulk) skips the path lookup of a write
+// whose path a Bloom filter of every path given a record since the load
+// began does not hold. Only one process may open the
 // database (Pebble's LOCK file): Open fails with ErrLocked otherwise.
 // Check verifies every invariant above; on corruption, and for an index
 // written in another format (version 1 had 64-bit hashes in its keys and
