@@ -33,6 +33,7 @@ func pendingPostings(r *rand.Rand, n, keys int) []postingEntry {
 // sort) or not (the comparison sort).
 func TestSortPostings(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
+	var scratch []postingEntry
 	for i := range 60 {
 		n := []int{0, 1, 1000, 1023, 1024, 5000, 70000}[i%7]
 		ps := pendingPostings(r, n, []int{1 << 30, 5000, 3}[i%3])
@@ -41,7 +42,7 @@ func TestSortPostings(t *testing.T) {
 		}
 		want := slices.Clone(ps)
 		slices.SortFunc(want, comparePostings)
-		sortPostings(ps)
+		scratch = sortPostings(ps, scratch)
 		if !slices.Equal(ps, want) {
 			for j := range ps {
 				if ps[j] != want[j] {
@@ -61,7 +62,7 @@ func BenchmarkSortPostings(b *testing.B) {
 		name string
 		sort func([]postingEntry)
 	}{
-		{"radix", sortPostings},
+		{"radix", func(ps []postingEntry) { sortPostings(ps, nil) }},
 		{"comparison", func(ps []postingEntry) { slices.SortFunc(ps, comparePostings) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
