@@ -40,6 +40,13 @@ func (l *lockedBuffer) String() string {
 // is ready.
 func startDaemon(t *testing.T, cfg Config) (*Daemon, *lockedBuffer) {
 	t.Helper()
+	return startDaemonWith(t, cfg, nil)
+}
+
+// startDaemonWith is startDaemon calling opened, if not nil, with the
+// daemon once it is open and before it runs.
+func startDaemonWith(t *testing.T, cfg Config, opened func(*Daemon)) (*Daemon, *lockedBuffer) {
+	t.Helper()
 	logs := &lockedBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if cfg.DB == "" {
@@ -51,6 +58,9 @@ func startDaemon(t *testing.T, cfg Config) (*Daemon, *lockedBuffer) {
 	d, err := open(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if opened != nil {
+		opened(d)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -247,27 +246,10 @@ func TestFirstScanWithChangesKeepsOnePathOneRecord(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { testHookWatchDir = nil })
-	logs := &lockedBuffer{}
-	d, err := open(Config{
-		Roots: []string{root}, Workers: 2, SettleDelay: time.Millisecond, MaxSettleDelay: 10 * time.Millisecond,
-		DB: filepath.Join(t.TempDir(), "db"), Socket: filepath.Join(t.TempDir(), "s.sock"),
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	daemon.Store(d) // before the scan begins: the hook reads the index
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
-	<-d.ready
-	if _, err := d.Wait(ctx, 60*time.Second); err != nil {
+	// The hook reads the index: the daemon is stored before its scan begins.
+	d, logs := startDaemonWith(t, Config{Roots: []string{root}, Workers: 2, SettleDelay: time.Millisecond, MaxSettleDelay: 10 * time.Millisecond},
+		func(d *Daemon) { daemon.Store(d) })
+	if _, err := d.Wait(context.Background(), 60*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	testHookWatchDir = nil

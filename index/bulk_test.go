@@ -16,14 +16,7 @@ import (
 // files still share one content.
 func TestBulk(t *testing.T) {
 	fs := vfs.NewMem()
-	ix, err := index.Open("/db", &index.Options{FS: fs, Params: manber})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := ix.NewBulk()
-	if err != nil || b == nil {
-		t.Fatalf("NewBulk on an empty index: %v, %v", b, err)
-	}
+	ix, b := openBulk(t, fs)
 	sk := func(label string, f ...int) *fingerprint.Sketch { return sketchOf(manber, label, 1000, feats(f...)...) }
 	a, c, e, e2, f, g := sk("A", 1, 2, 3, 4), sk("C", 5, 6, 7, 8), sk("E", 9, 10, 11), sk("E2", 9, 10, 12), sk("F", 13, 14, 15), sk("G", 16, 17, 18)
 	ino := uint64(0)
@@ -44,14 +37,7 @@ func TestBulk(t *testing.T) {
 		if n := ix.ContentSearches() - before; n != wantSearches {
 			t.Errorf("%s: %d searches for an equal content, want %d", what, n, wantSearches)
 		}
-		if err := ix.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		rep, err := ix.Check()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !rep.OK() || rep.Contents != wantContents {
+		if rep := flushAndCheck(t, ix); !rep.OK() || rep.Contents != wantContents {
 			t.Errorf("%s: %d contents, problems %q; want %d contents", what, rep.Contents, rep.Problems, wantContents)
 		}
 	}
@@ -90,7 +76,7 @@ func TestBulk(t *testing.T) {
 	if err := ix.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ix, err = index.Open("/db", &index.Options{FS: fs, Params: manber})
+	ix, err := index.Open("/db", &index.Options{FS: fs, Params: manber})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,14 +91,7 @@ func TestBulk(t *testing.T) {
 // up, so that a path never gets a second file id.
 func TestBulkPaths(t *testing.T) {
 	fs := vfs.NewMem()
-	ix, err := index.Open("/db", &index.Options{FS: fs, Params: manber})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := ix.NewBulk()
-	if err != nil || b == nil {
-		t.Fatalf("NewBulk on an empty index: %v, %v", b, err)
-	}
+	ix, b := openBulk(t, fs)
 	sk := func(label string, f ...int) *fingerprint.Sketch { return sketchOf(manber, label, 1000, feats(f...)...) }
 	a, c, e := sk("A", 1, 2, 3, 4), sk("C", 5, 6, 7, 8), sk("E", 9, 10, 11)
 	ino := uint64(0)
@@ -122,14 +101,7 @@ func TestBulkPaths(t *testing.T) {
 		if n := ix.PathLookups() - before; n != wantLookups {
 			t.Errorf("%s: %d path lookups, want %d", what, n, wantLookups)
 		}
-		if err := ix.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		rep, err := ix.Check()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !rep.OK() || rep.Files != wantFiles {
+		if rep := flushAndCheck(t, ix); !rep.OK() || rep.Files != wantFiles {
 			t.Errorf("%s: %d files, problems %q; want %d files", what, rep.Files, rep.Problems, wantFiles)
 		}
 	}
@@ -237,4 +209,31 @@ func TestPathFilter(t *testing.T) {
 	if rate := float64(false_) / n; rate > 0.05 {
 		t.Errorf("false-positive rate %.3f over %d filters, want at most 0.05", rate, f.Filters())
 	}
+}
+
+// openBulk opens an empty index in fs and takes a Bulk of it.
+func openBulk(t *testing.T, fs vfs.FS) (*index.Index, *index.Bulk) {
+	t.Helper()
+	ix, err := index.Open("/db", &index.Options{FS: fs, Params: manber})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ix.NewBulk()
+	if err != nil || b == nil {
+		t.Fatalf("NewBulk on an empty index: %v, %v", b, err)
+	}
+	return ix, b
+}
+
+// flushAndCheck writes the postings ix holds pending and checks it.
+func flushAndCheck(t *testing.T, ix *index.Index) *index.CheckReport {
+	t.Helper()
+	if err := ix.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ix.Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
