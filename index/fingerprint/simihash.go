@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"strings"
+	"sync"
 
 	"github.com/zeebo/xxh3"
 )
@@ -93,20 +94,6 @@ var lanesVar, blocksVar uint64 = lanes4, blocks4
 var (
 	// tagOf[w] has bit i set when w == tags[i].
 	tagOf [256]uint16
-	// simStep describes the 8 windows that end in a byte cur, given the byte
-	// prev before it: the windows starting at bits 1…7 of prev, and cur. It
-	// is indexed with (prev | cur<<8) & 0xff7f: the two bytes read
-	// little-endian, without prev's top bit, which is in none of the windows.
-	// In lane i, bit 0 (the count bit) is set when tags[i] matches any of the
-	// windows. The other bits are only for bordered tags: an unbordered tag
-	// cannot match again in the windows its last match blocks, so its blocks
-	// never matter. Bit 1 is set when the tag matches but not in the first
-	// window, so that, counted at its first match, it blocks windows of the
-	// next step; (e<<1)&blocks4 moves it to bit 2 to mark the tag blocked.
-	// Bit 2 is set when the tag matches in one of windows 0…6, the only ones
-	// a block can cover: e&blocked is not zero when a blocked tag matches
-	// where it might be blocked.
-	simStep [1 << 16]uint64
 )
 
 // bordered has bit i set when tags[i] is bordered: a proper prefix of its 8
@@ -122,6 +109,34 @@ func init() {
 			}
 		}
 	}
+}
+
+// simStep describes the 8 windows that end in a byte cur, given the byte
+// prev before it: the windows starting at bits 1…7 of prev, and cur. It
+// is indexed with (prev | cur<<8) & 0xff7f: the two bytes read
+// little-endian, without prev's top bit, which is in none of the windows.
+// In lane i, bit 0 (the count bit) is set when tags[i] matches any of the
+// windows. The other bits are only for bordered tags: an unbordered tag
+// cannot match again in the windows its last match blocks, so its blocks
+// never matter. Bit 1 is set when the tag matches but not in the first
+// window, so that, counted at its first match, it blocks windows of the
+// next step; (e<<1)&blocks4 moves it to bit 2 to mark the tag blocked.
+// Bit 2 is set when the tag matches in one of windows 0…6, the only ones
+// a block can cover: e&blocked is not zero when a blocked tag matches
+// where it might be blocked.
+//
+// It takes 512 KiB and about a millisecond to fill, so it is filled when a
+// stream is first scanned (simStepOnce), not when the package is loaded: a
+// client that never computes a SimiHash (sifctl, a sync tool) does not pay
+// for it, in time or in memory (the zero array is not backed until it is
+// written).
+var (
+	simStep     [1 << 16]uint64
+	simStepOnce sync.Once
+)
+
+func fillSimStep() {
+	t := &simStep
 	for prev := range 128 {
 		for cur := range 256 {
 			v := prev<<8 | cur
@@ -134,7 +149,7 @@ func init() {
 			for s := 1; s < 8; s++ {
 				m06 |= tagOf[byte(v>>s)]
 			}
-			simStep[prev|cur<<8] = spread4(m) | spread4(m&^first&bordered)<<1 | spread4(m06&bordered)<<2
+			t[prev|cur<<8] = spread4(m) | spread4(m&^first&bordered)<<1 | spread4(m06&bordered)<<2
 		}
 	}
 }
@@ -186,6 +201,7 @@ func (s *simiHash) reset() { *s = simiHash{} }
 
 // write scans b, which continues the stream.
 func (s *simiHash) write(b []byte) {
+	simStepOnce.Do(fillSimStep)
 	// The steps of the first two bytes look at bytes of earlier writes.
 	for i := range min(len(b), 2) {
 		s.step(b[i])
