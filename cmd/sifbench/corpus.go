@@ -232,6 +232,10 @@ type baselineResult struct {
 	OneWorkerRuns []float64 `json:"one_worker_ready_seconds"`
 	OneWorkerSecs float64   `json:"one_worker_median_seconds"`
 	TwoOverOne    float64   `json:"two_workers_speedup"`
+	// The scans' own times, as corpusResult's.
+	ScanRuns          []float64 `json:"scan_seconds"`
+	OneWorkerScanRuns []float64 `json:"one_worker_scan_seconds"`
+	ScanTwoOverOne    float64   `json:"scan_two_workers_speedup"`
 }
 
 // corpusFlags are the corpus benchmark's own flags.
@@ -357,11 +361,13 @@ func benchCorpus(ctx context.Context, c *common, cf *corpusFlags) (*corpusResult
 				return nil, fmt.Errorf("baseline %s: %w", base.Sifd, err)
 			}
 			base.OneWorkerRuns = append(base.OneWorkerRuns, d.ready.Seconds())
+			base.OneWorkerScanRuns = append(base.OneWorkerScanRuns, d.scanSecs)
 			d, cpu, idle, err := timedBin(base.Sifd, tag, 2, i)
 			if err != nil {
 				return nil, fmt.Errorf("baseline %s: %w", base.Sifd, err)
 			}
 			base.Runs = append(base.Runs, d.ready.Seconds())
+			base.ScanRuns = append(base.ScanRuns, d.scanSecs)
 			base.CPURuns = append(base.CPURuns, cpu)
 			base.CPUIdleRuns = append(base.CPUIdleRuns, idle)
 		}
@@ -415,6 +421,9 @@ func benchCorpus(ctx context.Context, c *common, cf *corpusFlags) (*corpusResult
 		base.CPUIdleSecs = median(base.CPUIdleRuns)
 		base.OneWorkerSecs = median(base.OneWorkerRuns)
 		base.TwoOverOne = base.OneWorkerSecs / base.MedianSecs
+		if m := median(base.ScanRuns); m > 0 {
+			base.ScanTwoOverOne = median(base.OneWorkerScanRuns) / m
+		}
 	}
 
 	if cf.cpuProfile != "" || cf.memProfile != "" {
@@ -467,6 +476,9 @@ func printCorpus(r *corpusResult, runs int) {
 			{"CPU until idle (median)", secs(b.CPUIdleSecs) + " " + fmtSecs(b.CPUIdleRuns), secs(r.CPUIdleSecs), f2(r.CPUIdleSecs / b.CPUIdleSecs)},
 			{"to ready, 1 worker (median)", secs(b.OneWorkerSecs) + " " + fmtSecs(b.OneWorkerRuns), secs(r.OneWorkerSecs), f2(r.OneWorkerSecs / b.OneWorkerSecs)},
 			{"2 workers as fast as 1", f2(b.TwoOverOne) + "×", f2(r.TwoOverOne) + "×", ""},
+			{"the scan alone, 1 and 2 workers (medians)", secs(median(b.OneWorkerScanRuns)) + ", " + secs(median(b.ScanRuns)),
+				secs(median(r.OneWorkerScanRuns)) + ", " + secs(median(r.ScanRuns)), ""},
+			{"2 workers' throughput over 1's, the scan alone", f2(b.ScanTwoOverOne) + "×", f2(r.ScanTwoOverOne) + "×", ""},
 		}))
 	}
 	fmt.Printf("index on disk after clean shutdown: %.2f MB = %.2f%% of the corpus\n", mb(r.IndexBytes), r.IndexShare)
