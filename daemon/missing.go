@@ -51,7 +51,7 @@ func (a answers) DirTotals(dirs []string, o *index.DirTotalsOptions) ([]index.Di
 		opts = *o
 	}
 	if hide, vis := a.d.hidden(), opts.Visible; hide != nil {
-		opts.Visible = func(p string) bool { return !hide(p) && (vis == nil || vis(p)) }
+		opts.Visible = func(m *index.FileMeta) bool { return !hide(m.Path) && (vis == nil || vis(m)) }
 	}
 	return call(a.d.ix, "dir totals", func(ix *index.Index) ([]index.DirTotal, error) { return ix.DirTotals(dirs, &opts) })
 }

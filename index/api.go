@@ -174,11 +174,14 @@ type QueryOptions struct {
 	// check: their estimates rest on one or a few fingerprints. 0 (the
 	// default) lists no weak candidate.
 	WeakShared int
-	// Visible, when set, keeps only candidates whose path it accepts, as
+	// Visible, when set, keeps only candidates whose record it accepts, as
 	// if the others were not indexed: they are neither listed nor counted
 	// in Result.Candidates. It is called on the caller's goroutine, after
-	// the other filters, only for candidates that reach the threshold.
-	Visible func(path string) bool
+	// the other filters, only for candidates that reach the threshold. It
+	// is given the file's record as indexed (path, inode, status change
+	// time), so that it can tell whether the file now at the path is
+	// still that one.
+	Visible func(m *FileMeta) bool
 }
 
 // Defaults for QueryOptions and GroupOptions.
@@ -247,11 +250,11 @@ type GroupOptions struct {
 	// unrelated groups through it. 0 means DefaultMinFeatures; negative is
 	// an error.
 	MinShared int
-	// Visible, when set, keeps only files whose path it accepts: the others
-	// are left out as if they were not indexed, so they neither appear nor
-	// link the files they resemble. It is called once per file under
-	// PathPrefix, on the caller's goroutine.
-	Visible func(path string) bool
+	// Visible, when set, keeps only files whose record it accepts: the
+	// others are left out as if they were not indexed, so they neither
+	// appear nor link the files they resemble. It is called once per file
+	// under PathPrefix, on the caller's goroutine (as QueryOptions.Visible).
+	Visible func(m *FileMeta) bool
 	// Links, when set, lists in each Group the links between its files
 	// with their containments both ways (Group.Links): what a caller that
 	// weighs the pairs itself needs, such as directory grouping.

@@ -27,11 +27,11 @@ type DirTotalsOptions struct {
 	// holding more stops there and its total is Truncated. 0 means
 	// DefaultDirMaxFiles.
 	MaxFiles int
-	// Visible, when set, counts only the files whose path it accepts, as
+	// Visible, when set, counts only the files whose record it accepts, as
 	// if the others were not indexed (as QueryOptions.Visible). It is
 	// called on the caller's goroutine, once per file scanned; files it
 	// refuses count toward MaxFiles, which bounds the work.
-	Visible func(path string) bool
+	Visible func(m *FileMeta) bool
 }
 
 // DefaultDirMaxFiles is DirTotalsOptions.MaxFiles's default.
@@ -91,7 +91,7 @@ func (ix *Index) dirTotals(dirs []string, o *DirTotalsOptions) ([]DirTotal, erro
 					break
 				}
 				scanned++
-				if opts.Visible == nil || opts.Visible(m.Path) {
+				if opts.Visible == nil || opts.Visible(&m) {
 					t.Files++
 					t.Bytes += m.Size
 				}

@@ -72,7 +72,7 @@ func TestDirTotals(t *testing.T) {
 
 	// Visible: hidden files are not counted.
 	hide := map[string]bool{"/a/b/y": true, "/a/b/sub/x-copy": true}
-	got, err = ix.DirTotals([]string{"/a/b"}, &index.DirTotalsOptions{Visible: func(p string) bool { return !hide[p] }})
+	got, err = ix.DirTotals([]string{"/a/b"}, &index.DirTotalsOptions{Visible: func(m *index.FileMeta) bool { return !hide[m.Path] }})
 	if err != nil {
 		t.Fatal(err)
 	}

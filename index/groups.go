@@ -242,8 +242,8 @@ func (g *grouping) selectContents() error {
 	visible := g.opts.Visible
 	g.filtered = prefix != "" || visible != nil
 	if g.filtered {
-		keep := func(id, cid uint32, path string) {
-			if InTree(path, g.opts.PathPrefix) && (visible == nil || visible(path)) {
+		keep := func(id, cid uint32, meta *FileMeta) {
+			if InTree(meta.Path, g.opts.PathPrefix) && (visible == nil || visible(meta)) {
 				g.files.add(id)
 				g.contents.add(cid)
 			}
@@ -261,7 +261,7 @@ func (g *grouping) selectContents() error {
 				if err != nil {
 					return fmt.Errorf("file id %d: %w", id, err)
 				}
-				keep(id, cid, meta.Path)
+				keep(id, cid, &meta)
 				return nil
 			})
 		} else {
@@ -276,7 +276,7 @@ func (g *grouping) selectContents() error {
 					return err
 				}
 				if found {
-					keep(id, cid, meta.Path)
+					keep(id, cid, &meta)
 				}
 				return nil
 			})

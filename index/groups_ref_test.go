@@ -177,7 +177,7 @@ func (n *refNode) member(percent float64, via string) GroupMember {
 // (when not nil) accepts and folds identical files into nodes. nodeOf maps
 // a content id to its node's index; contents none of whose files are
 // considered are absent.
-func (ix *Index) refNodes(r pebble.Reader, prefix string, visible func(string) bool) ([]refNode, map[uint32]int, error) {
+func (ix *Index) refNodes(r pebble.Reader, prefix string, visible func(*FileMeta) bool) ([]refNode, map[uint32]int, error) {
 	type file struct {
 		rec FileRecord
 		cid uint32
@@ -193,7 +193,7 @@ func (ix *Index) refNodes(r pebble.Reader, prefix string, visible func(string) b
 		if err != nil {
 			return err
 		}
-		if found && InTree(rec.Path, prefix) && (visible == nil || visible(rec.Path)) {
+		if found && InTree(rec.Path, prefix) && (visible == nil || visible(&rec.FileMeta)) {
 			files = append(files, file{rec, cid}) // in path order
 		}
 		return nil

@@ -73,7 +73,9 @@ func TestGroupsStreamingAgainstReference(t *testing.T) {
 					}
 				}
 				mustClean(t, ix)
-				hidden := func(p string) bool { return !strings.HasSuffix(p, "1") && !strings.HasSuffix(p, "4") }
+				hidden := func(m *index.FileMeta) bool {
+					return !strings.HasSuffix(m.Path, "1") && !strings.HasSuffix(m.Path, "4")
+				}
 				optss := []index.GroupOptions{
 					{},
 					{Threshold: 0.3, MaxDF: -1},

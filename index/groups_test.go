@@ -53,7 +53,9 @@ func TestGroupsAgainstBruteForce(t *testing.T) {
 				{Threshold: 0.2, MaxDF: -1, PathPrefix: "/b/"},
 				// A caller who sees a third of the files: the hidden ones
 				// neither appear nor link the others.
-				{Threshold: 0.3, MaxDF: -1, Visible: func(p string) bool { return !strings.HasSuffix(p, "0") && !strings.HasSuffix(p, "3") }},
+				{Threshold: 0.3, MaxDF: -1, Visible: func(m *index.FileMeta) bool {
+					return !strings.HasSuffix(m.Path, "0") && !strings.HasSuffix(m.Path, "3")
+				}},
 			} {
 				got, err := ix.Groups(opts)
 				if err != nil {
@@ -87,7 +89,7 @@ func bruteGroups(m model, opts index.GroupOptions) [][]string {
 	var nodes []*bruteNode
 	byContent := map[string]*bruteNode{}
 	for _, path := range slices.Sorted(maps.Keys(m)) {
-		if !strings.HasPrefix(path, opts.PathPrefix) || opts.Visible != nil && !opts.Visible(path) {
+		if !strings.HasPrefix(path, opts.PathPrefix) || opts.Visible != nil && !opts.Visible(&index.FileMeta{Path: path}) {
 			continue
 		}
 		sk := m[path].sk

@@ -540,7 +540,7 @@ func (s *querySearch) keep(rec *FileRecord) bool {
 		return false
 	case o.SizeRatio > 0 && !withinRatio(rec.Summary.Size, s.q.Sketch.Size, o.SizeRatio):
 		return false
-	case o.Visible != nil && !o.Visible(rec.Path):
+	case o.Visible != nil && !o.Visible(&rec.FileMeta):
 		return false
 	}
 	return true

@@ -33,7 +33,7 @@ func TestSimilarVisible(t *testing.T) {
 		sketches[path] = sk
 	}
 	hidden := func(p string) bool { return strings.HasPrefix(p, "/b/") || strings.HasSuffix(p, "7") }
-	visible := func(p string) bool { return !hidden(p) }
+	visible := func(m *index.FileMeta) bool { return !hidden(m.Path) }
 	checked := 0
 	for _, qpath := range paths[:30] {
 		q := index.Query{Path: qpath, Sketch: sketches[qpath]}

@@ -16,6 +16,13 @@
 // that is now a symbolic link, is not readable. Root and the daemon's own
 // user are not filtered at all; the server does not make a View for them.
 //
+// For an indexed file the server asks more (CanReadIndexed): that the
+// file now at the path is still the one the index describes, the same
+// inode with the same status change time. A file replaced or changed
+// since it was indexed is refused until the daemon has read it again,
+// since what the index holds of it may be the content of a file the
+// caller could not read.
+//
 // The daemon itself must be able to see every path it asks about: it runs
 // as root or with CAP_DAC_READ_SEARCH (the system service), or checks only
 // paths under its own roots, which it can read.

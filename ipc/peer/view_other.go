@@ -13,5 +13,14 @@ func NewView(c Cred) *View { return &View{cred: c} }
 // CanRead reports false: no file can be judged here.
 func (v *View) CanRead(string) bool { return false }
 
+// Indexed is what the index recorded of a file (see the Unix View).
+type Indexed struct {
+	Dev, Ino uint64
+	CtimeNs  int64
+}
+
+// CanReadIndexed reports false: no file can be judged here.
+func (v *View) CanReadIndexed(string, Indexed) bool { return false }
+
 // CanList reports false: no directory can be judged here.
 func (v *View) CanList(string) bool { return false }

@@ -32,17 +32,50 @@ func NewView(c Cred) *View {
 // CanRead reports whether the caller could open the regular file at path
 // (absolute) for reading now.
 func (v *View) CanRead(path string) bool {
-	if !filepath.IsAbs(path) {
+	_, ok := v.readable(path)
+	return ok
+}
+
+// Indexed is what the index recorded of a file: its inode, and its
+// status change time (Unix nanoseconds, 0 when unknown).
+type Indexed struct {
+	Dev, Ino uint64
+	CtimeNs  int64
+}
+
+// CanReadIndexed reports whether the caller could open the regular file
+// at path for reading now, and that file is still the one indexed as
+// was: the same inode, its status unchanged since. A file replaced
+// (renamed over, removed and made again, even on a reused inode number)
+// or rewritten, chmod'ed or chown'ed since it was indexed fails, until
+// the daemon has read it again: what the index holds of it may be the
+// content of a file the caller could not read, and an answer computed
+// on it would tell about that content.
+func (v *View) CanReadIndexed(path string, was Indexed) bool {
+	st, ok := v.readable(path)
+	if !ok {
 		return false
 	}
-	if !v.reachable(filepath.Dir(path)) {
+	if st.Dev != was.Dev || st.Ino != was.Ino {
 		return false
+	}
+	return was.CtimeNs == 0 || st.Ctim.Nano() == was.CtimeNs
+}
+
+// readable returns the lstat of the regular file at path, and whether the
+// caller could open it for reading now.
+func (v *View) readable(path string) (*unix.Stat_t, bool) {
+	if !filepath.IsAbs(path) {
+		return nil, false
+	}
+	if !v.reachable(filepath.Dir(path)) {
+		return nil, false
 	}
 	var st unix.Stat_t
 	if err := unix.Lstat(path, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return false
+		return nil, false
 	}
-	return v.allowed(path, &st, permRead)
+	return &st, v.allowed(path, &st, permRead)
 }
 
 // CanList reports whether the caller could open the directory at path for

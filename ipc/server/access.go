@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/ipc"
 	"github.com/sif-dev/sif/ipc/peer"
 )
@@ -82,6 +83,18 @@ func (c *caller) view() *peer.View {
 		return nil
 	}
 	return peer.NewView(c.cred)
+}
+
+// visibleTo is the index's Visible for a caller who sees only what v
+// lets them read: a file is kept if they could read it now and it is
+// still the file indexed (peer.View.CanReadIndexed). Between a path's
+// file being replaced and the daemon reading it again, the index holds
+// the old file's fingerprints under that path; an answer computed on them
+// would tell a caller about content they could not read.
+func visibleTo(v *peer.View) func(*index.FileMeta) bool {
+	return func(m *index.FileMeta) bool {
+		return v.CanReadIndexed(m.Path, peer.Indexed{Dev: m.Dev, Ino: m.Ino, CtimeNs: m.CtimeNs})
+	}
 }
 
 // identify answers 403 and returns nil when the caller's credentials are

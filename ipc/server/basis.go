@@ -42,7 +42,7 @@ func (s *Server) basis(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if v := c.view(); v != nil {
-		opts.Visible = v.CanRead
+		opts.Visible = visibleTo(v)
 	}
 	res, err := s.q.Similar(q, opts)
 	if err != nil {

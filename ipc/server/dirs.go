@@ -54,7 +54,7 @@ func (s *Server) dirTotals(w http.ResponseWriter, r *http.Request) {
 		opts.MaxFiles = ipc.DefaultDirMaxFiles
 	}
 	if v := c.view(); v != nil {
-		opts.Visible = v.CanRead
+		opts.Visible = visibleTo(v)
 	}
 	ts, err := dt.DirTotals(dirs, &opts)
 	if err != nil {

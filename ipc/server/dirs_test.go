@@ -25,7 +25,7 @@ func (d *dirsBackend) DirTotals(dirs []string, o *index.DirTotalsOptions) ([]ind
 	for i, dir := range dirs {
 		out[i].Path = dir
 		for p, size := range d.files {
-			if !strings.HasPrefix(p, dir+"/") || o.Visible != nil && !o.Visible(p) {
+			if !strings.HasPrefix(p, dir+"/") || o.Visible != nil && !o.Visible(&index.FileMeta{Path: p}) {
 				continue
 			}
 			if int(out[i].Files) == o.MaxFiles {

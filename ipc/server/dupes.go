@@ -25,9 +25,9 @@ func (s *Server) dupes(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	var canRead func(string) bool
+	var canRead func(*index.FileMeta) bool
 	if v := c.view(); v != nil {
-		canRead = v.CanRead
+		canRead = visibleTo(v)
 	}
 	st := newStream(w)
 	st.buf = append(st.buf, `{"sets":[`...)
@@ -71,10 +71,10 @@ func (s *Server) dupes(w http.ResponseWriter, r *http.Request) {
 // copy on disk. When canRead is not nil, only the files it accepts are
 // listed and counted, and a set left with fewer than two files is
 // dropped (false): a copy the caller cannot see makes no set.
-func dupeSet(d *index.DupeSet, canRead func(string) bool) (ipc.DupeSet, bool) {
+func dupeSet(d *index.DupeSet, canRead func(*index.FileMeta) bool) (ipc.DupeSet, bool) {
 	if canRead != nil {
 		kept := *d
-		kept.Files = slices.DeleteFunc(slices.Clone(d.Files), func(f index.FileMeta) bool { return !canRead(f.Path) })
+		kept.Files = slices.DeleteFunc(slices.Clone(d.Files), func(f index.FileMeta) bool { return !canRead(&f) })
 		if len(kept.Files) < 2 {
 			return ipc.DupeSet{}, false
 		}

@@ -32,7 +32,7 @@ func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if v := c.view(); v != nil {
-		opts.Visible = v.CanRead
+		opts.Visible = visibleTo(v)
 	}
 	st := newStream(w)
 	st.buf = append(st.buf, `{"threshold":`...)

@@ -301,7 +301,7 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if v := c.view(); v != nil {
-		opts.Visible = v.CanRead
+		opts.Visible = visibleTo(v)
 	}
 	limit := opts.Limit
 	if eq != nil {
