@@ -370,23 +370,12 @@ var (
 // gone by the time its watch is added (made and removed at once, as builds
 // do) is skipped: its parent's watch reports its removal.
 //
-// Each directory's watch is added before it is listed (WalkDir calls the
-// function on a directory before reading it), so an entry made before the
-// watch is listed and one made after raises an event.
+// Each directory's watch is added before it is listed (Walk's OnDir), so
+// an entry made before the watch is listed and one made after raises an
+// event. The walk lists no directory through a symlink, even one that
+// replaced a directory as it went (walk_linux.go).
 func (w *Watcher) watchTree(ctx context.Context, dir string, h Handler) error {
-	return filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
-		if err != nil {
-			if p == dir {
-				return err
-			}
-			return nil // the walk that scans reports unreadable entries
-		}
-		if !de.IsDir() {
-			return nil
-		}
+	onDir := func(p string) error {
 		switch err := w.watchDir(p, p == dir); {
 		case err == nil:
 			return nil
@@ -402,7 +391,9 @@ func (w *Watcher) watchTree(ctx context.Context, dir string, h Handler) error {
 			w.unwatched(p, err, h)
 			return fs.SkipDir
 		}
-	})
+	}
+	// Files, and what could not be listed, are the scan's to report.
+	return Walk(ctx, dir, WalkOptions{OnDir: onDir, NoInfo: true}, func(Entry) error { return nil })
 }
 
 // watchDir adds the watch of directory p, unless it is excluded or not
