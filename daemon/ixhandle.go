@@ -163,8 +163,8 @@ func (h *ixHandle) Remove(path string) error {
 	return h.write("remove", func(ix *index.Index) error { return ix.Remove(path) }, path)
 }
 
-func (h *ixHandle) Rename(oldPath string, meta index.FileMeta) error {
-	return h.write("rename", func(ix *index.Index) error { return ix.Rename(oldPath, meta) }, oldPath, meta.Path)
+func (h *ixHandle) RenameIf(was, meta index.FileMeta) error {
+	return h.write("rename", func(ix *index.Index) error { return ix.RenameIf(was, meta) }, was.Path, meta.Path)
 }
 
 func (h *ixHandle) Similar(q index.Query, o index.QueryOptions) (*index.Result, error) {

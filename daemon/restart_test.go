@@ -3,12 +3,14 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -224,5 +226,68 @@ func TestDropOutsideRoots(t *testing.T) {
 	})
 	if st.Counters.Unchanged != 4 || st.Counters.Indexed != 0 {
 		t.Errorf("unchanged %d, indexed %d; want 4, 0", st.Counters.Unchanged, st.Counters.Indexed)
+	}
+}
+
+// A file moved while sifd was down, and a new file written at its old
+// path: the restart moves the first one's record to its new path and
+// indexes the new file, each with its own content, whichever worker
+// writes first. The rename is held here until the new file is indexed:
+// the worker that wrote it reused the record at the old path, and a
+// rename that did not check the record was still the moved file's then
+// carried the new file's content to the moved file's path, under the
+// moved file's metadata, where no later scan would look again.
+func TestRestartRenameAfterNewFileAtOldPath(t *testing.T) {
+	root := t.TempDir()
+	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
+	if err := os.WriteFile(a, bytes.Repeat([]byte("the file that moves; "), 300), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Roots: []string{root}, DB: filepath.Join(t.TempDir(), "db"), Socket: filepath.Join(t.TempDir(), "s"), Workers: 2}
+	runToReady(t, cfg, nil)
+	if err := os.Rename(a, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(a, bytes.Repeat([]byte("a new file at the old path; "), 300), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Lstat(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, newIno := fileID(st)
+	var held atomic.Bool
+	testHookRename = func(d *Daemon, from, to string) {
+		if from != a || to != b {
+			return
+		}
+		held.Store(true)
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if rec, err := d.ix.Lookup(a); err == nil && rec.Ino == newIno {
+				return
+			}
+		}
+		t.Error("the new file at the old path was not indexed while the rename waited")
+	}
+	defer func() { testHookRename = nil }()
+	runToReady(t, cfg, func(d *Daemon) {
+		indexMatchesDisk(t, d, root)
+		for _, p := range []string{a, b} {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := d.ix.Lookup(p)
+			if err != nil {
+				t.Errorf("%s: %v", p, err)
+				continue
+			}
+			if rec.Strong != sha256.Sum256(data) {
+				t.Errorf("%s: the record holds another file's content (%d bytes), not its own (%d bytes)", p, rec.Summary.Size, len(data))
+			}
+		}
+	})
+	if !held.Load() {
+		t.Error("the restart did not try to move the record from a to b")
 	}
 }

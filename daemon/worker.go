@@ -253,8 +253,13 @@ func (d *Daemon) renamed(path string, info fs.FileInfo, dev, ino uint64, mtime i
 			}
 		}
 		meta := index.FileMeta{Path: path, Size: info.Size(), MtimeNs: mtime, CtimeNs: fileCtime(info), Dev: dev, Ino: ino, Mode: uint32(info.Mode())}
-		if err := d.ix.Rename(c.Path, meta); err != nil {
-			if !errors.Is(err, index.ErrNotFound) && !errors.Is(err, errWritesHeld) { // else removed meanwhile: read it
+		if testHookRename != nil {
+			testHookRename(d, c.Path, path)
+		}
+		// Only if the record at c.Path is still c: a worker writing a new
+		// file at c.Path meanwhile may have given the record its content.
+		if err := d.ix.RenameIf(c.FileMeta, meta); err != nil {
+			if !errors.Is(err, index.ErrNotFound) && !errors.Is(err, errWritesHeld) { // else removed or replaced meanwhile: read it
 				d.log.Error("index rename failed", "from", c.Path, "to", path, "err", err)
 			}
 			return false
@@ -265,6 +270,10 @@ func (d *Daemon) renamed(path string, info fs.FileInfo, dev, ino uint64, mtime i
 	}
 	return false
 }
+
+// testHookRename, when set, is called by renamed just before it moves
+// the record at from to to: tests write to from there.
+var testHookRename func(d *Daemon, from, to string)
 
 // gone handles a path that no longer exists: its record, and the records
 // below it if it was a directory, are removed.

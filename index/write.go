@@ -437,13 +437,27 @@ func (ix *Index) remove(path string) error {
 // meta.Path, to update the metadata only. It returns an error wrapping
 // ErrNotFound when oldPath is not indexed.
 func (ix *Index) Rename(oldPath string, meta FileMeta) error {
-	if err := ix.rename(oldPath, meta); err != nil {
+	if err := ix.rename(oldPath, meta, nil); err != nil {
 		return fmt.Errorf("index.Rename %q to %q: %w", oldPath, meta.Path, err)
 	}
 	return nil
 }
 
-func (ix *Index) rename(oldPath string, meta FileMeta) error {
+// RenameIf is Rename from was.Path, provided the record there still
+// describes the file was does: the same device, inode, size, mtime and
+// ctime. Otherwise it returns an error wrapping ErrNotFound and changes
+// nothing. A caller that found a moved file's old record (LookupInode)
+// renames with it, so that a write to the old path in between (a new
+// file there, whose content replaced the record's) is not moved to the
+// new path as the moved file's.
+func (ix *Index) RenameIf(was, meta FileMeta) error {
+	if err := ix.rename(was.Path, meta, &was); err != nil {
+		return fmt.Errorf("index.Rename %q to %q: %w", was.Path, meta.Path, err)
+	}
+	return nil
+}
+
+func (ix *Index) rename(oldPath string, meta FileMeta, was *FileMeta) error {
 	if err := ix.beginWrite(); err != nil {
 		return err
 	}
@@ -457,6 +471,10 @@ func (ix *Index) rename(oldPath string, meta FileMeta) error {
 	}
 	if !found {
 		return ErrNotFound
+	}
+	if was != nil && (rec.Dev != was.Dev || rec.Ino != was.Ino || rec.FileMeta.Size != was.Size ||
+		rec.MtimeNs != was.MtimeNs || rec.CtimeNs != was.CtimeNs) {
+		return fmt.Errorf("%w: the record there is of another file now", ErrNotFound)
 	}
 	w := ix.newBatch()
 	defer w.close()

@@ -460,3 +460,60 @@ func TestPostingListsAcrossCompactions(t *testing.T) {
 		t.Fatalf("final index: %d postings of %d fingerprints, want 9 and 9", rep.Postings, rep.Fingerprints)
 	}
 }
+
+// RenameIf moves a record only while it still describes the file the
+// caller found: once a write to the old path has given the record another
+// file (a new file written there, reusing the record), it refuses with
+// ErrNotFound and changes nothing, so the new file's content is not moved
+// to the new path as the moved file's.
+func TestRenameIf(t *testing.T) {
+	ix := openMem(t, nil, manber)
+	rng := rand.New(rand.NewPCG(3, 3))
+	moved := randSketch(rng, manber, 10, 100)
+	meta := metaFor("/old", moved, rng)
+	meta.Dev, meta.Ino, meta.CtimeNs = 1, 100, 5
+	rec, err := ix.Put(meta, moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := rec.FileMeta // what LookupInode gave the caller
+	// A new file at /old replaces the record's content, keeping its id.
+	other := randSketch(rng, manber, 6, 100)
+	newMeta := metaFor("/old", other, rng)
+	newMeta.Dev, newMeta.Ino, newMeta.CtimeNs = 1, 200, 6
+	if r, err := ix.Put(newMeta, other); err != nil || r.ID != rec.ID {
+		t.Fatalf("the new file at /old: id %d, %v; want the record %d reused", r.ID, err, rec.ID)
+	}
+	to := found
+	to.Path = "/new"
+	if err := ix.RenameIf(found, to); !errors.Is(err, index.ErrNotFound) {
+		t.Fatalf("RenameIf of a record rewritten since: %v, want ErrNotFound", err)
+	}
+	if r, err := ix.Lookup("/old"); err != nil || r.Ino != 200 {
+		t.Fatalf("/old after the refused rename: %+v, %v; want the new file", r, err)
+	}
+	if _, err := ix.Lookup("/new"); !errors.Is(err, index.ErrNotFound) {
+		t.Fatalf("/new after the refused rename: %v, want not indexed", err)
+	}
+	// Each field of the record counts.
+	cur, _ := ix.Lookup("/old")
+	for name, change := range map[string]func(m *index.FileMeta){
+		"dev": func(m *index.FileMeta) { m.Dev++ }, "ino": func(m *index.FileMeta) { m.Ino++ },
+		"size": func(m *index.FileMeta) { m.Size++ }, "mtime": func(m *index.FileMeta) { m.MtimeNs++ },
+		"ctime": func(m *index.FileMeta) { m.CtimeNs++ },
+	} {
+		was := cur.FileMeta
+		change(&was)
+		if err := ix.RenameIf(was, to); !errors.Is(err, index.ErrNotFound) {
+			t.Errorf("RenameIf with another %s: %v, want ErrNotFound", name, err)
+		}
+	}
+	// With the record as it is, it moves.
+	if err := ix.RenameIf(cur.FileMeta, to); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := ix.Lookup("/new"); err != nil || r.ID != rec.ID {
+		t.Fatalf("/new after the rename: %+v, %v", r, err)
+	}
+	mustClean(t, ix)
+}
