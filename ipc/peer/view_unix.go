@@ -56,7 +56,7 @@ func (v *View) CanReadIndexed(path string, was Indexed) bool {
 	if !ok {
 		return false
 	}
-	if st.Dev != was.Dev || st.Ino != was.Ino {
+	if uint64(st.Dev) != was.Dev || uint64(st.Ino) != was.Ino { // Dev is 32 bits on some systems
 		return false
 	}
 	return was.CtimeNs == 0 || st.Ctim.Nano() == was.CtimeNs
