@@ -10,7 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -232,44 +232,58 @@ func TestDropOutsideRoots(t *testing.T) {
 // A file moved while sifd was down, and a new file written at its old
 // path: the restart moves the first one's record to its new path and
 // indexes the new file, each with its own content, whichever worker
-// writes first. The rename is held here until the new file is indexed:
-// the worker that wrote it reused the record at the old path, and a
-// rename that did not check the record was still the moved file's then
-// carried the new file's content to the moved file's path, under the
-// moved file's metadata, where no later scan would look again.
+// writes first. The workers are put in the order that went wrong: the
+// one renaming has found the record at the old path (by the moved
+// file's inode) when the other indexes the new file there, which reuses
+// that record; a rename that did not check the record was still the
+// moved file's then carried the new file's content to the moved file's
+// path, under the moved file's metadata, where no later scan would look
+// again.
 func TestRestartRenameAfterNewFileAtOldPath(t *testing.T) {
 	root := t.TempDir()
+	// a sorts first: the walk hands it to a worker before the old path.
 	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
-	if err := os.WriteFile(a, bytes.Repeat([]byte("the file that moves; "), 300), 0o644); err != nil {
+	if err := os.WriteFile(b, bytes.Repeat([]byte("the file that moves; "), 300), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg := Config{Roots: []string{root}, DB: filepath.Join(t.TempDir(), "db"), Socket: filepath.Join(t.TempDir(), "s"), Workers: 2}
 	runToReady(t, cfg, nil)
-	if err := os.Rename(a, b); err != nil {
+	if err := os.Rename(b, a); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(a, bytes.Repeat([]byte("a new file at the old path; "), 300), 0o644); err != nil {
+	if err := os.WriteFile(b, bytes.Repeat([]byte("a new file at the old path; "), 300), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, err := os.Lstat(a)
+	st, err := os.Lstat(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, newIno := fileID(st)
-	var held atomic.Bool
-	testHookRename = func(d *Daemon, from, to string) {
-		if from != a || to != b {
+	renaming := make(chan struct{}) // closed once the rename of b to a is about to be written
+	var once sync.Once
+	testHookIndexFile = func(path string) {
+		if path != b {
 			return
 		}
-		held.Store(true)
+		select {
+		case <-renaming:
+		case <-time.After(10 * time.Second):
+			t.Error("the restart did not try to move the record from b to a")
+		}
+	}
+	testHookRename = func(d *Daemon, from, to string) {
+		if from != b || to != a {
+			return
+		}
+		once.Do(func() { close(renaming) })
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			if rec, err := d.ix.Lookup(a); err == nil && rec.Ino == newIno {
+			if rec, err := d.ix.Lookup(b); err == nil && rec.Ino == newIno {
 				return
 			}
 		}
 		t.Error("the new file at the old path was not indexed while the rename waited")
 	}
-	defer func() { testHookRename = nil }()
+	defer func() { testHookIndexFile, testHookRename = nil, nil }()
 	runToReady(t, cfg, func(d *Daemon) {
 		indexMatchesDisk(t, d, root)
 		for _, p := range []string{a, b} {
@@ -287,7 +301,4 @@ func TestRestartRenameAfterNewFileAtOldPath(t *testing.T) {
 			}
 		}
 	})
-	if !held.Load() {
-		t.Error("the restart did not try to move the record from a to b")
-	}
 }

@@ -134,6 +134,9 @@ func (d *Daemon) syncPath(ctx context.Context, r *reader, path string, info fs.F
 // be nil in a fresh scan, which looks for neither. It returns the size of
 // the file it read, or 0.
 func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path string, info fs.FileInfo, t ticket) int64 {
+	if testHookIndexFile != nil {
+		testHookIndexFile(path)
+	}
 	// A file of a first scan into an index that held nothing under its
 	// root has no record to compare, or to have been moved from, unless
 	// written during the scan: it is read without looking (at worst read
@@ -271,9 +274,13 @@ func (d *Daemon) renamed(path string, info fs.FileInfo, dev, ino uint64, mtime i
 	return false
 }
 
-// testHookRename, when set, is called by renamed just before it moves
-// the record at from to to: tests write to from there.
-var testHookRename func(d *Daemon, from, to string)
+// Test hooks, when set: testHookIndexFile is called as a worker begins to
+// bring a file up to date, testHookRename just before renamed moves the
+// record at from to to. Tests order workers with them.
+var (
+	testHookIndexFile func(path string)
+	testHookRename    func(d *Daemon, from, to string)
+)
 
 // gone handles a path that no longer exists: its record, and the records
 // below it if it was a directory, are removed.
