@@ -45,6 +45,15 @@ var (
 	asDave   = who{"dave", &syscall.Credential{Uid: uidDave, Gid: uidDave}}
 )
 
+// asSystemService is how sifd runs as the system service: as its own
+// user, reading and searching everything through CAP_DAC_READ_SEARCH.
+func asSystemService() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{
+		Credential:  &syscall.Credential{Uid: uidDaemon, Gid: uidDaemon},
+		AmbientCaps: []uintptr{unix.CAP_DAC_READ_SEARCH},
+	}
+}
+
 // sifctlAs runs sifctl as w against the env's socket.
 func (e *env) sifctlAs(w who, args ...string) result {
 	e.t.Helper()
@@ -170,10 +179,7 @@ func TestAnswersFilteredByCallersRights(t *testing.T) {
 	query := filepath.Join(qdir, "query.txt")
 	must(t, os.WriteFile(query, base, 0o644))
 
-	e.daemonAttr = &syscall.SysProcAttr{
-		Credential:  &syscall.Credential{Uid: uidDaemon, Gid: uidDaemon},
-		AmbientCaps: []uintptr{unix.CAP_DAC_READ_SEARCH},
-	}
+	e.daemonAttr = asSystemService()
 	e.start("--root", hidden, "--socket-access", "all", "--operator-group", fmt.Sprint(gidOps))
 	if st, err := os.Stat(e.socket); err != nil || st.Mode().Perm() != 0o666 {
 		t.Fatalf("socket with --socket-access all: %v, mode %v; want 0666", err, st.Mode().Perm())

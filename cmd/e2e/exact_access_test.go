@@ -6,10 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // TestCheckOnlyWhatTheCallerCanRead runs sifd as its own user with
@@ -35,10 +32,7 @@ func TestCheckOnlyWhatTheCallerCanRead(t *testing.T) {
 	must(t, os.Mkdir(qdir, 0o755))
 	query := filepath.Join(qdir, "query.txt")
 	must(t, os.WriteFile(query, q, 0o644))
-	e.daemonAttr = &syscall.SysProcAttr{
-		Credential:  &syscall.Credential{Uid: uidDaemon, Gid: uidDaemon},
-		AmbientCaps: []uintptr{unix.CAP_DAC_READ_SEARCH},
-	}
+	e.daemonAttr = asSystemService()
 	e.start("--socket-access", "all")
 	if kernelReadable(t, asDave, []string{best})[best] {
 		t.Fatal("dave can read the private file; the test needs him not to")

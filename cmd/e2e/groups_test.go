@@ -13,11 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/sif-dev/sif/ipc"
 )
@@ -53,10 +50,7 @@ func TestGroupsStreamedFiltered(t *testing.T) {
 		})
 	}
 	must(t, os.Chmod(filepath.Join(e.root, "closed"), 0o700))
-	e.daemonAttr = &syscall.SysProcAttr{
-		Credential:  &syscall.Credential{Uid: uidDaemon, Gid: uidDaemon},
-		AmbientCaps: []uintptr{unix.CAP_DAC_READ_SEARCH},
-	}
+	e.daemonAttr = asSystemService()
 	e.start("--socket-access", "all")
 	if got := e.status().Index.Files; got != 2*(open+hidden) {
 		t.Fatalf("%d files indexed, want %d\n%s", got, 2*(open+hidden), e.logs.String())

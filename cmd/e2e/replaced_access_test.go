@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sif-dev/sif/ipc"
 )
 
@@ -49,10 +47,7 @@ func TestReplacedFileNotAnsweredOnUntilReadAgain(t *testing.T) {
 	guess := filepath.Join(qdir, "guess.txt")
 	must(t, os.WriteFile(guess, secret, 0o644))
 
-	e.daemonAttr = &syscall.SysProcAttr{
-		Credential:  &syscall.Credential{Uid: uidDaemon, Gid: uidDaemon},
-		AmbientCaps: []uintptr{unix.CAP_DAC_READ_SEARCH},
-	}
+	e.daemonAttr = asSystemService()
 	args := []string{"--socket-access", "all", "--settle-delay", "10m", "--max-settle-delay", "20m"}
 	e.start(args...)
 
