@@ -69,13 +69,15 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 			return c, nil
 		}
 		victim, info := l.idlestLocked()
+		var was connInfo // a copy: track changes info once mu is released
 		if victim != nil {
 			info.evicting = true
 			l.evicting++
+			was = *info
 		}
 		l.mu.Unlock()
 		if victim != nil {
-			l.log.Debug("closing a connection to make room", "open", l.max, "state", info.state.String(), "body", info.body, "for", time.Since(info.since).Round(time.Millisecond))
+			l.log.Debug("closing a connection to make room", "open", l.max, "state", was.state.String(), "body", was.body, "for", time.Since(was.since).Round(time.Millisecond))
 			victim.Close()
 			continue
 		}
