@@ -138,8 +138,19 @@ func (r *daemonRun) waitReady(ctx context.Context) error {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	r.peakKB = vmHWM(r.cmd.Process.Pid)
+	r.notePeak()
 	return nil
+}
+
+// notePeak reads the daemon's VmHWM and returns the highest read so far,
+// in KiB. A read is not monotonic: the kernel reports the larger of its
+// recorded high-water mark, updated only when pages are unmapped, and the
+// current RSS, itself summed from per-CPU counters that lag; so a later
+// read can be a little lower than an earlier one although the true peak
+// cannot fall. Each figure is the running maximum of the reads.
+func (r *daemonRun) notePeak() int64 {
+	r.peakKB = max(r.peakKB, vmHWM(r.cmd.Process.Pid))
+	return r.peakKB
 }
 
 // stop sends SIGTERM and waits; it returns the peak RSS in KiB seen by the
@@ -162,7 +173,7 @@ func (r *daemonRun) stop() (int64, error) {
 		return max(kb, r.peakKB), nil
 	}
 	if kb := maxRSSKB(r.cmd.ProcessState); kb > 0 {
-		return kb, nil
+		return max(kb, r.peakKB), nil
 	}
 	return r.peakKB, nil
 }

@@ -188,7 +188,7 @@ func benchMillion(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags, 
 		d.stop()
 		return nil, err
 	}
-	res.QueriesPeakMB = float64(vmHWM(d.cmd.Process.Pid)) / 1024
+	res.QueriesPeakMB = float64(d.notePeak()) / 1024
 	if err := d.waitCompacted(ctx); err != nil {
 		d.stop()
 		return nil, err
