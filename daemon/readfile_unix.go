@@ -5,6 +5,8 @@ package daemon
 import (
 	"io/fs"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // rfile is a file opened by the reader: a bare descriptor, read and
@@ -45,10 +47,13 @@ func (f rfile) read(b []byte) (int, error) {
 
 // stat returns what fstat says of the open file.
 func (f rfile) stat() (fileStat, error) {
-	var st syscall.Stat_t
+	// x/sys/unix's Stat_t names the times alike on every unix (darwin's
+	// syscall.Stat_t calls them Mtimespec) and Nano widens a 32-bit
+	// second before multiplying.
+	var st unix.Stat_t
 	for {
-		err := syscall.Fstat(int(f), &st)
-		if err == syscall.EINTR {
+		err := unix.Fstat(int(f), &st)
+		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
@@ -58,8 +63,8 @@ func (f rfile) stat() (fileStat, error) {
 	}
 	return fileStat{
 		size:  st.Size,
-		mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec,
-		ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec,
+		mtime: st.Mtim.Nano(),
+		ctime: st.Ctim.Nano(),
 		mode:  fileMode(uint32(st.Mode)),
 		dev:   uint64(st.Dev),
 		ino:   uint64(st.Ino),

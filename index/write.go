@@ -65,7 +65,7 @@ func (ix *Index) put(meta FileMeta, sk *fingerprint.Sketch, deferred bool, b *Bu
 	if err != nil {
 		return FileRecord{}, err
 	}
-	if len(entries) > math.MaxUint32 {
+	if uint64(len(entries)) > math.MaxUint32 {
 		return FileRecord{}, errors.New("too many features")
 	}
 	rec := FileRecord{

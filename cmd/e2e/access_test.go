@@ -393,13 +393,6 @@ func sorted(s []string) []string {
 	return s
 }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func setfacl(t *testing.T, spec, p string) {
 	t.Helper()
 	if out, err := exec.Command("setfacl", "-m", spec, p).CombinedOutput(); err != nil {

@@ -11,7 +11,7 @@ import (
 // (Linux reports ru_maxrss in KiB), or 0 if unknown.
 func maxRSSKB(ps *os.ProcessState) int64 {
 	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		return ru.Maxrss
+		return int64(ru.Maxrss)
 	}
 	return 0
 }

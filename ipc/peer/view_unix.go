@@ -185,7 +185,7 @@ func readACL(path string) (accessACL, error) {
 		switch {
 		case err == nil:
 			return parseACL(buf[:n])
-		case errors.Is(err, unix.ENODATA), errors.Is(err, unix.ENOTSUP), errors.Is(err, unix.EOPNOTSUPP):
+		case errors.Is(err, errNoXattr), errors.Is(err, unix.ENOTSUP), errors.Is(err, unix.EOPNOTSUPP):
 			return nil, nil
 		case errors.Is(err, unix.ERANGE) && len(buf) < 1<<20:
 			buf = make([]byte, 2*len(buf))
