@@ -24,10 +24,13 @@
 //     files on disk are removed.
 //   - A worker reads one file at a time. It opens it without following
 //     symlinks and without blocking (a fifo swapped in after the walk cannot
-//     hang it), checks it is still a regular file, and compares its size and
-//     modification time before and after reading: a file that changed while
-//     it was read is read again, and after a few tries counted and left for
-//     the next scan, never indexed half old, half new.
+//     hang it); on Linux openat2 refuses a symlink anywhere in the path, so
+//     a directory replaced by a symlink after the walk cannot lead the read
+//     out of the root. It checks the file is still a regular file, and
+//     compares its size and modification time before and after reading: a
+//     file that changed while it was read is read again, and after a few
+//     tries counted and left for the next scan, never indexed half old,
+//     half new.
 //   - Faults (faults.go): a full disk puts index writes on hold (the
 //     daemon is degraded, queries go on, the waiting paths are applied
 //     once there is room); a damaged or deleted index is moved aside and

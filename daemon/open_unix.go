@@ -4,14 +4,33 @@ package daemon
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"syscall"
 )
 
-// openNoFollow opens path for reading without following a final symlink
-// and without blocking on fifos or devices.
+// openNoFollow opens path for reading without following a symlink (on
+// Linux, anywhere in the path; elsewhere, at its end) and without blocking
+// on fifos or devices. Errors are *fs.PathError, as os.OpenFile's.
 func openNoFollow(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	fd, err := openFile(path, readFlags)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// readFlags are the flags files are opened with to be read.
+const readFlags = syscall.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC | syscall.O_NOCTTY
+
+// openClassic is open(2), retried on EINTR.
+func openClassic(path string, flags int) (int, error) {
+	for {
+		fd, err := syscall.Open(path, flags, 0)
+		if err != syscall.EINTR {
+			return fd, err
+		}
+	}
 }
 
 // isSymlinkErr reports whether err says the opened path was a symlink.

@@ -16,19 +16,14 @@ import (
 type rfile int
 
 // openRead opens path for reading as openNoFollow does: without following
-// a final symlink and without blocking on fifos or devices. Errors are
-// *fs.PathError, as os.OpenFile's.
+// a symlink (on Linux, anywhere in the path) and without blocking on fifos
+// or devices. Errors are *fs.PathError, as os.OpenFile's.
 func openRead(path string) (rfile, error) {
-	for {
-		fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return -1, &fs.PathError{Op: "open", Path: path, Err: err}
-		}
-		return rfile(fd), nil
+	fd, err := openFile(path, readFlags)
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
+	return rfile(fd), nil
 }
 
 // read reads into b; it returns 0 and no error at the end of the file.
