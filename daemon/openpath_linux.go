@@ -30,11 +30,12 @@ func openFile(path string, flags int) (int, error) {
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	}
 	for {
+		// EINTR only: a device may refuse a non-blocking open with
+		// EAGAIN for as long as it is busy.
 		fd, err := unix.Openat2(unix.AT_FDCWD, path, &how)
-		if err == unix.EINTR || err == unix.EAGAIN {
-			continue
+		if err != unix.EINTR {
+			return fd, err
 		}
-		return fd, err
 	}
 }
 
