@@ -47,12 +47,16 @@ var strongSeed = maphash.MakeSeed()
 type block struct{ weak, strong uint64 }
 
 // basisSig is the signature of a basis: its blocks' weak (Karp-Rabin over
-// the block) and strong hashes, the weak ones indexed.
+// the block) and strong hashes. A block is found by its pair of hashes in
+// one map lookup, never by walking the blocks that share a weak hash: the
+// weak hash is not seeded, and Karp-Rabin collisions can be built at will,
+// so a basis of many blocks of one weak hash would otherwise make every
+// position of a target walk all of them.
 type basisSig struct {
 	bl      int
-	blocks  []block // full blocks, in order
-	first   map[uint64]int32
-	next    []int32 // next block (index+1) of the same weak hash, 0 for none
+	blocks  []block          // full blocks, in order
+	first   map[uint64]int32 // the first block (index+1) of each weak hash
+	more    map[block]int32  // the first block of each other pair of hashes of a weak hash
 	filter  []uint64
 	tail    block // the last, shorter block, if tailLen > 0
 	tailLen int
@@ -76,7 +80,7 @@ func (s *basisSig) filterBit(weak uint64) (int, uint64) {
 
 // readBasis reads the basis from r, in blocks of bl bytes.
 func readBasis(r io.Reader, bl int) (*basisSig, error) {
-	s := &basisSig{bl: bl, first: map[uint64]int32{}, filter: make([]uint64, 1<<10), pow: 1}
+	s := &basisSig{bl: bl, first: map[uint64]int32{}, more: map[block]int32{}, filter: make([]uint64, 1<<10), pow: 1}
 	for range bl {
 		s.pow *= Prime
 	}
@@ -87,16 +91,11 @@ func readBasis(r io.Reader, bl int) (*basisSig, error) {
 		if n == bl {
 			b := block{weak: weakOf(buf), strong: maphash.Bytes(strongSeed, buf)}
 			s.blocks = append(s.blocks, b)
-			s.next = append(s.next, 0)
 			i := int32(len(s.blocks))
-			if f, ok := s.first[b.weak]; ok {
-				// Keep the chain in file order: append at its end.
-				for s.next[f-1] != 0 {
-					f = s.next[f-1]
-				}
-				s.next[f-1] = i
-			} else {
+			if f, ok := s.first[b.weak]; !ok {
 				s.first[b.weak] = i
+			} else if _, ok := s.more[b]; !ok && s.blocks[f-1] != b {
+				s.more[b] = i
 			}
 			w, bit := s.filterBit(b.weak)
 			s.filter[w] |= bit
@@ -178,16 +177,13 @@ func DeltaCost(r io.Reader, basisSize int64, target []byte) (Delta, error) {
 		b := -1
 		if w, bit := s.filterBit(f); s.filter[w]&bit != 0 {
 			if first, ok := s.first[f]; ok {
-				strong := maphash.Bytes(strongSeed, target[i:i+bl])
-				if p := prev + 1; p >= 0 && p < len(s.blocks) && s.blocks[p] == (block{f, strong}) {
+				k := block{f, maphash.Bytes(strongSeed, target[i:i+bl])}
+				if p := prev + 1; p >= 0 && p < len(s.blocks) && s.blocks[p] == k {
 					b = p
-				} else {
-					for j := first; j != 0; j = s.next[j-1] {
-						if s.blocks[j-1].strong == strong {
-							b = int(j - 1)
-							break
-						}
-					}
+				} else if s.blocks[first-1] == k {
+					b = int(first - 1)
+				} else if j, ok := s.more[k]; ok {
+					b = int(j - 1)
 				}
 			}
 		}

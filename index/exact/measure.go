@@ -58,10 +58,11 @@ func NewQuery(data []byte) *Query {
 	// so the table is touched one cache-sized region at a time.
 	for _, i := range partitionIndex(hs, t) {
 		h := hs[i]
-		s := t.slot(h)
+		p := place(h)
+		s := t.slot(p)
 		if t.vals[s] == 0 {
 			q.distinct = append(q.distinct, h)
-			t.insert(s, h, int32(len(q.distinct)))
+			t.insert(s, p, int32(len(q.distinct)))
 		}
 		q.posID[i] = t.vals[s] - 1
 	}
@@ -78,8 +79,9 @@ func partitionBits(t *table) uint {
 	return uint(max(0, bits.Len(uint(len(t.keys)/regionSlots))-1))
 }
 
-// partitionIndex returns the indexes of hs grouped by the region of t
-// their hash falls in (a counting sort on the hash's top bits).
+// partitionIndex returns the indexes of hs (window hashes, not placed)
+// grouped by the region of t their placed hash falls in (a counting sort
+// on its top bits).
 func partitionIndex(hs []uint64, t *table) []int32 {
 	pb := partitionBits(t)
 	out := make([]int32, len(hs))
@@ -91,21 +93,22 @@ func partitionIndex(hs []uint64, t *table) []int32 {
 	}
 	counts := make([]int32, 1<<pb+1)
 	for _, h := range hs {
-		counts[h>>(64-pb)+1]++
+		counts[place(h)>>(64-pb)+1]++
 	}
 	for i := 1; i < len(counts); i++ {
 		counts[i] += counts[i-1]
 	}
 	for i, h := range hs {
-		b := h >> (64 - pb)
+		b := place(h) >> (64 - pb)
 		out[counts[b]] = int32(i)
 		counts[b]++
 	}
 	return out
 }
 
-// partition returns hs grouped by the region of t their hash falls in, in
-// dst's space, and the end of each region's group in ends' space.
+// partition returns hs, placed hashes, grouped by the region of t they
+// fall in, in dst's space, and the end of each region's group in ends'
+// space.
 func partition(dst, hs []uint64, ends []int32, t *table) ([]uint64, []int32) {
 	pb := partitionBits(t)
 	if pb == 0 {
@@ -230,6 +233,9 @@ func (q *Query) Measure(r io.Reader, size int64) (Measure, error) {
 		return m, nil
 	}
 	t := q.base(level, qkept+max(len(hs), qkept))
+	for i, x := range hs {
+		hs[i] = place(x) // the table holds placed hashes
+	}
 	q.pbuf, q.ends = partition(q.pbuf, hs, q.ends, t)
 	slots := len(t.keys)
 	from := 0
@@ -352,7 +358,8 @@ func (q *Query) base(level, capacity int) *table {
 	mask := levelMask(level)
 	for i, h := range q.distinct {
 		if h&mask == 0 {
-			t.insert(t.slot(h), h, int32(i+1))
+			p := place(h)
+			t.insert(t.slot(p), p, int32(i+1))
 		}
 	}
 	if q.bases == nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"math/rand/v2"
 	"slices"
 	"sync"
 )
@@ -186,10 +187,24 @@ func CheckSignature(sig []uint64, level int) error {
 	return nil
 }
 
-// table is an open-addressing hash set of window hashes with an int32
-// value per hash; value 0 marks an empty slot. Hashes are fmix64 outputs
-// whose low bits may be zeroed by sampling, so the slot is taken from the
-// high bits.
+// placeSeed is drawn once per process and mixed into every hash before it
+// is placed in a table (see place).
+var placeSeed = rand.Uint64()
+
+// place returns where a table puts the window hash h: a seeded bijection
+// of h, so that the slot and region of a hash (its top bits, see table and
+// partition) are as good as random whatever the hashes are. The hashes of a
+// file's windows are already fmix64 outputs, but a signature's come from
+// the client, which could otherwise choose them (0, 1, 2, ..., or any set
+// sharing their top bits) to pile them all into one run of slots and make
+// every probe walk it: quadratic time in the size of one request. Being a
+// bijection, place keeps distinct hashes distinct, so a table of placed
+// hashes answers membership exactly as one of the hashes would.
+func place(h uint64) uint64 { return fmix64(h ^ placeSeed) }
+
+// table is an open-addressing hash set of placed window hashes (see place)
+// with an int32 value per hash; value 0 marks an empty slot. The slot is
+// taken from the high bits.
 type table struct {
 	keys  []uint64
 	vals  []int32
@@ -246,7 +261,7 @@ func (t *table) reset(capacity int) {
 // tableSize is the number of slots of a table for capacity entries.
 func tableSize(capacity int) int { return 1 << max(10, bits.Len(uint(2*capacity))) }
 
-// slot returns the slot of h: where it is, or the empty slot where it
+// slot returns the slot of the placed hash h: where it is, or the empty slot where it
 // would go.
 func (t *table) slot(h uint64) int {
 	mask := len(t.keys) - 1
