@@ -47,7 +47,15 @@ type callerKey struct{}
 
 // connContext records the peer credentials of a new connection.
 func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
-	cred, err := peer.FromConn(c)
+	var cred peer.Cred
+	var ok bool
+	var err error
+	if s.conns != nil {
+		cred, ok, err = s.conns.credOf(c) // learned by Accept
+	}
+	if !ok {
+		cred, err = peer.FromConn(c)
+	}
 	return context.WithValue(ctx, callerKey{}, s.judge(cred, err))
 }
 

@@ -2,11 +2,14 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/sif-dev/sif/ipc/peer"
 )
 
 // connLimiter is a listener that keeps at most max connections open. When
@@ -19,14 +22,23 @@ import (
 // kernel's listen queue. So idle and slow connections, however many, cost
 // at most max goroutines and buffers, and cannot keep a new client out.
 //
+// Each user (uid, from the peer credentials, learned once per connection)
+// keeps at most perUser of them: a new connection of a user who has
+// perUser open closes that user's own idlest one, as above, or failing
+// that is let in marked over its share (overShare), and its request is
+// answered 503 busy. So one user's connections, however many, cannot
+// make another's wait.
+//
 // Its track method must be the http.Server's ConnState hook.
 type connLimiter struct {
 	net.Listener
-	max int
-	log *slog.Logger
+	max     int
+	perUser int
+	log     *slog.Logger
 
 	mu    sync.Mutex
 	conns map[net.Conn]*connInfo // open connections accepted here
+	users map[string]int         // per user, their open connections not being evicted
 	// evicting counts the conns closed by Accept to make room, not yet
 	// seen closed by track.
 	evicting int
@@ -35,19 +47,29 @@ type connLimiter struct {
 	once     sync.Once
 }
 
+// peerCred learns a connection's peer credentials (a variable for tests,
+// which tell users apart by their sockets' names).
+var peerCred = peer.FromConn
+
 type connInfo struct {
 	state    http.ConnState
 	since    time.Time // of the last state change, or of the body's start
 	body     bool      // its request's body is being read (see readingBody)
 	evicting bool      // closed by Accept to make room; not yet seen closed
+	who      string    // the user, see caller.who
+	cred     peer.Cred // the peer's credentials, unless credErr
+	credErr  error
+	over     bool // let in beyond its user's share: answered busy
 }
 
-func newConnLimiter(ln net.Listener, max int, log *slog.Logger) *connLimiter {
+func newConnLimiter(ln net.Listener, maxConns, perUser int, log *slog.Logger) *connLimiter {
 	return &connLimiter{
 		Listener: ln,
-		max:      max,
+		max:      maxConns,
+		perUser:  max(perUser, 1),
 		log:      log,
 		conns:    make(map[net.Conn]*connInfo),
+		users:    make(map[string]int),
 		freed:    make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
@@ -59,25 +81,47 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	ci := &connInfo{state: http.StateNew}
+	ci.cred, ci.credErr = peerCred(c)
+	ci.who = "unknown user"
+	if ci.credErr == nil {
+		ci.who = fmt.Sprintf("uid %d", ci.cred.UID)
+	}
 	for {
 		l.mu.Lock()
+		var victim net.Conn
+		var info *connInfo
+		ci.over = false
+		if l.users[ci.who] >= l.perUser {
+			if victim, info = l.idlestLocked(ci.who); victim == nil {
+				ci.over = true
+			}
+		}
 		// Connections closed to make room hold no socket any more, only
 		// a goroutine about to end: they do not count.
-		if len(l.conns)-l.evicting < l.max {
-			l.conns[c] = &connInfo{state: http.StateNew, since: time.Now()}
+		if victim == nil && len(l.conns)-l.evicting < l.max {
+			ci.since = time.Now()
+			l.conns[c] = ci
+			l.users[ci.who]++
 			l.mu.Unlock()
+			if ci.over {
+				l.log.Debug("a connection beyond its user's share", "user", ci.who, "share", l.perUser)
+			}
 			return c, nil
 		}
-		victim, info := l.idlestLocked()
+		if victim == nil {
+			victim, info = l.idlestLocked("")
+		}
 		var was connInfo // a copy: track changes info once mu is released
 		if victim != nil {
 			info.evicting = true
 			l.evicting++
+			l.users[info.who]--
 			was = *info
 		}
 		l.mu.Unlock()
 		if victim != nil {
-			l.log.Debug("closing a connection to make room", "open", l.max, "state", was.state.String(), "body", was.body, "for", time.Since(was.since).Round(time.Millisecond))
+			l.log.Debug("closing a connection to make room", "open", l.max, "user", was.who, "state", was.state.String(), "body", was.body, "for", time.Since(was.since).Round(time.Millisecond))
 			victim.Close()
 			continue
 		}
@@ -90,16 +134,17 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 	}
 }
 
-// idlestLocked returns the connection that has been new or idle longest,
-// else the one that has been sending its request's body longest, or nil if
-// every connection has a request being served.
-func (l *connLimiter) idlestLocked() (net.Conn, *connInfo) {
+// idlestLocked returns the connection (of user who, unless who is "")
+// that has been new or idle longest, else the one that has been sending
+// its request's body longest, or nil if every such connection has a
+// request being served.
+func (l *connLimiter) idlestLocked(who string) (net.Conn, *connInfo) {
 	var victim net.Conn
 	var vi *connInfo
 	for _, body := range []bool{false, true} {
 		for c, ci := range l.conns {
 			idle := ci.state == http.StateNew || ci.state == http.StateIdle
-			if ci.evicting || (!body && !idle) || (body && !ci.body) {
+			if ci.evicting || (!body && !idle) || (body && !ci.body) || (who != "" && ci.who != who) {
 				continue
 			}
 			if vi == nil || ci.since.Before(vi.since) {
@@ -151,6 +196,8 @@ func (l *connLimiter) track(c net.Conn, st http.ConnState) {
 	case http.StateClosed, http.StateHijacked:
 		if ci.evicting {
 			l.evicting--
+		} else if l.users[ci.who]--; l.users[ci.who] <= 0 {
+			delete(l.users, ci.who)
 		}
 		delete(l.conns, c)
 		select {
@@ -160,6 +207,30 @@ func (l *connLimiter) track(c net.Conn, st http.ConnState) {
 	default:
 		ci.state, ci.since, ci.body = st, time.Now(), false
 	}
+}
+
+// overShare reports whether c was let in beyond its user's share.
+func (l *connLimiter) overShare(c net.Conn) bool {
+	if c == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ci, ok := l.conns[c]
+	return ok && ci.over
+}
+
+// credOf returns the peer credentials Accept learned for c, or the error
+// that kept it from learning them; ok is false for a connection it did
+// not accept.
+func (l *connLimiter) credOf(c net.Conn) (cred peer.Cred, ok bool, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ci, ok := l.conns[c]
+	if !ok {
+		return peer.Cred{}, false, nil
+	}
+	return ci.cred, true, ci.credErr
 }
 
 // open returns the number of open connections.

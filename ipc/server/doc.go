@@ -34,7 +34,7 @@
 //     against MaxBodyInFlight [128 MiB] as it arrives, so a slow client
 //     holds no slot and only what it sent.
 //   - A slot is then taken for the rest of the request: MaxConcurrent [16]
-//     of them, MaxWhole [1] for the whole-index requests GET /v1/groups and
+//     of them, MaxWhole [2] for the whole-index requests GET /v1/groups and
 //     /v1/dupes, and MaxWaits [64] for POST /v1/wait, which mostly sleeps.
 //     With none free a request waits in a short queue, first come first
 //     served: up to QueueWait [1 s] behind at most MaxQueued [64] others,
@@ -42,6 +42,13 @@
 //     none for waits; beyond that the answer is 503 busy with Retry-After.
 //     Identical whole-index requests of one caller that wait together
 //     share one answer, written to each of them as it is made.
+//   - A user (a uid) has a share of each: MaxPerUser [4] of the slots,
+//     MaxWholePerUser [1] of the whole-index ones, MaxWaitsPerUser [16] of
+//     the waits, MaxBodyPerUser [64 MiB] of the bodies' bytes and
+//     MaxConnsPerUser [32] of the connections. A user's requests beyond
+//     their share wait in a queue of their own, within the same QueueWait
+//     or WholeWait, and are then answered 503 busy naming the share; so a
+//     user who floods the socket leaves the rest to the others.
 //   - Each piece of an answer is written within WriteTimeout [30 s] of
 //     being sent, or the connection is closed, so a client that stops
 //     reading frees its slot.
@@ -55,5 +62,7 @@
 //     closes the one that has waited longest without a request in
 //     progress (idle, or still sending its header), failing that the one
 //     sending its body longest, so idle and slowloris connections cost
-//     bounded memory and cannot keep a client out.
+//     bounded memory and cannot keep a client out. A user at their share
+//     of connections closes their own idlest one, or failing that is
+//     answered 503 busy and the new connection closed.
 package server

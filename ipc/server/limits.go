@@ -29,7 +29,7 @@ const (
 	DefaultMaxConcurrent = 16
 	DefaultMaxQueued     = 64
 	DefaultQueueWait     = time.Second
-	DefaultMaxWhole      = 1
+	DefaultMaxWhole      = 2
 	DefaultMaxWholeQueue = 4
 	DefaultWholeWait     = 10 * time.Second
 	DefaultMaxWaits      = 64
@@ -78,6 +78,21 @@ func (o Options) withDefaults() Options {
 	def(&o.MaxWholeQueued, DefaultMaxWholeQueue)
 	def(&o.MaxWaits, DefaultMaxWaits)
 	def(&o.MaxConns, DefaultMaxConns)
+	def(&o.MaxPerUser, DefaultMaxPerUser)
+	def(&o.MaxWholePerUser, DefaultMaxWholePerUser)
+	def(&o.MaxWaitsPerUser, DefaultMaxWaitsPerUser)
+	def(&o.MaxConnsPerUser, DefaultMaxConnsPerUser)
+	o.MaxPerUser = min(o.MaxPerUser, o.MaxConcurrent)
+	o.MaxWholePerUser = min(o.MaxWholePerUser, o.MaxWhole)
+	o.MaxWaitsPerUser = min(o.MaxWaitsPerUser, o.MaxWaits)
+	o.MaxConnsPerUser = min(o.MaxConnsPerUser, o.MaxConns)
+	if o.MaxBodyPerUser <= 0 {
+		o.MaxBodyPerUser = o.MaxBodyInFlight / 2
+	}
+	o.MaxBodyPerUser = min(max(o.MaxBodyPerUser, o.MaxBody), o.MaxBodyInFlight)
+	if o.MaxBodyPerUser >= o.MaxBodyInFlight {
+		o.MaxBodyPerUser = 0 // cannot bind: no share
+	}
 	def(&o.MaxHeaderBytes, DefaultMaxHeaderSize)
 	defDur(&o.QueueWait, DefaultQueueWait)
 	defDur(&o.WholeWait, DefaultWholeWait)
@@ -88,22 +103,32 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// limiter holds the server's request slots.
+// limiter holds the server's request slots, and each user's share of
+// them (see shares).
 type limiter struct {
 	queries *gate               // requests other than waits and whole-index ones
 	whole   *gate               // whole-index requests (see isWhole)
 	waits   *gate               // POST /v1/wait; no queue
 	bodies  *semaphore.Weighted // bytes of request bodies that may be held at once
 	flights flights             // whole-index requests waiting for a slot
+
+	userQueries *shares
+	userWhole   *shares
+	userWaits   *shares
+	userBodies  bodyShares
 }
 
 func newLimiter(o Options) *limiter {
 	return &limiter{
-		queries: newGate(o.MaxConcurrent, o.MaxQueued, o.QueueWait),
-		whole:   newGate(o.MaxWhole, o.MaxWholeQueued, o.WholeWait),
-		waits:   newGate(o.MaxWaits, 0, 0),
-		bodies:  semaphore.NewWeighted(o.MaxBodyInFlight),
-		flights: flights{pending: map[string]*flight{}},
+		queries:     newGate(o.MaxConcurrent, o.MaxQueued, o.QueueWait),
+		whole:       newGate(o.MaxWhole, o.MaxWholeQueued, o.WholeWait),
+		waits:       newGate(o.MaxWaits, 0, 0),
+		bodies:      semaphore.NewWeighted(o.MaxBodyInFlight),
+		flights:     flights{pending: map[string]*flight{}},
+		userQueries: newShares(o.MaxPerUser, o.MaxConcurrent, o.MaxQueued, "requests"),
+		userWhole:   newShares(o.MaxWholePerUser, o.MaxWhole, o.MaxWholeQueued, "whole-index requests (groups, dupes)"),
+		userWaits:   newShares(o.MaxWaitsPerUser, o.MaxWaits, 0, "waits"),
+		userBodies:  bodyShares{max: o.MaxBodyPerUser},
 	}
 }
 
@@ -129,7 +154,10 @@ func newGate(slots, queued int, wait time.Duration) *gate {
 // enter takes a slot, waiting for one for at most g.wait, first come first
 // served, when there are fewer than maxQueued waiting already. It reports
 // whether it took one; the caller gives it back with leave.
-func (g *gate) enter(ctx context.Context) bool {
+func (g *gate) enter(ctx context.Context) bool { return g.enterWithin(ctx, g.wait) }
+
+// enterWithin is enter waiting at most wait.
+func (g *gate) enterWithin(ctx context.Context, wait time.Duration) bool {
 	select {
 	case g.slots <- struct{}{}:
 		return true
@@ -140,7 +168,10 @@ func (g *gate) enter(ctx context.Context) bool {
 		return false
 	}
 	defer g.queued.Add(-1)
-	t := time.NewTimer(g.wait)
+	if wait <= 0 {
+		return false
+	}
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case g.slots <- struct{}{}:
@@ -196,18 +227,29 @@ func (s *Server) limit(w http.ResponseWriter, r *http.Request, next http.Handler
 		writeError(w, http.StatusRequestEntityTooLarge, ipc.CodeTooLarge, tooLargeBody(s.opts.MaxBody))
 		return
 	}
+	c := s.callerOf(r)
+	who := c.who()
+	if s.conns != nil && s.conns.overShare(connOf(r)) {
+		w.Header().Set("Connection", "close")
+		busy(w, fmt.Sprintf("%d connections of yours (%s) open, as many as this daemon keeps for one user", s.opts.MaxConnsPerUser, who))
+		return
+	}
 	if r.ContentLength != 0 {
 		conn := connOf(r)
 		if s.conns != nil && conn != nil {
 			s.conns.readingBody(conn, true)
 		}
-		body, charged, ok := s.readBody(w, r)
+		mine := s.lim.userBodies.get(who)
+		body, charged, ok := s.readBody(w, r, mine, who)
 		if s.conns != nil && conn != nil {
 			s.conns.readingBody(conn, false)
 		}
 		if !ok {
+			s.lim.userBodies.put(mine, who)
 			return
 		}
+		defer s.lim.userBodies.put(mine, who)
+		defer mine.release(charged)
 		defer s.lim.bodies.Release(charged)
 		// Lift the read deadline, so that the server's watch for a client
 		// hanging up (which cancels the request's context) does not see it
@@ -219,6 +261,12 @@ func (s *Server) limit(w http.ResponseWriter, r *http.Request, next http.Handler
 	w = &deadlineWriter{ResponseWriter: w, rc: rc, timeout: s.opts.WriteTimeout}
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/wait":
+		mine, msg := s.lim.userWaits.enter(r.Context(), who, 0)
+		if mine == nil {
+			busy(w, msg)
+			return
+		}
+		defer s.lim.userWaits.leave(mine, who)
 		if !s.lim.waits.enter(r.Context()) {
 			busy(w, s.lim.waits.busyMsg("waits"))
 			return
@@ -228,7 +276,16 @@ func (s *Server) limit(w http.ResponseWriter, r *http.Request, next http.Handler
 		s.serveWhole(w, r, next)
 		return
 	default:
-		if !s.lim.queries.enter(r.Context()) {
+		// The user's own slot first, then one of the server's, all
+		// within one QueueWait.
+		deadline := time.Now().Add(s.opts.QueueWait)
+		mine, msg := s.lim.userQueries.enter(r.Context(), who, s.opts.QueueWait)
+		if mine == nil {
+			busy(w, msg)
+			return
+		}
+		defer s.lim.userQueries.leave(mine, who)
+		if !s.lim.queries.enterWithin(r.Context(), time.Until(deadline)) {
 			busy(w, s.lim.queries.busyMsg("requests"))
 			return
 		}
@@ -238,17 +295,19 @@ func (s *Server) limit(w http.ResponseWriter, r *http.Request, next http.Handler
 }
 
 // readBody reads r's body whole, at most MaxBody bytes within BodyTimeout,
-// charging it to MaxBodyInFlight a piece at a time as it arrives; a body
-// that finds the budget spent waits up to QueueWait for room, then is
-// answered busy. It returns the body and the bytes charged, which the
-// caller releases once the request is served; on failure it has answered
-// and returns false, charging nothing.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (io.ReadCloser, int64, bool) {
+// charging it to the user's share (mine, of MaxBodyPerUser) and to
+// MaxBodyInFlight a piece at a time as it arrives; a body that finds
+// either spent waits up to QueueWait for room, then is answered busy. It
+// returns the body and the bytes charged to each, which the caller
+// releases once the request is served; on failure it has answered and
+// returns false, charging nothing.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, mine *bodyShare, who string) (io.ReadCloser, int64, bool) {
 	src := http.MaxBytesReader(w, r.Body, s.opts.MaxBody)
 	var pieces [][]byte
 	var charged, read int64
 	fail := func() (io.ReadCloser, int64, bool) {
 		s.lim.bodies.Release(charged)
+		mine.release(charged)
 		return nil, 0, false
 	}
 	next := int64(firstPiece)
@@ -278,11 +337,24 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (io.ReadCloser
 			return fail()
 		}
 		n := min(next, left, s.opts.MaxBodyInFlight)
+		if s.opts.MaxBodyPerUser > 0 {
+			n = min(n, s.opts.MaxBodyPerUser)
+		}
+		if !mine.tryAcquire(n) {
+			ctx, cancel := context.WithTimeout(r.Context(), s.opts.QueueWait)
+			err := mine.acquire(ctx, n)
+			cancel()
+			if err != nil {
+				busy(w, fmt.Sprintf("request bodies of yours (%s) of %d bytes being read or served, as much as this daemon holds for one user", who, s.opts.MaxBodyPerUser))
+				return fail()
+			}
+		}
 		if !s.lim.bodies.TryAcquire(n) {
 			ctx, cancel := context.WithTimeout(r.Context(), s.opts.QueueWait)
 			err := s.lim.bodies.Acquire(ctx, n)
 			cancel()
 			if err != nil {
+				mine.release(n)
 				busy(w, fmt.Sprintf("request bodies of %d bytes being read or served, as much as this daemon holds at once", s.opts.MaxBodyInFlight))
 				return fail()
 			}
@@ -364,17 +436,28 @@ func (s *Server) serveWhole(w http.ResponseWriter, r *http.Request, next http.Ha
 		return
 	}
 	// The requests joined to this one are served whether or not its own
-	// client is still there.
-	ok := s.lim.whole.enter(context.Background())
+	// client is still there. The user's own slot first, then one of the
+	// server's, all within one WholeWait.
+	who := c.who()
+	deadline := time.Now().Add(s.opts.WholeWait)
+	mine, msg := s.lim.userWhole.enter(context.Background(), who, s.opts.WholeWait)
+	ok := mine != nil
+	if ok {
+		if ok = s.lim.whole.enterWithin(context.Background(), time.Until(deadline)); !ok {
+			s.lim.userWhole.leave(mine, who)
+			msg = s.lim.whole.busyMsg("whole-index requests (groups, dupes)")
+		}
+	}
 	fs.mu.Lock()
 	delete(fs.pending, key)
 	fs.mu.Unlock()
 	if !ok {
-		busy(&f.out, s.lim.whole.busyMsg("whole-index requests (groups, dupes)"))
+		busy(&f.out, msg)
 		close(f.done)
 		return
 	}
 	defer close(f.done)
+	defer s.lim.userWhole.leave(mine, who)
 	defer s.lim.whole.leave()
 	defer func() {
 		if p := recover(); p != nil {

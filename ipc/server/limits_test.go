@@ -49,6 +49,7 @@ type rawResponse struct {
 	header http.Header
 	err    *ipc.Error
 	took   time.Duration
+	close  bool // the server said it closes the connection
 }
 
 // rawDo sends request, a whole HTTP/1.1 request as text, on a new
@@ -81,7 +82,7 @@ func readRaw(t *testing.T, c net.Conn, start time.Time) rawResponse {
 	b, _ := io.ReadAll(resp.Body)
 	var eb errorBody
 	json.Unmarshal(b, &eb)
-	return rawResponse{status: resp.StatusCode, header: resp.Header, err: eb.Error, took: time.Since(start)}
+	return rawResponse{status: resp.StatusCode, header: resp.Header, err: eb.Error, took: time.Since(start), close: resp.Close}
 }
 
 func post(path, body string) string {
@@ -129,7 +130,7 @@ func within(t *testing.T, what string, d time.Duration, took time.Duration) {
 func TestBusyAfterQueueing(t *testing.T) {
 	bb := newBlockingBackend()
 	const wait = 2 * time.Second
-	sock, c := serveWith(t, bb, Options{MaxConcurrent: 2, MaxQueued: 1, QueueWait: wait})
+	sock, c := serveWith(t, bb, Options{MaxConcurrent: 2, MaxQueued: 1, QueueWait: wait, MaxPerUser: 2})
 	body := similarBody(t, 5)
 	var held sync.WaitGroup
 	for range 2 {
@@ -271,7 +272,7 @@ func TestWaitsCapped(t *testing.T) {
 			return WaitResult{}, ctx.Err()
 		}
 	})
-	_, c := serveWith(t, fc, Options{MaxWaits: 2, MaxConcurrent: 1})
+	_, c := serveWith(t, fc, Options{MaxWaits: 2, MaxConcurrent: 1, MaxWaitsPerUser: 2})
 	ctx, cancel := context.WithCancel(context.Background())
 	var held sync.WaitGroup
 	for range 2 {
@@ -428,7 +429,7 @@ func TestSlowBodiesHoldNoSlot(t *testing.T) {
 func TestBodyBudgetBusy(t *testing.T) {
 	fb := newFakeController() // a Controller too, so /v1/status answers
 	const budget = 64 << 10
-	sock, c := serveWith(t, fb, Options{MaxBody: budget, MaxBodyInFlight: budget, QueueWait: 200 * time.Millisecond, BodyTimeout: 2 * time.Second})
+	sock, c := serveWith(t, fb, Options{MaxBody: budget, MaxBodyInFlight: budget, MaxBodyPerUser: budget, QueueWait: 200 * time.Millisecond, BodyTimeout: 2 * time.Second})
 	// A body of the whole budget arrives but for its last bytes: the
 	// pieces read so far and the one awaited fill the budget.
 	conn, err := net.Dial("unix", sock)
@@ -689,7 +690,7 @@ func (b *wholeBackend) EachGroup(o index.GroupOptions, _ func(index.Group) error
 func TestWholeIndexRequests(t *testing.T) {
 	wb := &wholeBackend{fakeController: newFakeController(),
 		entered: make(chan float64, 10), release: make(chan struct{})}
-	sock, c := serveWith(t, wb, Options{MaxConcurrent: 1, MaxWhole: 1, MaxWholeQueued: 1, WholeWait: 5 * time.Second})
+	sock, c := serveWith(t, wb, Options{MaxConcurrent: 1, MaxWhole: 1, MaxWholeQueued: 1, WholeWait: 5 * time.Second, MaxWholePerUser: 1})
 	get := func(q string) string { return "GET /v1/groups?" + q + " HTTP/1.1\r\nHost: sifd\r\n\r\n" }
 	answers := make(chan rawResponse, 10)
 	go func() { answers <- rawDo(t, sock, get("threshold=30")) }()

@@ -121,7 +121,7 @@ type Options struct {
 	// MaxWholeQueued waiting up to WholeWait; they take no slot of
 	// MaxConcurrent. An identical request of a caller with the same
 	// credentials that arrives while one is queued shares its answer.
-	// Defaults 1, 4 and 10 s.
+	// Defaults 2 (one user may hold one of them), 4 and 10 s.
 	MaxWhole       int
 	MaxWholeQueued int
 	WholeWait      time.Duration
@@ -131,6 +131,21 @@ type Options struct {
 	// MaxConns caps the open connections: to make room for a new one, the
 	// connection idle longest is closed. Default DefaultMaxConns (128).
 	MaxConns int
+	// Each user's share (see shares), so that one user, however many
+	// requests they send, cannot take the daemon from the others: at
+	// most MaxPerUser of the MaxConcurrent slots [4], MaxWholePerUser of
+	// the MaxWhole [1], MaxWaitsPerUser of the MaxWaits [16],
+	// MaxConnsPerUser of the MaxConns [32] and MaxBodyPerUser bytes of
+	// the MaxBodyInFlight [half of it, at least MaxBody]. A user's
+	// requests beyond their slots wait in a queue of their own, for up to
+	// the same QueueWait or WholeWait in all; a connection beyond their
+	// share closes their own idlest connection, or failing that is
+	// answered 503 busy and closed. A user is a uid (peer credentials).
+	MaxPerUser      int
+	MaxWholePerUser int
+	MaxWaitsPerUser int
+	MaxConnsPerUser int
+	MaxBodyPerUser  int64
 	// HeaderTimeout bounds the reading of a request's header, from the
 	// connection's opening or the request's first byte; BodyTimeout the
 	// reading of its body; WriteTimeout the writing of each piece of a
@@ -224,7 +239,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // It closes ln. At most MaxConns connections are open at once (see
 // Options).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	cl := newConnLimiter(ln, s.opts.MaxConns, s.log)
+	cl := newConnLimiter(ln, s.opts.MaxConns, s.opts.MaxConnsPerUser, s.log)
 	ln = cl
 	hs := &http.Server{
 		Handler:           s,
