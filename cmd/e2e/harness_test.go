@@ -20,14 +20,18 @@ import (
 	"github.com/sif-dev/sif/ipc"
 )
 
-// Paths of the binaries built by TestMain.
-var sifdBin, sifctlBin string
+// Paths of the binaries built by TestMain, and of a copy of this test
+// binary that any user may run (see floodAs).
+var sifdBin, sifctlBin, testBin string
 
 // asNobody: when the tests run as root, sifd runs as this uid/gid, so file
 // permissions mean something to it (root reads everything).
 const nobody = 65534
 
 func TestMain(m *testing.M) {
+	if sock := os.Getenv("SIF_E2E_FLOOD"); sock != "" {
+		flood(sock, os.Getenv("SIF_E2E_FLOOD_BODY")) // never returns
+	}
 	dir, err := os.MkdirTemp("", "sif-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -36,6 +40,7 @@ func TestMain(m *testing.M) {
 	os.Chmod(dir, 0o755)
 	sifdBin = filepath.Join(dir, "sifd")
 	sifctlBin = filepath.Join(dir, "sifctl")
+	testBin = filepath.Join(dir, "e2e.test")
 	for bin, pkg := range map[string]string{sifdBin: "../sifd", sifctlBin: "../sifctl"} {
 		args := []string{"build", "-o", bin}
 		if raceEnabled {
@@ -47,6 +52,10 @@ func TestMain(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "building %s: %v\n", pkg, err)
 			os.Exit(2)
 		}
+	}
+	if err := copyExecutable(testBin); err != nil {
+		fmt.Fprintf(os.Stderr, "copying the test binary: %v\n", err)
+		os.Exit(2)
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
