@@ -92,10 +92,12 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		var victim net.Conn
 		var info *connInfo
 		ci.over = false
+		why := "to make room"
 		if l.users[ci.who] >= l.perUser {
 			if victim, info = l.idlestLocked(ci.who); victim == nil {
 				ci.over = true
 			}
+			why = "for another of its user's, at their share"
 		}
 		// Connections closed to make room hold no socket any more, only
 		// a goroutine about to end: they do not count.
@@ -113,15 +115,17 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 			victim, info = l.idlestLocked("")
 		}
 		var was connInfo // a copy: track changes info once mu is released
+		open := 0
 		if victim != nil {
 			info.evicting = true
 			l.evicting++
 			l.users[info.who]--
 			was = *info
+			open = len(l.conns) - l.evicting
 		}
 		l.mu.Unlock()
 		if victim != nil {
-			l.log.Debug("closing a connection to make room", "open", l.max, "user", was.who, "state", was.state.String(), "body", was.body, "for", time.Since(was.since).Round(time.Millisecond))
+			l.log.Debug("closing a connection "+why, "open", open, "user", was.who, "state", was.state.String(), "body", was.body, "for", time.Since(was.since).Round(time.Millisecond))
 			victim.Close()
 			continue
 		}
