@@ -78,7 +78,7 @@ func ReadQuery(r io.Reader, p fingerprint.Params, o ReadOptions) (*fingerprint.S
 			d.Content = []byte{}
 		}
 	} else {
-		level := max(qc.level, exact.SignatureLevel(sum.Size))
+		level := signatureLevel(qc.level, sum.Size)
 		d.Windows = NewWindows(level, exact.SignatureOf(qc.hashes, level))
 	}
 	return &fingerprint.Sketch{Summary: sum, Params: sk.Params(), Features: col.Features()}, d, nil
@@ -108,17 +108,25 @@ func (r *SimilarRequest) Attach(d *QueryData) {
 }
 
 // queryCollector keeps a query's bytes while they fit in MaxContent, and
-// hashes its windows at a level that rises (hierarchically: a level L+1
-// sample is part of the level L one) so it keeps at most about
-// 4 × exact.MaxSamples hashes however long the stream.
+// past that hashes its windows into a sample whose level rises
+// (hierarchically: a level L+1 sample is part of the level L one) so that
+// it holds at most about 2 × exact.MaxSamples distinct hashes however long
+// the stream. Only distinct hashes count towards that bound: a stream of
+// few distinct windows (zeros, one repeated byte, a short pattern) keeps
+// its level low, whatever its length.
 type queryCollector struct {
 	keep    bool // still keeping the bytes
 	content []byte
 	h       exact.Hasher
-	hashes  []uint64
+	hashes  []uint64 // kept at level, with repeats until compacted
 	level   int
+	bound   int // compact when hashes grows past this
 	scratch []uint64
 }
+
+// compactAt is the least number of hashes, repeats included, a collector
+// holds before it compacts them.
+const compactAt = 4 * exact.MaxSamples
 
 func (c *queryCollector) write(p []byte) {
 	if c.keep && len(c.content)+len(p) <= MaxContent {
@@ -136,15 +144,42 @@ func (c *queryCollector) write(p []byte) {
 
 func (c *queryCollector) add(p []byte) {
 	c.scratch = c.h.Append(c.scratch[:0], p)
+	mask := uint64(1)<<c.level - 1 // exact.Keep's test, hoisted
+	last := ^uint64(0)             // never kept: its low bits are ones
+	if n := len(c.hashes); n > 0 {
+		last = c.hashes[n-1]
+	}
 	for _, h := range c.scratch {
-		if exact.Keep(h, c.level) {
+		// A run of equal windows (zeros, one repeated byte) is kept once
+		// here; other repeats go when the hashes are compacted.
+		if h&mask == 0 && h != last {
 			c.hashes = append(c.hashes, h)
+			last = h
 		}
 	}
-	for len(c.hashes) > 4*exact.MaxSamples {
+	if len(c.hashes) > max(c.bound, compactAt) {
+		c.compact()
+	}
+}
+
+// compact sorts the hashes and drops repeats, then raises the level while
+// more than 2 × exact.MaxSamples distinct hashes remain, up to
+// exact.MaxLevel. The next compaction waits until the hashes have at
+// least doubled, so that sorting costs O(log n) per hash kept.
+func (c *queryCollector) compact() {
+	c.hashes = exact.SignatureOf(c.hashes, c.level)
+	for len(c.hashes) > 2*exact.MaxSamples && c.level < exact.MaxLevel {
 		c.level++
 		c.hashes = exact.SignatureOf(c.hashes, c.level)
 	}
+	c.bound = 2 * len(c.hashes)
+}
+
+// signatureLevel is the level of the signature of a query of size bytes
+// whose windows were sampled at level: exact.SignatureLevel's for its
+// size, at least level, at most exact.MaxLevel.
+func signatureLevel(level int, size int64) int {
+	return min(max(level, exact.SignatureLevel(size)), exact.MaxLevel)
 }
 
 type countWriter struct{ n int64 }

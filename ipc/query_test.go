@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
 	"os"
 	"path/filepath"
@@ -83,6 +84,134 @@ func TestQuerySketchesLeaveSimiHash(t *testing.T) {
 		}
 		if sk.Strong != full.Strong || sk.Size != full.Size || sk.Type != full.Type || !slices.Equal(sk.Features, full.Features) {
 			t.Errorf("%s: the sketch differs from a full one's in what a query carries", name)
+		}
+	}
+}
+
+// repeatReader yields n bytes repeating pattern, without holding them.
+type repeatReader struct {
+	pattern []byte
+	n, off  int64
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	if r.off >= r.n {
+		return 0, io.EOF
+	}
+	p = p[:min(int64(len(p)), r.n-r.off)]
+	k := len(r.pattern)
+	for i := 0; i < len(p); {
+		i += copy(p[i:], r.pattern[(r.off+int64(i))%int64(k):])
+	}
+	r.off += int64(len(p))
+	return len(p), nil
+}
+
+// streamSignature is the level L signature of the stream r, hashed as it
+// streams (the reference ReadQuery's must equal).
+func streamSignature(t *testing.T, r io.Reader, level int) []uint64 {
+	t.Helper()
+	var h exact.Hasher
+	var kept, scratch []uint64
+	buf := make([]byte, 1<<20)
+	for {
+		n, err := r.Read(buf)
+		scratch = h.Append(scratch[:0], buf[:n])
+		for _, x := range scratch {
+			if exact.Keep(x, level) {
+				kept = append(kept, x)
+			}
+		}
+		if len(kept) > 1<<20 {
+			kept = exact.SignatureOf(kept, level)
+		}
+		if err == io.EOF {
+			return exact.SignatureOf(kept, level)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReadQueryRepeats: a query of few distinct windows however long (all
+// zeros, one repeated byte, a short pattern) gets the signature its size
+// calls for, a valid one, not a level raised by its repeats.
+func TestReadQueryRepeats(t *testing.T) {
+	p := fingerprint.DefaultParams()
+	for _, c := range []struct {
+		name    string
+		pattern []byte
+		size    int64
+	}{
+		{"zeros", []byte{0}, 16 << 20},
+		{"one byte", []byte{'a'}, 16 << 20},
+		{"0xff", []byte{0xff}, 9 << 20},
+		{"a short pattern", []byte("0123456789abcdef0123456789ABCDEF!"), 16 << 20},
+		{"zeros past MaxContent", []byte{0}, MaxContent + 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sk, d, err := ReadQuery(&repeatReader{pattern: c.pattern, n: c.size}, p, ReadOptions{Compressed: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sk.Size != c.size || d.Windows == nil {
+				t.Fatalf("size %d, windows %v", sk.Size, d.Windows)
+			}
+			level := exact.SignatureLevel(c.size)
+			if d.Windows.Level != level {
+				t.Fatalf("level %d, want %d", d.Windows.Level, level)
+			}
+			sig := make([]uint64, len(d.Windows.Hashes)/8)
+			for i := range sig {
+				sig[i] = binary.BigEndian.Uint64(d.Windows.Hashes[8*i:])
+			}
+			if err := exact.CheckSignature(sig, d.Windows.Level); err != nil {
+				t.Fatal(err)
+			}
+			want := streamSignature(t, &repeatReader{pattern: c.pattern, n: c.size}, level)
+			if !slices.Equal(sig, want) {
+				t.Fatalf("signature %x, want %x", sig, want)
+			}
+		})
+	}
+}
+
+// TestReadQueryLevelBound: a long stream of distinct windows raises the
+// sampling level as it goes (the collector holds about 2 × MaxSamples
+// hashes at most), and the signature is still the one its size calls for.
+func TestReadQueryLevelBound(t *testing.T) {
+	p := fingerprint.DefaultParams()
+	data := text(11, 24<<20)
+	qc := &queryCollector{level: exact.MinSignatureLevel}
+	most := 0
+	for off := 0; off < len(data); off += 1 << 18 {
+		qc.write(data[off:min(off+1<<18, len(data))])
+		most = max(most, len(qc.hashes))
+	}
+	if most > compactAt+1<<18 || qc.level <= exact.MinSignatureLevel {
+		t.Fatalf("held up to %d hashes, level %d", most, qc.level)
+	}
+	_, d, err := ReadQuery(bytes.NewReader(data), p, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	level := exact.SignatureLevel(int64(len(data)))
+	want := streamSignature(t, bytes.NewReader(data), level)
+	if d.Windows.Level != level || !bytes.Equal(d.Windows.Hashes, NewWindows(level, want).Hashes) {
+		t.Fatalf("level %d, %d hashes; want %d, %d", d.Windows.Level, len(d.Windows.Hashes)/8, level, len(want))
+	}
+}
+
+// TestSignatureLevelCapped: however large the query, its signature's level
+// is one the daemon takes (at most exact.MaxLevel).
+func TestSignatureLevelCapped(t *testing.T) {
+	for _, size := range []int64{0, 1 << 20, 3 << 30, 1 << 48, 1 << 62} {
+		for _, level := range []int{exact.MinSignatureLevel, exact.MaxLevel} {
+			l := signatureLevel(level, size)
+			if l < exact.MinSignatureLevel || l > exact.MaxLevel || l < min(exact.SignatureLevel(size), exact.MaxLevel) {
+				t.Errorf("signatureLevel(%d, %d) = %d", level, size, l)
+			}
 		}
 	}
 }
