@@ -445,20 +445,13 @@ func NewSimilarRequest(path string, sk *fingerprint.Sketch) *SimilarRequest {
 
 // SketchFile reads and fingerprints the regular file at path with p for
 // a query: without the SimiHash sum table and key, which no query
-// carries (fingerprint.SketchQuery). It refuses directories and special files (fifos, sockets, devices) at once,
-// naming the path and what it is: it opens the file without blocking and
-// checks what it is before reading.
+// carries (fingerprint.SketchQuery). It refuses directories and special
+// files (fifos, sockets, devices) at once, naming the path and what it
+// is: it opens the file without blocking and checks what it is before
+// reading. A file that changed while it was read is an error wrapping
+// ErrChanged (see SketchFileContext).
 func SketchFile(path string, p fingerprint.Params) (*fingerprint.Sketch, error) {
-	f, err := openChecked(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	sk, err := fingerprint.SketchQuery(f, p)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return sk, nil
+	return SketchFileContext(context.Background(), path, p)
 }
 
 // OpenRegular opens path for reading as the queries do: anything but a
@@ -470,32 +463,39 @@ func OpenRegular(path string) (*os.File, error) { return openChecked(path) }
 // blocking, refusing directories and special files with an error naming
 // the path and what it is.
 func openChecked(path string) (*os.File, error) {
+	f, _, err := openStat(path)
+	return f, err
+}
+
+// openStat is openChecked, returning also what Stat said of the open
+// file.
+func openStat(path string) (*os.File, os.FileInfo, error) {
 	f, err := openQuery(path)
 	if err != nil {
 		// A socket cannot be opened at all: say what it is.
 		if st, serr := os.Stat(path); serr == nil && !st.Mode().IsRegular() && !st.IsDir() {
-			return nil, fmt.Errorf("%s: is %s, not a regular file", path, fileKind(st.Mode()))
+			return nil, nil, fmt.Errorf("%s: is %s, not a regular file", path, fileKind(st.Mode()))
 		}
 		var pe *os.PathError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s: %w", path, pe.Err)
+			return nil, nil, fmt.Errorf("%s: %w", path, pe.Err)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	switch m := st.Mode(); {
 	case m.IsDir():
 		f.Close()
-		return nil, fmt.Errorf("%s: is a directory", path)
+		return nil, nil, fmt.Errorf("%s: is a directory", path)
 	case !m.IsRegular():
 		f.Close()
-		return nil, fmt.Errorf("%s: is %s, not a regular file", path, fileKind(m))
+		return nil, nil, fmt.Errorf("%s: is %s, not a regular file", path, fileKind(m))
 	}
-	return f, nil
+	return f, st, nil
 }
 
 // fileKind names the type of a file that is not regular nor a directory.

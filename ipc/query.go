@@ -2,7 +2,7 @@ package ipc
 
 import (
 	"compress/flate"
-	"fmt"
+	"context"
 	"io"
 
 	"github.com/sif-dev/sif/index/exact"
@@ -37,6 +37,12 @@ type ReadOptions struct {
 // ReadQuery reads r to its end and returns the query's sketch under p and
 // what the daemon needs to check it (QueryData), in one pass.
 func ReadQuery(r io.Reader, p fingerprint.Params, o ReadOptions) (*fingerprint.Sketch, *QueryData, error) {
+	return ReadQueryContext(context.Background(), r, p, o)
+}
+
+// ReadQueryContext is ReadQuery, stopping with ctx's error once ctx is
+// done (checked between reads).
+func ReadQueryContext(ctx context.Context, r io.Reader, p fingerprint.Params, o ReadOptions) (*fingerprint.Sketch, *QueryData, error) {
 	var col fingerprint.Collector
 	sk, err := fingerprint.NewSketcher(p, col.Add)
 	if err != nil {
@@ -51,6 +57,9 @@ func ReadQuery(r io.Reader, p fingerprint.Params, o ReadOptions) (*fingerprint.S
 	}
 	buf := make([]byte, 256<<10)
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
 		n, err := r.Read(buf)
 		if n > 0 {
 			sk.Write(buf[:n])
@@ -86,18 +95,10 @@ func ReadQuery(r io.Reader, p fingerprint.Params, o ReadOptions) (*fingerprint.S
 
 // QueryFile reads the regular file at path as SketchFile does (refusing
 // directories and special files at once) and returns its sketch and
-// QueryData.
+// QueryData. A file that changed while it was read is an error wrapping
+// ErrChanged (see QueryFileContext).
 func QueryFile(path string, p fingerprint.Params, o ReadOptions) (*fingerprint.Sketch, *QueryData, error) {
-	f, err := openChecked(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	sk, d, err := ReadQuery(f, p, o)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return sk, d, nil
+	return QueryFileContext(context.Background(), path, p, o)
 }
 
 // Attach adds d to a similar request.
