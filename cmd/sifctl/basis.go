@@ -90,7 +90,9 @@ func runBasis(cmd *cobra.Command, g *globals, f *basisFlags, files []string) err
 			if ctx.Err() != nil {
 				return failed(fmt.Errorf("%s: interrupted", file))
 			}
-			fmt.Fprintf(g.stderr, "sifctl: %v\n", err)
+			if err := g.queryFailed(file, abs, err); err != nil {
+				return err
+			}
 			errs++
 			continue
 		}

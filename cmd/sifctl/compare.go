@@ -87,11 +87,11 @@ Exit status: 0 when the files are identical or one contains at least
 				if err != nil {
 					return failed(err)
 				}
-				a, err := sketch(args[0], sp)
+				a, err := sketch(cmd.Context(), args[0], sp)
 				if err != nil {
 					return failed(err)
 				}
-				b, err := sketch(args[1], sp)
+				b, err := sketch(cmd.Context(), args[1], sp)
 				if err != nil {
 					return failed(err)
 				}
@@ -146,7 +146,8 @@ Exit status: 0 when the files are identical or one contains at least
 	return cmd
 }
 
-func sketch(file string, p fingerprint.Params) (*fingerprint.Sketch, error) {
+// sketch reads the file named file whole, stopping when ctx is done.
+func sketch(ctx context.Context, file string, p fingerprint.Params) (*fingerprint.Sketch, error) {
 	abs, err := filepath.Abs(file)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
@@ -157,7 +158,7 @@ func sketch(file string, p fingerprint.Params) (*fingerprint.Sketch, error) {
 		return nil, err
 	}
 	defer f.Close()
-	sk, err := fingerprint.SketchReader(f, p)
+	sk, err := fingerprint.SketchReader(ipc.ContextReader(ctx, f), p)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", abs, err)
 	}

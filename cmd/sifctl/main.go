@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -20,7 +18,8 @@ import (
 
 var version = "dev"
 
-// Exit statuses, as grep's.
+// Exit statuses, as grep's; a command a signal ended exits with 128 plus
+// the signal's number (interrupted.status).
 const (
 	exitFound   = 0 // something was found
 	exitNothing = 1 // nothing was found
@@ -46,9 +45,7 @@ func failed(err error) error           { return &statusError{code: exitError, er
 func failedf(f string, a ...any) error { return failed(fmt.Errorf(f, a...)) }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	exit(run(withSignals(context.Background()), os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // globals are the flags every command shares.
@@ -89,7 +86,9 @@ The socket is --socket, else $SIF_SOCKET, else sifd's default:
 /run/sifd/sifd.sock as root, $XDG_RUNTIME_DIR/sifd.sock otherwise.
 
 Exit status, as grep's: 0 when something was found, 1 when nothing was,
-2 on error. For wait, 1 means it timed out.`,
+2 on error. For wait, 1 means it timed out. SIGINT or SIGTERM stops any
+command within a second, with status 130 or 143 (128 plus the signal's
+number, as a shell reports it).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
@@ -103,6 +102,12 @@ Exit status, as grep's: 0 when something was found, 1 when nothing was,
 	root.AddCommand(gendocs.Command())
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	if ie := interruptOf(ctx); ie != nil {
+		// Whatever the command made of its cancelled context, the signal
+		// is the reason it ended.
+		fmt.Fprintf(stderr, "sifctl: %v\n", ie)
+		return ie.status()
+	}
 	if err == nil {
 		return exitFound
 	}

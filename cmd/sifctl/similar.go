@@ -161,7 +161,9 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 			if ctx.Err() != nil {
 				return failed(fmt.Errorf("%s: interrupted", file))
 			}
-			fmt.Fprintf(g.stderr, "sifctl: %v\n", err)
+			if err := g.queryFailed(file, abs, err); err != nil {
+				return err
+			}
 			errs++
 			continue
 		}
@@ -236,7 +238,9 @@ func countStdin(files []string) int {
 // readQuery fingerprints the query named file: the file at that path,
 // made absolute, or standard input for "-", read as it streams in, with
 // no path. With check, it also keeps what the daemon needs to check the
-// matches (ipc.QueryData). Reading standard input stops when ctx is done.
+// matches (ipc.QueryData). Reading stops when ctx is done. A file that
+// changed while it was read is an error wrapping ipc.ErrChanged; abs is
+// set even on error.
 func readQuery(ctx context.Context, g *globals, file string, p fingerprint.Params, o ipc.ReadOptions, check bool) (abs string, sk *fingerprint.Sketch, d *ipc.QueryData, err error) {
 	if file != "-" {
 		abs, err := filepath.Abs(file)
@@ -244,10 +248,10 @@ func readQuery(ctx context.Context, g *globals, file string, p fingerprint.Param
 			return "", nil, nil, fmt.Errorf("%s: %w", file, err)
 		}
 		if !check {
-			sk, err := ipc.SketchFile(abs, p)
+			sk, err := ipc.SketchFileContext(ctx, abs, p)
 			return abs, sk, nil, err
 		}
-		sk, d, err := ipc.QueryFile(abs, p, o)
+		sk, d, err := ipc.QueryFileContext(ctx, abs, p, o)
 		return abs, sk, d, err
 	}
 	// A read of standard input cannot be interrupted; read it on another

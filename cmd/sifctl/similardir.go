@@ -104,7 +104,7 @@ func similarDir(ctx context.Context, g *globals, c *ipc.Client, p fingerprint.Pa
 	if err != nil {
 		return false, false, fmt.Errorf("%s: %w", dir, err)
 	}
-	walk, err := walkDir(g, dir, real)
+	walk, err := walkDir(ctx, g, dir, real)
 	if err != nil {
 		return false, false, err
 	}
@@ -178,8 +178,8 @@ type dirWalk struct {
 // walkDir lists the regular files under real (the directory dir names,
 // symlinks resolved), not following symlinks. A directory or file that
 // cannot be read is named on stderr and skipped; dir itself unreadable is
-// an error.
-func walkDir(g *globals, dir, real string) (*dirWalk, error) {
+// an error. The walk stops with ctx's error once ctx is done.
+func walkDir(ctx context.Context, g *globals, dir, real string) (*dirWalk, error) {
 	w := &dirWalk{}
 	f, err := os.Open(real)
 	if err != nil {
@@ -192,6 +192,9 @@ func walkDir(g *globals, dir, real string) (*dirWalk, error) {
 	f.Close()
 	err = filepath.WalkDir(real, func(path string, d fs.DirEntry, err error) error {
 		rel, _ := filepath.Rel(real, path)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		shown := filepath.Join(dir, rel)
 		if err != nil {
 			if path == real {
@@ -278,8 +281,11 @@ func queryDirFiles(ctx context.Context, g *globals, c *ipc.Client, p fingerprint
 		eg.Go(func() error {
 			defer func() { mu.Lock(); done++; mu.Unlock() }()
 			path := filepath.Join(real, rel)
-			sk, err := ipc.SketchFile(path, p)
+			sk, err := ipc.SketchFileContext(ctx, path, p)
 			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
 				mu.Lock()
 				failed = append(failed, fmt.Sprintf("sifctl: %s: %v (skipped)", filepath.Join(dir, rel), trimPath(err, path)))
 				mu.Unlock()

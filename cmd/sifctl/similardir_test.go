@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,7 +40,7 @@ func TestWalkDir(t *testing.T) {
 	}
 	var stderr bytes.Buffer
 	g := &globals{stderr: &stderr}
-	w, err := walkDir(g, "shown", dir)
+	w, err := walkDir(context.Background(), g, "shown", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestWalkDir(t *testing.T) {
 		t.Errorf("%d empty, %d special, %d unreadable, stderr %q; want 1, 3, 0, none", w.empty, w.special, w.unreadable, stderr.String())
 	}
 
-	if _, err := walkDir(g, "nope", filepath.Join(dir, "nope")); err == nil || err.Error() != "nope: no such file or directory" {
+	if _, err := walkDir(context.Background(), g, "nope", filepath.Join(dir, "nope")); err == nil || err.Error() != "nope: no such file or directory" {
 		t.Errorf("missing directory: %v", err)
 	}
 	if os.Geteuid() == 0 {
@@ -62,11 +63,11 @@ func TestWalkDir(t *testing.T) {
 	os.Mkdir(locked, 0)
 	defer os.Chmod(locked, 0o755)
 	stderr.Reset()
-	w, err = walkDir(g, "shown", dir)
+	w, err = walkDir(context.Background(), g, "shown", dir)
 	if err != nil || w.unreadable != 1 || !strings.Contains(stderr.String(), filepath.Join("shown", "sub", "locked")+": permission denied (skipped)") {
 		t.Errorf("unreadable subdirectory: %v, %d unreadable, stderr %q", err, w.unreadable, stderr.String())
 	}
-	if _, err := walkDir(g, "locked", locked); err == nil || err.Error() != "locked: permission denied" {
+	if _, err := walkDir(context.Background(), g, "locked", locked); err == nil || err.Error() != "locked: permission denied" {
 		t.Errorf("unreadable directory asked about: %v", err)
 	}
 }
