@@ -22,6 +22,8 @@ type basisLine struct {
 	Basis           *ipc.BasisCandidate  `json:"basis"`
 	CompressedBytes int64                `json:"compressed_bytes"`
 	Candidates      []ipc.BasisCandidate `json:"candidates"`
+	// Repetitive: the query has few distinct windows (as in similar).
+	Repetitive bool `json:"repetitive"`
 }
 
 func newBasisCmd(g *globals) *cobra.Command {
@@ -44,11 +46,14 @@ compares the best with sending FILE compressed (gzip -6):
 or "no basis: send it compressed (about 3907 bytes)" when no delta beats
 compression, or "identical to PATH: nothing to send". FILE is sent to the
 daemon as its bytes up to 1 MiB, as a signature of its 32-byte windows
-beyond (the estimate is then made from the windows it shares).
+beyond (the estimate is then made from the windows it shares). A FILE
+of few distinct windows (zeros, one repeated byte) is said to be
+repetitive; one that changes while sifctl reads it is not queried, as in
+similar.
 
 With --json, one object per FILE and line:
   {"query": PATH, "size": N, "basis": CANDIDATE or null, "compressed_bytes": N,
-   "candidates": [CANDIDATE, ...]}
+   "candidates": [CANDIDATE, ...], "repetitive": BOOL}
 with CANDIDATE {"path": ABSOLUTE_PATH, "size": N, "mtime_ns": N,
 "estimated_bytes": N, "identical": BOOL, "method": "identical"|"delta"|
 "windows"|"fingerprints", "copied": PCT, "changed": BOOL}, cheapest first.
@@ -105,13 +110,14 @@ func runBasis(cmd *cobra.Command, g *globals, f *basisFlags, files []string) err
 		if resp.Basis == nil {
 			none = true
 		}
+		rep := repetitive(info.Params, sk.Size, len(sk.Features), defaultMinFingerprints)
 		if g.json {
 			q, raw := ipc.PathFields(abs)
 			if file == "-" {
 				q = "-"
 			}
 			line := basisLine{Query: q, QueryRaw: raw, Size: resp.Size, Basis: resp.Basis,
-				CompressedBytes: resp.CompressedBytes, Candidates: resp.Candidates}
+				CompressedBytes: resp.CompressedBytes, Candidates: resp.Candidates, Repetitive: rep}
 			if err := g.printJSON(line); err != nil {
 				return err
 			}
@@ -121,7 +127,7 @@ func runBasis(cmd *cobra.Command, g *globals, f *basisFlags, files []string) err
 		if file == "-" {
 			name = "(standard input)"
 		}
-		printBasis(g, name, resp)
+		printBasis(g, name, rep, resp)
 	}
 	switch {
 	case errs > 0:
@@ -132,9 +138,15 @@ func runBasis(cmd *cobra.Command, g *globals, f *basisFlags, files []string) err
 	return nil
 }
 
-func printBasis(g *globals, file string, r *ipc.BasisResponse) {
+// printBasis writes the answer r for the query file; rep says it is
+// repetitive.
+func printBasis(g *globals, file string, rep bool, r *ipc.BasisResponse) {
 	w := g.stdout
-	fmt.Fprintf(w, "%s (%d bytes): ", file, r.Size)
+	if rep {
+		fmt.Fprintf(w, "%s (%d bytes, repetitive: few distinct windows): ", file, r.Size)
+	} else {
+		fmt.Fprintf(w, "%s (%d bytes): ", file, r.Size)
+	}
 	switch b := r.Basis; {
 	case b == nil:
 		fmt.Fprintf(w, "no basis: send it compressed (about %d bytes)\n", r.CompressedBytes)

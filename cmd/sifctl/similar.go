@@ -34,6 +34,10 @@ type similarLine struct {
 	Fingerprints int         `json:"fingerprints"`
 	Skipped      int         `json:"skipped"`
 	TooFew       bool        `json:"too_few"`
+	// Repetitive: the query has few distinct windows (zeros, one repeated
+	// byte, a short pattern), hence fewer fingerprints than its size
+	// would give: not too small, but too uniform to judge by them.
+	Repetitive bool        `json:"repetitive"`
 	Checked      int         `json:"checked"`
 	Matches      []ipc.Match `json:"matches"`
 }
@@ -63,8 +67,12 @@ found in very many indexed files (boilerplate, licence headers) are ignored
 above --max-df: the count ignored is shown, and the percentage is of FILE's
 distinctive part. A file too small, or too common, to carry enough
 fingerprints is reported as such, and only identical files are listed for
-it. FILE must be a regular file: fifos, sockets and devices are refused
-at once. A directory lists the indexed directories that hold a good part
+it; so is one too repetitive (few distinct windows: zeros, one repeated
+byte, a short pattern), which is "repetitive" even when the check below
+judges it. FILE must be a regular file: fifos, sockets and devices are
+refused at once. A FILE that changes while sifctl reads it is not
+queried: it is an error (with --json, a line {"query": PATH, "error":
+{"code": "changed", "message": TEXT}}). A directory lists the indexed directories that hold a good part
 of it (see the README's "Directory similarity"). "-" reads the query from
 standard input (once); it has no path, so an indexed file identical to it
 is listed too.
@@ -80,7 +88,7 @@ left out. --fast keeps the index's estimates ("measure": "estimated").
 
 With --json, one object per FILE and line:
   {"query": PATH, "size": N, "fingerprints": N, "skipped": N, "too_few": BOOL,
-   "matches": [{"path": ABSOLUTE_PATH, "size": N, "containment": PCT,
+   "repetitive": BOOL, "matches": [{"path": ABSOLUTE_PATH, "size": N, "containment": PCT,
    "reverse_containment": PCT, "resemblance": PCT, "shared_bytes": N or null,
    "identical": BOOL, "type": "text"|"binary", "mtime_ns": N,
    "measure": "exact"|"sampled"|"estimated", "changed": BOOL}, ...], "checked": N}
@@ -189,7 +197,8 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 				q = "-"
 			}
 			line := similarLine{Query: q, QueryRaw: raw, Size: sk.Size, Fingerprints: resp.Fingerprints,
-				Skipped: resp.Skipped, TooFew: resp.TooFew, Checked: resp.Checked, Matches: resp.Matches}
+				Skipped: resp.Skipped, TooFew: resp.TooFew, Checked: resp.Checked, Matches: resp.Matches,
+				Repetitive: repetitive(info.Params, sk.Size, resp.Fingerprints, resp.MinFingerprints)}
 			if f.explain {
 				ex := similarExplained{similarLine: line, Matches: make([]explainedMatch, 0, len(resp.Matches))}
 				for _, m := range resp.Matches {
@@ -211,7 +220,7 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 		if file == "-" {
 			name = "(standard input)"
 		}
-		printSimilar(g, name, sk.Size, f.threshold, resp)
+		printSimilar(g, name, sk.Size, f.threshold, repetitive(info.Params, sk.Size, resp.Fingerprints, resp.MinFingerprints), resp)
 		if f.explain {
 			printExplained(g, qbytes, explainName(file, abs), resp, info.Params)
 		}
@@ -275,7 +284,9 @@ func readQuery(ctx context.Context, g *globals, file string, p fingerprint.Param
 	return "", sk, d, nil
 }
 
-func printSimilar(g *globals, file string, size int64, threshold float64, r *ipc.SimilarResponse) {
+// printSimilar writes the answer r for the query file of size bytes;
+// rep says it is repetitive.
+func printSimilar(g *globals, file string, size int64, threshold float64, rep bool, r *ipc.SimilarResponse) {
 	w := g.stdout
 	fmt.Fprintf(w, "%s (%d bytes, %d fingerprints", file, size, r.Fingerprints)
 	if r.Skipped > 0 {
@@ -283,6 +294,12 @@ func printSimilar(g *globals, file string, size int64, threshold float64, r *ipc
 	}
 	fmt.Fprintln(w, "):")
 	switch {
+	case rep && r.TooFew:
+		fmt.Fprintf(w, "  too repetitive to judge similarity: few distinct windows (the same bytes repeat), %d distinct %s where at least %d are needed; identical files only\n",
+			r.Fingerprints, plural(r.Fingerprints, "fingerprint", "fingerprints"), r.MinFingerprints)
+	case rep:
+		fmt.Fprintf(w, "  repetitive: few distinct windows (the same bytes repeat), %d distinct %s; matches are measured on its windows\n",
+			r.Fingerprints, plural(r.Fingerprints, "fingerprint", "fingerprints"))
 	case r.TooFew && r.Fingerprints >= r.MinFingerprints:
 		fmt.Fprintf(w, "  too little distinctive content to judge similarity: %d of %d fingerprints are too common to count; identical files only\n",
 			r.Skipped, r.Fingerprints)
