@@ -66,6 +66,9 @@ Exit status: 0 when the files are identical or one contains at least
 --threshold percent of the other, 1 otherwise, 2 on error.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if threshold < 0 || threshold > 100 {
+				return failedf("--threshold %v: want a percentage from 0 to 100", threshold)
+			}
 			schemes := []fingerprint.Params{{Scheme: fingerprint.Manber}, {Scheme: fingerprint.Chunks}}
 			if p != (fingerprint.Params{}) {
 				// A scheme parameter without --scheme selects the
@@ -139,7 +142,7 @@ Exit status: 0 when the files are identical or one contains at least
 			return nil
 		},
 	}
-	cmd.Flags().Float64Var(&threshold, "threshold", 25, "percentage that makes the files similar, for the exit status")
+	cliflags.Float64Var(cmd.Flags(), &threshold, "threshold", 25, "percentage that makes the files similar, for the exit status")
 	cliflags.AddParams(cmd.Flags(), &p, `compare under one scheme only: "manber" or "chunks"`)
 	cmd.Flags().BoolVar(&explainFlag, "explain", false, "show the runs of lines (or bytes) the files share")
 	cmd.Flags().IntVar(&maxDF, "max-df", 0, "with --explain: fingerprints found in more than this many indexed files are boilerplate (0: the daemon's default)")

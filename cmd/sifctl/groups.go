@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sif-dev/sif/cmd/internal/cliflags"
 	"github.com/sif-dev/sif/ipc"
 )
 
@@ -112,7 +113,7 @@ DIR, "members": [DIR, ...]}], "elapsed_ns": N}, each DIR {"path", "size",
 		},
 	}
 	fl := cmd.Flags()
-	fl.Float64Var(&o.Threshold, "threshold", 25, "least percentage of one file the other must contain to link them (with --dirs: least resemblance of two directories; default 50)")
+	cliflags.Float64Var(fl, &o.Threshold, "threshold", 25, "least percentage of one file the other must contain to link them (with --dirs: least resemblance of two directories; default 50)")
 	fl.BoolVar(&dirs, "dirs", false, "groups of similar directories instead of files")
 	fl.IntVar(&o.MaxDF, "max-df", 0, "ignore fingerprints found in more than this many files (0: the daemon's default, -1: none)")
 	fl.BoolVar(&o.AllTypes, "all-types", false, "link text and binary files too")

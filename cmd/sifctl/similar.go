@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sif-dev/sif/cmd/internal/cliflags"
 	"github.com/sif-dev/sif/index/explain"
 	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/ipc"
@@ -28,18 +29,18 @@ type similarFlags struct {
 
 // similarLine is one line of `sifctl similar --json`.
 type similarLine struct {
-	Query        string      `json:"query"`
-	QueryRaw     string      `json:"query_raw,omitempty"`
-	Size         int64       `json:"size"`
-	Fingerprints int         `json:"fingerprints"`
-	Skipped      int         `json:"skipped"`
-	TooFew       bool        `json:"too_few"`
+	Query        string `json:"query"`
+	QueryRaw     string `json:"query_raw,omitempty"`
+	Size         int64  `json:"size"`
+	Fingerprints int    `json:"fingerprints"`
+	Skipped      int    `json:"skipped"`
+	TooFew       bool   `json:"too_few"`
 	// Repetitive: the query has few distinct windows (zeros, one repeated
 	// byte, a short pattern), hence fewer fingerprints than its size
 	// would give: not too small, but too uniform to judge by them.
 	Repetitive bool        `json:"repetitive"`
-	Checked      int         `json:"checked"`
-	Matches      []ipc.Match `json:"matches"`
+	Checked    int         `json:"checked"`
+	Matches    []ipc.Match `json:"matches"`
 }
 
 // similarExplained is one line of `sifctl similar --explain --json`.
@@ -109,9 +110,9 @@ match gets "explain" (see README.md, "Explained matches") or
 		},
 	}
 	fl := cmd.Flags()
-	fl.Float64Var(&f.threshold, "threshold", 25, "least percentage of FILE a match must contain")
+	cliflags.Float64Var(fl, &f.threshold, "threshold", 25, "least percentage of FILE a match must contain")
 	fl.IntVar(&f.limit, "limit", 0, "list at most this many matches per FILE (0: all)")
-	fl.Float64Var(&f.sizeRatio, "size-ratio", 0, "drop matches whose size differs from FILE's by more than this factor (0: any size)")
+	cliflags.Float64Var(fl, &f.sizeRatio, "size-ratio", 0, "drop matches whose size differs from FILE's by more than this factor (0: any size)")
 	fl.BoolVar(&f.sameExt, "same-ext", false, "only matches with FILE's extension")
 	fl.BoolVar(&f.sameType, "same-type", false, "only matches of FILE's type (text or binary)")
 	fl.StringVar(&f.prefix, "prefix", "", "only matches in this directory tree (whole path components; relative to the current directory)")
@@ -124,6 +125,9 @@ match gets "explain" (see README.md, "Explained matches") or
 func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string) error {
 	if f.threshold < 0 || f.threshold > 100 {
 		return failedf("--threshold %v: want a percentage from 0 to 100", f.threshold)
+	}
+	if f.sizeRatio != 0 && f.sizeRatio < 1 {
+		return failedf("--size-ratio %v: want 0 (any size) or a factor of at least 1", f.sizeRatio)
 	}
 	prefix, err := absPrefix(f.prefix)
 	if err != nil {

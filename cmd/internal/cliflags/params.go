@@ -10,15 +10,18 @@ import (
 )
 
 // AddParams adds the fingerprint scheme flags to fl, filling p. schemeUsage
-// describes --scheme, which differs between commands.
+// describes --scheme, which differs between commands. The defaults the
+// usage shows are those fingerprint.Params.Normalize fills in.
 func AddParams(fl *pflag.FlagSet, p *fingerprint.Params, schemeUsage string) {
+	m, _ := fingerprint.Params{Scheme: fingerprint.Manber}.Normalize()
+	c, _ := fingerprint.Params{Scheme: fingerprint.Chunks}.Normalize()
 	fl.StringVar((*string)(&p.Scheme), "scheme", "", schemeUsage)
-	fl.IntVar(&p.Window, "window", 0, "manber: window length W in bytes (default 40)")
-	fl.IntVar(&p.Bits, "bits", 0, "manber: keep windows whose hash has its low k bits zero, about 1 in 2^k (default 8)")
-	fl.IntVar(&p.ModBits, "mod-bits", 0, "manber: Karp-Rabin modulus 2^30 or 2^64 (default 64)")
-	fl.IntVar(&p.MinChunk, "min-chunk", 0, "chunks: minimum chunk length (default avg/4)")
-	fl.IntVar(&p.AvgChunk, "avg-chunk", 0, "chunks: average chunk length, a power of two (default 256)")
-	fl.IntVar(&p.MaxChunk, "max-chunk", 0, "chunks: maximum chunk length (default avg*8)")
+	fl.IntVar(&p.Window, "window", 0, fmt.Sprintf("manber: window length W in bytes (default %d)", m.Window))
+	fl.IntVar(&p.Bits, "bits", 0, fmt.Sprintf("manber: keep windows whose hash has its low k bits zero, about 1 in 2^k (default %d)", m.Bits))
+	fl.IntVar(&p.ModBits, "mod-bits", 0, fmt.Sprintf("manber: Karp-Rabin modulus 2^30 or 2^64 (default %d)", m.ModBits))
+	fl.IntVar(&p.MinChunk, "min-chunk", 0, fmt.Sprintf("chunks: minimum chunk length (default avg/%d)", c.AvgChunk/c.MinChunk))
+	fl.IntVar(&p.AvgChunk, "avg-chunk", 0, fmt.Sprintf("chunks: average chunk length, a power of two (default %d)", c.AvgChunk))
+	fl.IntVar(&p.MaxChunk, "max-chunk", 0, fmt.Sprintf("chunks: maximum chunk length (default avg*%d)", c.MaxChunk/c.AvgChunk))
 }
 
 // schemeFlags names the flags of AddParams that belong to one scheme.
