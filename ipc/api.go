@@ -147,7 +147,8 @@ type IndexStats struct {
 // SimilarRequest is a one-against-all query.
 type SimilarRequest struct {
 	// Params are the parameters the features were made with; they must equal
-	// the index's (see Info).
+	// the index's (see Info). Required: a request without them, or with
+	// them empty ({}), is refused with CodeBadRequest.
 	Params fingerprint.Params `json:"params"`
 	// Path of the query file, if it has one on this machine: that file is
 	// not listed as its own match, and it decides the extension for

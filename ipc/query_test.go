@@ -215,3 +215,21 @@ func TestSignatureLevelCapped(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestsCarryParams: the requests a client builds from a sketch
+// carry the parameters it was made with, which the daemon requires.
+func TestRequestsCarryParams(t *testing.T) {
+	for _, p := range []fingerprint.Params{{}, {Scheme: fingerprint.Chunks}, fingerprint.DefaultParams()} {
+		sk, d, err := ReadQuery(bytes.NewReader(text(1, 3000)), p, ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := p.Normalize()
+		if got := NewSimilarRequest("", sk).Params; got != want {
+			t.Errorf("similar request for %+v: params %+v, want %+v", p, got, want)
+		}
+		if got := NewBasisRequest("", sk, d).Params; got != want {
+			t.Errorf("basis request for %+v: params %+v, want %+v", p, got, want)
+		}
+	}
+}

@@ -402,6 +402,9 @@ func (e *paramsError) Error() string {
 func (s *Server) parseSimilar(req *ipc.SimilarRequest) (index.Query, index.QueryOptions, error) {
 	var q index.Query
 	var o index.QueryOptions
+	if req.Params == (fingerprint.Params{}) {
+		return q, o, errParamsMissing
+	}
 	want := s.q.Params()
 	got, err := req.Params.Normalize()
 	if err != nil {
