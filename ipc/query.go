@@ -55,25 +55,46 @@ func ReadQueryContext(ctx context.Context, r io.Reader, p fingerprint.Params, o 
 	if o.Compressed {
 		fw, _ = flate.NewWriter(&cw, flate.DefaultCompression)
 	}
-	buf := make([]byte, 256<<10)
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
-		}
-		n, err := r.Read(buf)
-		if n > 0 {
-			sk.Write(buf[:n])
-			qc.write(buf[:n])
+	// The sketch is made as the bytes are read; the window sample and
+	// the compressed size on another goroutine, so a large query costs
+	// the time of the slower of the two rather than of both.
+	free, work, done := make(chan []byte, 2), make(chan []byte, 1), make(chan struct{})
+	free <- make([]byte, 256<<10)
+	free <- make([]byte, 256<<10)
+	go func() {
+		defer close(done)
+		for b := range work {
+			qc.write(b)
 			if fw != nil {
-				fw.Write(buf[:n])
+				fw.Write(b)
+			}
+			free <- b[:cap(b)]
+		}
+	}()
+	err = func() error {
+		defer func() { close(work); <-done }()
+		for {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			buf := <-free
+			n, err := r.Read(buf)
+			if n > 0 {
+				sk.Write(buf[:n])
+				work <- buf[:n]
+			} else {
+				free <- buf
+			}
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
 			}
 		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, nil, err
-		}
+	}()
+	if err != nil {
+		return nil, nil, err
 	}
 	sum := sk.Finish()
 	d := &QueryData{}
