@@ -58,9 +58,9 @@ func TestRepetitiveQueries(t *testing.T) {
 	queries := []string{
 		e.outsideFile("zeros-500k", make([]byte, 500<<10)), // sent as its bytes
 		e.outsideFile("zeros-16m", make([]byte, 16<<20)),   // as a signature
-		e.outsideFile("aaaa-12m", bytes.Repeat([]byte{'a'}, 12<<20)),
-		e.outsideFile("ff-9m", bytes.Repeat([]byte{0xff}, 9<<20)),
-		e.sparseFile("sparse-64m", 64<<20),
+		e.outsideFile("aaaa-3m", bytes.Repeat([]byte{'a'}, 3<<20)),
+		e.outsideFile("ff-2m", bytes.Repeat([]byte{0xff}, 2<<20)),
+		e.sparseFile("sparse-24m", 24<<20),
 	}
 	for _, q := range queries {
 		for _, args := range [][]string{{"similar"}, {"similar", "--fast"}, {"basis"}} {
