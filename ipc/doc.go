@@ -15,7 +15,9 @@
 //     fingerprints the file itself (SketchFile, QueryFile), with the
 //     parameters the daemon reports in /v1/info, and the daemon never opens
 //     a path a client names. The query may carry the file's path so the
-//     file is not listed as its own match.
+//     file is not listed as its own match. A file that changes while it is
+//     read gives no sketch (ErrChanged), and the *Context variants stop
+//     reading once their context is done.
 //   - Percentages on the wire are numbers from 0 to 100.
 //   - Hashes on the wire are lowercase hex: 16 digits for a fingerprint, 64
 //     for a strong (SHA-256) content hash.
