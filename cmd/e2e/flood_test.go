@@ -35,9 +35,10 @@ func copyExecutable(path string) error {
 	return out.Close()
 }
 
-// floodConns is how many requests a flood keeps in flight at once: as
-// many as the daemon has request slots.
-const floodConns = 16
+// floodConns is how many requests a flood keeps in flight at once: twice
+// as many as the daemon has request slots, and as many connections as
+// one user may keep open.
+const floodConns = 32
 
 // flood is what this test binary does when run with SIF_E2E_FLOOD set to
 // a socket (see floodAs): it posts the request in the file body to

@@ -248,10 +248,10 @@ func TestHostileKeys(t *testing.T) {
 	}
 }
 
-// TestHostileFairShare: while one user (nobody) keeps 16 heavy queries in
-// flight, as many as the daemon has request slots, another user's
+// TestHostileFairShare: while one user (nobody) keeps 32 heavy queries in
+// flight, twice as many as the daemon has request slots, another user's
 // `sifctl similar` is answered at once, never refused busy. One user took
-// every slot before each user had a share of them.
+// every slot and the queue before each user had a share of them.
 func TestHostileFairShare(t *testing.T) {
 	e := newEnv(t)
 	big := words(21, 100_000)
