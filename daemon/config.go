@@ -267,6 +267,9 @@ func cleanRoots(in []string) ([]string, error) {
 		if !st.IsDir() {
 			return nil, fmt.Errorf("root %s: not a directory", r)
 		}
+		if err := checkRootFS(r, real); err != nil {
+			return nil, err
+		}
 		roots = append(roots, real)
 	}
 	sort.Strings(roots)

@@ -28,7 +28,7 @@ import (
 //	settle_delay = "500ms"
 //	max_settle_delay = "10s"
 //	rescan_interval = "30m"            # roots without events, unwatched directories
-//	network_fs = "scan"                # or "refuse": roots on NFS, SMB, FUSE, proc
+//	network_fs = "scan"                # or "refuse": roots on NFS, SMB, FUSE
 //	workers = 0                        # 0: one per core
 //	db = "/var/lib/sifd/index"
 //	socket = "/run/sifd/sifd.sock"
@@ -267,6 +267,11 @@ func (p *configParser) parse() (FileConfig, error) {
 			return FileConfig{}, p.errAt("roots", "%s: %v", abs, err)
 		case !st.IsDir():
 			return FileConfig{}, p.errAt("roots", "%s: not a directory", abs)
+		}
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			if err := checkRootFS(abs, real); err != nil {
+				return FileConfig{}, p.errAt("roots", "%s", strings.TrimPrefix(err.Error(), "root "))
+			}
 		}
 		c.Roots = append(c.Roots, abs)
 	}

@@ -15,7 +15,9 @@
 //     plus those added and minus those removed at run time (sifctl roots),
 //     which the roots file (roots.json in the state directory) keeps and
 //     which win over the configuration. Each root's source is logged at
-//     start and shown in the status, as are configured roots left out.
+//     start and shown in the status, as are configured roots left out. A
+//     root on a kernel pseudo-filesystem (proc, sysfs, devtmpfs...) is
+//     refused wherever it is named (rootfs.go).
 //   - A scan walks a root without following symlinks and hands every regular
 //     file to the workers. A file whose size, modification time, device and
 //     inode equal its index record is unchanged and costs one stat; others

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -485,20 +486,17 @@ func (d *Daemon) faultLoop(ctx context.Context) error {
 // checkRoots marks roots that went missing, and reconciles those back.
 func (d *Daemon) checkRoots(ctx context.Context) {
 	for _, r := range d.rootList() {
-		why := d.rootAbsent(r)
+		why, err := d.rootAbsent(r)
+		if why != "" {
+			d.markMissing(r, why, err)
+			continue
+		}
 		r.mu.Lock()
 		was := r.missing
-		r.missing = why
+		r.missing = ""
 		r.mu.Unlock()
-		switch {
-		case why != "" && was == "":
-			d.log.Warn("root is missing: its files are kept but not answered until it is back", "root", r.path, "why", why)
-			d.errs.add(fmt.Sprintf("root %s missing: %s", r.path, why))
-			if d.watch != nil {
-				d.watch.RemoveRoot(r.path)
-			}
-		case why == "" && was != "":
-			d.log.Info("root is back: reconciling it", "root", r.path)
+		if was != "" {
+			d.log.Info("root is back: reconciling it", "root", r.path, "was", was)
 			if d.watch != nil && !r.polled {
 				if err := d.watch.AddRoot(r.ctx, r.path, d.handler()); err != nil && r.ctx.Err() == nil {
 					d.log.Error("cannot watch root", "root", r.path, "err", err)
@@ -509,19 +507,23 @@ func (d *Daemon) checkRoots(ctx context.Context) {
 	}
 }
 
-// rootAbsent says why root r is not there, or "". A root that was a mount
-// point when first seen is absent while it is not one (unmounted).
-func (d *Daemon) rootAbsent(r *rootState) string {
+// rootAbsent says why root r is not there, or "", and the error that
+// showed it, if any. A root that was a mount point when first seen is
+// absent while it is not one (unmounted).
+func (d *Daemon) rootAbsent(r *rootState) (string, error) {
 	st, err := os.Stat(r.path)
 	if err != nil {
-		return "not found"
+		if errors.Is(err, fs.ErrNotExist) {
+			return "not found", err
+		}
+		return "cannot be examined: " + unwrapPathErr(err).Error(), err
 	}
 	if !st.IsDir() {
-		return "not a directory"
+		return "not a directory", nil
 	}
 	pst, err := os.Stat(filepath.Dir(r.path))
 	if err != nil {
-		return ""
+		return "", nil
 	}
 	dev, _ := fileID(st)
 	pdev, _ := fileID(pst)
@@ -530,9 +532,9 @@ func (d *Daemon) rootAbsent(r *rootState) string {
 	if dev != pdev {
 		r.mountPoint = true
 	} else if r.mountPoint {
-		return "unmounted"
+		return "unmounted", nil
 	}
-	return ""
+	return "", nil
 }
 
 // isMountPoint reports whether dir is on another filesystem than its
@@ -553,14 +555,11 @@ func isMountPoint(dir string) bool {
 
 // rootMissing reports whether r is missing, looking now.
 func (d *Daemon) rootMissing(r *rootState) bool {
-	if d.rootAbsent(r) == "" {
+	why, err := d.rootAbsent(r)
+	if why == "" {
 		return false
 	}
-	r.mu.Lock()
-	if r.missing == "" {
-		r.missing = "not found"
-	}
-	r.mu.Unlock()
+	d.markMissing(r, why, err)
 	return true
 }
 

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/sif-dev/sif/index"
@@ -142,4 +143,30 @@ func (d *Daemon) presentDupes(ds []index.DupeSet) []index.DupeSet {
 		}
 	}
 	return out
+}
+
+// markMissing records that root r is missing, for why (err, if not nil,
+// is what showed it). The first time, it logs it once at Warn, notes it
+// among the last errors and drops the root's watches; until the root is
+// back (checkRoots logs that at Info), later calls change nothing. It is
+// called by the fault loop and by workers that found a path gone.
+func (d *Daemon) markMissing(r *rootState, why string, err error) {
+	r.mu.Lock()
+	was := r.missing
+	if was == "" {
+		r.missing = why
+	}
+	r.mu.Unlock()
+	if was != "" {
+		return
+	}
+	args := []any{"root", r.path, "why", why}
+	if err != nil {
+		args = append(args, "err", err)
+	}
+	d.log.Warn("root is missing: its files are kept but not answered until it is back", args...)
+	d.errs.add(fmt.Sprintf("root %s missing: %s", r.path, why))
+	if d.watch != nil {
+		d.watch.RemoveRoot(r.path)
+	}
 }

@@ -267,8 +267,11 @@ func (d *Daemon) classifyRoot(r *rootState) error {
 		return fmt.Errorf("root %s: %w", r.path, err)
 	}
 	r.fsName = name
-	if kind == watcher.LocalFS {
+	switch kind {
+	case watcher.LocalFS:
 		return nil
+	case watcher.VirtualFS:
+		return &pseudoFSError{root: r.path, real: r.path, fs: name}
 	}
 	if d.cfg.NetworkFS == NetworkFSRefuse {
 		return fmt.Errorf("root %s: on a %s filesystem (%s), which sends no change events; "+

@@ -1,8 +1,12 @@
 package watcher
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,7 +22,48 @@ func DetectFS(path string) (kind FSKind, name string, err error) {
 	// f_type is a 32-bit magic number in a field whose width and
 	// signedness vary with the architecture.
 	kind, name = fsKindOf(uint32(st.Type))
+	if uint32(st.Type) == unix.TMPFS_MAGIC && mountType(path) == "devtmpfs" {
+		// devtmpfs (/dev) says it is a tmpfs; only the mount table tells.
+		return VirtualFS, "devtmpfs", nil
+	}
 	return kind, name, nil
+}
+
+// mountType returns the filesystem type that /proc/self/mountinfo gives
+// for the mount holding path (following symlinks), or "" if it cannot
+// tell.
+func mountType(path string) string {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return ""
+	}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	return mountTypeOf(f, unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)))
+}
+
+// mountTypeOf finds in mountinfo, read from r, the filesystem type of the
+// mount of device major:minor: each line is "ID PARENT MAJOR:MINOR ROOT
+// MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS".
+func mountTypeOf(r io.Reader, major, minor uint32) string {
+	want := []byte(fmt.Sprintf("%d:%d", major, minor))
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		fields := bytes.Fields(sc.Bytes())
+		if len(fields) < 3 || !bytes.Equal(fields[2], want) {
+			continue
+		}
+		for i, f := range fields {
+			if string(f) == "-" && i+1 < len(fields) {
+				return string(fields[i+1])
+			}
+		}
+	}
+	return ""
 }
 
 // fsKindOf maps a statfs f_type magic number to a kind and a name.

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -18,6 +19,8 @@ func TestDetectFS(t *testing.T) {
 		{"/proc/self/status", VirtualFS, "proc"},
 		{"/sys", VirtualFS, "sysfs"},
 		{t.TempDir(), LocalFS, ""},
+		{"/dev/null", VirtualFS, "devtmpfs"},
+		{"/dev/shm", LocalFS, "tmpfs"},
 	} {
 		if _, err := os.Stat(tc.path); err != nil {
 			t.Logf("%s: %v; skipped", tc.path, err)
@@ -84,5 +87,23 @@ func TestFSKindOf(t *testing.T) {
 	}
 	if s := FSKind(7).String(); s != "FSKind(7)" {
 		t.Errorf("FSKind(7).String() = %q", s)
+	}
+}
+
+func TestMountTypeOf(t *testing.T) {
+	const info = `22 1 0:21 / /proc rw,relatime shared:5 - proc proc rw
+23 1 0:5 / /dev rw,nosuid shared:2 - devtmpfs udev rw,size=4k
+24 23 0:25 / /dev/shm rw,nosuid,nodev shared:3 - tmpfs tmpfs rw
+25 1 8:1 / / rw,relatime shared:1 master:3 - ext4 /dev/sda1 rw
+`
+	for _, tc := range []struct {
+		major, minor uint32
+		want         string
+	}{
+		{0, 5, "devtmpfs"}, {0, 25, "tmpfs"}, {8, 1, "ext4"}, {0, 21, "proc"}, {0, 2, ""}, {9, 9, ""},
+	} {
+		if got := mountTypeOf(strings.NewReader(info), tc.major, tc.minor); got != tc.want {
+			t.Errorf("%d:%d: %q, want %q", tc.major, tc.minor, got, tc.want)
+		}
 	}
 }
