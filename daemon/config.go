@@ -125,8 +125,9 @@ type Config struct {
 	DropEvents int
 	// MinFreeSpace is the free space, in bytes, kept on the filesystem of
 	// the index: below it, index writes are put on hold until there is
-	// room again. 0 means DefaultMinFreeSpace; negative means none is kept
-	// (writes stop only when they fail).
+	// room again. 0 means DefaultMinFreeSpace, or a quarter of the
+	// filesystem's size where that is less (space.go); negative means none
+	// is kept (writes stop only when they fail).
 	MinFreeSpace int64
 	// NoWatch turns watching off: roots are scanned at start and then
 	// every RescanInterval, like roots without events.

@@ -34,6 +34,7 @@ import (
 //	socket = "/run/sifd/sifd.sock"
 //	log_level = "info"                 # debug, info, warn or error
 //	memory_limit = "128MiB"            # soft limit of the Go heap; "unlimited"
+//	min_free_space = "64MiB"           # kept free under the index; "none"
 //
 //	[scheme]                           # fingerprint.Params, for a new index
 //	scheme = "manber"
@@ -185,6 +186,7 @@ type fileKeys struct {
 	OperatorGroup  groupName    `toml:"operator_group"`
 	LogLevel       logLevel     `toml:"log_level"`
 	MemoryLimit    size         `toml:"memory_limit"`
+	MinFreeSpace   minFreeSpace `toml:"min_free_space"`
 	Scheme         *schemeTable `toml:"scheme"`
 }
 
@@ -206,6 +208,7 @@ var knownKeys = []string{
 	"roots", "exclude", "min_size", "max_size", "settle_delay", "max_settle_delay",
 	"rescan_interval", "network_fs",
 	"workers", "db", "socket", "socket_access", "operator_group", "log_level", "memory_limit",
+	"min_free_space",
 	"scheme", "scheme.scheme", "scheme.window", "scheme.bits", "scheme.mod_bits",
 	"scheme.min_bits", "scheme.target",
 	"scheme.min_chunk", "scheme.avg_chunk", "scheme.max_chunk",
@@ -249,6 +252,7 @@ func (p *configParser) parse() (FileConfig, error) {
 	c.Workers = int(k.Workers)
 	c.SocketAccess = string(k.SocketAccess)
 	c.OperatorGroup = string(k.OperatorGroup)
+	c.MinFreeSpace = int64(k.MinFreeSpace)
 	if md.IsDefined("min_size") && md.IsDefined("max_size") && c.MaxFileSize >= 0 && c.MinFileSize > c.MaxFileSize {
 		return FileConfig{}, p.errAt("min_size", "%d bytes is more than max_size (%d bytes)", c.MinFileSize, c.MaxFileSize)
 	}
@@ -565,6 +569,30 @@ func ParseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%q: too large", s)
 	}
 	return n * unit, nil
+}
+
+// minFreeSpace is the free space kept under the index: a size of 1 byte
+// or more, or "none" (-1) to keep none. 0 is refused: it would read as
+// "none" here and means the default to Config.
+type minFreeSpace int64
+
+func (m *minFreeSpace) UnmarshalTOML(v any) error {
+	if s, ok := v.(string); ok && strings.EqualFold(strings.TrimSpace(s), "none") {
+		*m = -1
+		return nil
+	}
+	var n size
+	if err := n.UnmarshalTOML(v); err != nil {
+		return err
+	}
+	switch {
+	case n < 0: // "unlimited"
+		return fmt.Errorf("%v: want a size such as \"64MiB\", or \"none\" to keep no room", v)
+	case n == 0:
+		return fmt.Errorf("%v: leave the key out for the default (%s), or write \"none\" to keep no room", v, humanBytes(DefaultMinFreeSpace))
+	}
+	*m = minFreeSpace(n)
+	return nil
 }
 
 // duration is a non-negative time.Duration written as a string, "500ms".

@@ -90,6 +90,7 @@ func TestConfigFileFull(t *testing.T) {
 			Workers:        3,
 			DB:             filepath.Join(dir, "state", "index"),
 			Socket:         filepath.FromSlash("/run/sifd/test.sock"),
+			MinFreeSpace:   32 << 20,
 			Params:         fingerprint.Params{Scheme: fingerprint.Manber, Window: 32, Bits: 7, ModBits: 30},
 		},
 		LogLevel:    "debug",
@@ -305,7 +306,7 @@ func TestPackagedConfigFile(t *testing.T) {
 			Roots: []string{root}, Exclude: []string{".git/", "node_modules/", "*.swp"},
 			MaxFileSize: DefaultMaxFileSize, SettleDelay: watcher.DefaultSettleDelay, MaxSettleDelay: watcher.DefaultMaxSettleDelay,
 			RescanInterval: DefaultRescanInterval, NetworkFS: NetworkFSScan, DB: SystemDB, Socket: ipc.SystemSocket,
-			SocketAccess: SocketAll, OperatorGroup: "root",
+			SocketAccess: SocketAll, OperatorGroup: "root", MinFreeSpace: DefaultMinFreeSpace,
 			Params: c.params,
 		}
 		if !reflect.DeepEqual(fc.Config, want) || fc.LogLevel != "info" {

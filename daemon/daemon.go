@@ -91,6 +91,7 @@ func Run(ctx context.Context, cfg Config) error {
 var ErrRestart = errors.New("daemon: the index cannot be opened again in this process: start sifd afresh")
 
 func open(cfg Config) (*Daemon, error) {
+	defaultMinFree := cfg.MinFreeSpace == 0
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -115,7 +116,7 @@ func open(cfg Config) (*Daemon, error) {
 	if err := d.migrateState(); err != nil {
 		return nil, err
 	}
-	d.faults.init(cfg.MinFreeSpace)
+	d.faults.init(d.minFreeFor(cfg.DB, cfg.MinFreeSpace, defaultMinFree))
 	ix, err := d.openIndex(cfg.Params)
 	if err != nil {
 		return nil, err

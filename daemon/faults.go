@@ -63,9 +63,13 @@ const (
 	changingFor = time.Minute
 )
 
+// reasonNoSpace is the reason of a hold on writes for want of room.
+const reasonNoSpace = "no space left on device"
+
 // DefaultMinFreeSpace is the free space kept on the index's filesystem
 // when Config.MinFreeSpace is 0: room for Pebble to flush a memtable and
-// compact.
+// compact. On a filesystem of less than four times as much, a quarter of
+// its size is kept instead (space.go).
 const DefaultMinFreeSpace = 64 << 20
 
 // faults is the daemon's fault state.
@@ -215,7 +219,7 @@ func (d *Daemon) holdWrites(err error, poisoned bool) {
 		return
 	}
 	f.since = time.Now()
-	f.reason = "no space left on device"
+	f.reason = reasonNoSpace
 	if !isNoSpace(err) {
 		f.reason = "index writes failing"
 	}
@@ -637,6 +641,13 @@ func (d *Daemon) faultStatus(st *ipc.Status) {
 			f.reason, f.since.UTC().Format(time.RFC3339), f.backoff, len(f.heldPaths))
 		if f.overflow || f.poisoned {
 			st.Reason += " (and a reconcile of every root)"
+		}
+		if f.reason == reasonNoSpace {
+			free, err := statFree(d.cfg.DB)
+			if err == nil {
+				st.LowSpace = &ipc.LowSpace{FreeBytes: free, MinFreeBytes: f.minFree, Setting: minFreeSetting}
+				st.Reason += "; " + lowSpaceText(free, f.minFree)
+			}
 		}
 	}
 	if f.rebuilt != nil {

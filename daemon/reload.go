@@ -69,6 +69,7 @@ func (d *Daemon) reload() {
 		{"max_settle_delay", nc.MaxSettleDelay != old.MaxSettleDelay},
 		{"rescan_interval", nc.RescanInterval != old.RescanInterval},
 		{"network_fs", nc.NetworkFS != old.NetworkFS},
+		{"min_free_space", nc.MinFreeSpace != old.MinFreeSpace},
 	} {
 		if c.changed {
 			d.log.Warn("configuration change takes effect at restart", "key", c.name)

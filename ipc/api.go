@@ -393,6 +393,19 @@ type Status struct {
 	// StillChanging names files that kept changing (up to 20): read at
 	// most once per max settle delay.
 	StillChanging []string `json:"still_changing,omitempty"`
+	// LowSpace is set while index writes are on hold for want of room
+	// under the index: how much is free and how much sifd keeps free.
+	LowSpace *LowSpace `json:"low_space,omitempty"`
+}
+
+// LowSpace says why index writes wait for room: the filesystem of the
+// index has FreeBytes available, below MinFreeBytes, the free space sifd
+// keeps for the index to flush and compact (or full, when MinFreeBytes is
+// 0). Setting names what changes the minimum.
+type LowSpace struct {
+	FreeBytes    uint64 `json:"free_bytes"`
+	MinFreeBytes uint64 `json:"min_free_bytes"`
+	Setting      string `json:"setting"`
 }
 
 // IndexRebuild says why and when the index was rebuilt, and where the
