@@ -40,7 +40,10 @@
 //     missing root's files are kept but not answered until it is back.
 //   - Skips (unreadable files, special files, symlinks, files that vanish
 //     mid-scan, files above the size limit) are counted in the status and
-//     never stop a scan.
+//     never stop a scan. What could not be read for lack of permission is
+//     denied: kept per root, listed in the status, and read again once it
+//     may be, on the event a change of permissions raises or by a poll
+//     (denied.go).
 //   - A polled root is on a filesystem that sends no change events (NFS,
 //     SMB, FUSE; or any root under --no-watch): it is not watched but
 //     rescanned every rescan interval, and Wait rescans it.

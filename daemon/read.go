@@ -250,7 +250,7 @@ func classifyOpen(path string, err error) error {
 	case isSymlinkErr(err):
 		return fmt.Errorf("%s: %w", path, errSymlink)
 	default:
-		return fmt.Errorf("%s: %w: %v", path, errUnreadable, unwrapPathErr(err))
+		return fmt.Errorf("%s: %w: %w", path, errUnreadable, unwrapPathErr(err))
 	}
 }
 

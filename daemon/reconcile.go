@@ -53,14 +53,20 @@ const (
 )
 
 // periodic rescans, every rescan interval, the roots without events and
-// the directories that could not be watched.
+// the directories that could not be watched; and every faultPoll it looks
+// whether paths denied for lack of permission can be read now.
 func (d *Daemon) periodic(ctx context.Context) {
 	t := time.NewTicker(d.cfg.RescanInterval)
 	defer t.Stop()
+	poll := time.NewTicker(faultPoll)
+	defer poll.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-poll.C:
+			d.retryDeniedPaths()
+			continue
 		case <-t.C:
 		}
 		for _, r := range d.rootList() {

@@ -50,6 +50,8 @@ type rootState struct {
 	started, finished time.Time
 	lastErr           string
 	unwatched         map[string]string // directory → why it is not watched
+	// denied holds what could not be read for lack of permission.
+	denied deniedSet
 	// Overflow back-off: a reconcile after lost events waits backoff
 	// after the previous one when overflows repeat.
 	backoff      time.Duration
@@ -124,6 +126,18 @@ func (r *rootState) setUnwatched(dir string, err error) {
 	r.unwatched[dir] = err.Error()
 }
 
+// clearUnwatchedUnder forgets that dir and the directories below it
+// could not be watched, before they are tried again.
+func (r *rootState) clearUnwatchedUnder(dir string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for d := range r.unwatched {
+		if under(d, dir) {
+			delete(r.unwatched, d)
+		}
+	}
+}
+
 // unwatchedDirs returns the directories that could not be watched.
 func (r *rootState) unwatchedDirs() []string {
 	r.mu.Lock()
@@ -153,6 +167,7 @@ func (r *rootState) status() ipc.RootStatus {
 		WalkDone:  r.walkDone.Load(),
 		Scans:     r.scans.Load(),
 		LastError: r.lastErr,
+		Denied:    r.denied.status(),
 	}
 	switch {
 	case r.missing != "":

@@ -277,7 +277,7 @@ func (d *Daemon) runScan(ctx context.Context, s *scanRun) {
 		case watcher.Vanished:
 			return nil // the removal pass below deals with its record
 		case watcher.Unreadable:
-			d.skip(root, e.Path, fmt.Errorf("%s: %w: %v", e.Path, errUnreadable, e.Err))
+			d.skip(root, e.Path, fmt.Errorf("%s: %w: %w", e.Path, errUnreadable, e.Err))
 			return nil
 		}
 		if isCookie(e.Path) {
@@ -306,6 +306,10 @@ func (d *Daemon) runScan(ctx context.Context, s *scanRun) {
 	})
 	if err != nil && ctx.Err() == nil {
 		// The directory itself is gone or unreadable.
+		if isPermission(err) && root.denied.add(s.dir, err) {
+			d.errs.add(err.Error())
+			d.log.Warn("directory cannot be listed: its files are left out until its permissions change", "dir", s.dir, "err", err)
+		}
 		if s.full() {
 			root.fail(err)
 			d.errs.add(err.Error())

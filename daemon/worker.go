@@ -99,7 +99,12 @@ func (d *Daemon) syncPath(ctx context.Context, r *reader, path string, info fs.F
 				d.gone(ctx, path, t)
 				return 0
 			}
-			d.skip(root, path, fmt.Errorf("%s: %w: %v", path, errUnreadable, unwrapPathErr(err)))
+			if isPermission(err) && root.denied.above(path) {
+				// Below a directory listed as denied: that says it.
+				d.count.unreadable.Add(1)
+			} else {
+				d.skip(root, path, fmt.Errorf("%s: %w: %w", path, errUnreadable, unwrapPathErr(err)))
+			}
 			d.forget(path)
 			return 0
 		}
@@ -108,8 +113,10 @@ func (d *Daemon) syncPath(ctx context.Context, r *reader, path string, info fs.F
 	switch {
 	case mode.IsDir():
 		// A directory's contents reach the index through scans; its own
-		// path has a record only if it was a file before.
+		// path has a record only if it was a file before. Its permissions
+		// may have changed (denied.go).
 		d.forget(path)
+		d.dirChanged(root, path)
 		return 0
 	case mode&fs.ModeSymlink != 0:
 		d.count.symlinks.Add(1)
@@ -211,6 +218,7 @@ func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path
 			return meta.Size
 		}
 		d.count.indexed.Add(1)
+		root.denied.remove(path)
 		root.filesRead.Add(1)
 		root.bytesRead.Add(uint64(meta.Size))
 		d.clearRetries(path)
@@ -368,6 +376,10 @@ func (d *Daemon) skip(root *rootState, path string, err error) {
 	}
 	if root != nil {
 		root.setErr(err)
+		if isPermission(err) && !root.denied.add(path, err) {
+			d.log.Debug("skipped again", "err", err) // logged when first denied
+			return
+		}
 	}
 	d.errs.add(err.Error())
 	d.log.Warn("skipped", "err", err)

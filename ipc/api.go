@@ -463,6 +463,20 @@ type RootStatus struct {
 	Scans       uint64   `json:"scans"` // scans of the whole root since start
 	LastError   string   `json:"last_error,omitempty"`
 	ScanFinish  string   `json:"scan_finished,omitempty"`
+	// Denied is what sifd leaves out of the index under the root for lack
+	// of permission; absent when nothing is.
+	Denied *DeniedStatus `json:"permission_denied,omitempty"`
+}
+
+// DeniedStatus lists the files and directories sifd cannot read, for lack
+// of permission: Count of them (at most MaxDenied are kept; More says
+// there were others), and the first few Paths in path order. Each is
+// retried when its permissions (or those of the directory above it)
+// change, and every few seconds besides.
+type DeniedStatus struct {
+	Count int      `json:"count"`
+	More  bool     `json:"more,omitempty"`
+	Paths []string `json:"paths"`
 }
 
 // QueueStatus is the work waiting in the daemon.

@@ -28,7 +28,8 @@
 //     watch (out of inotify watches: reconcile them on a schedule). Excluded directories get no
 //     watch, and the creation or change of an excluded path is not
 //     reported (its removal is). Roots can be added and removed while it
-//     runs. A root is watched whole by a walk of its own (AddRoot), or,
+//     runs, and a directory that could not be watched (its permissions
+//     kept the watcher out) can be watched again (WatchAgain). A root is watched whole by a walk of its own (AddRoot), or,
 //     when the caller walks it anyway, directory by directory as that walk
 //     enters each one (AddRootShallow, WatchDir, WalkOptions.OnDir): the
 //     tree is walked once.

@@ -206,6 +206,23 @@ func (w *Watcher) WatchDir(dir string, h Handler) error {
 	}
 }
 
+// WatchAgain watches dir, a directory below a root, and the directories
+// below it that are not watched, as for a new directory: from Run's
+// goroutine, which then reports dir with h.DirAdded (or h.Unwatched).
+// It is for a directory that could not be listed or watched before and
+// may be now, its permissions changed. It reports false, doing nothing,
+// when too many new directories wait for their watches already.
+func (w *Watcher) WatchAgain(dir string) bool {
+	w.pending.Add(1)
+	select {
+	case w.adds <- dir:
+		return true
+	default:
+		w.pending.Add(-1)
+		return false
+	}
+}
+
 // RemoveRoot stops watching root (as given to AddRoot): it drops root and
 // the watch of every directory at or below it that no other root holds.
 // Events already read for paths below it are dropped, and so are the new

@@ -513,3 +513,57 @@ func closed(ch <-chan struct{}) bool {
 		return false
 	}
 }
+
+// A directory the kernel refused to watch (EACCES: the daemon could not
+// read it) is watched when asked again, with the directories below it,
+// and reported as added so that it is scanned; a change of its
+// permissions, which its parent's watch reports, is what tells the caller
+// to ask.
+func TestWatchAgain(t *testing.T) {
+	root := tempRoot(t)
+	mkdirs(t, root, "locked/sub")
+	locked := filepath.Join(root, "locked")
+	w, err := NewWatcher(WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	deny := true
+	real := w.addWatch
+	w.addWatch = func(dir string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if deny && dir == locked {
+			return fmt.Errorf("inotify_add_watch: %w", syscall.EACCES)
+		}
+		return real(dir)
+	}
+	r := newRecorder()
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := w.AddRoot(ctx, root, r); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- w.Run(ctx, r) }()
+	defer func() { cancel(); <-done }()
+	r.expect(t, "unwatched "+locked)
+	if n := w.Watched(); n != 1 {
+		t.Fatalf("%d directories watched, want the root alone", n)
+	}
+	mu.Lock()
+	deny = false
+	mu.Unlock()
+	if err := os.Chmod(locked, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r.expect(t, "changed "+locked) // from the root's watch
+	if !w.WatchAgain(locked) {
+		t.Fatal("WatchAgain refused")
+	}
+	r.expect(t, "diradded "+locked)
+	if n := w.Watched(); n != 3 {
+		t.Errorf("%d directories watched after WatchAgain, want 3", n)
+	}
+	os.WriteFile(filepath.Join(locked, "sub", "f"), []byte("x"), 0o644)
+	r.expect(t, "changed "+filepath.Join(locked, "sub", "f"))
+}

@@ -18,6 +18,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 watching, polling, degraded, failed or missing, with the reason for the
 last four), whether index writes are on hold (degraded, e.g. for want of
 space) or the index was rebuilt, files that keep changing,
+what is left out for lack of permission (the first ten paths),
 the progress of a scan in progress (files and bytes done of those found so
 far, rate and, once every file has been found, the time left), the
 directories watched, the work queued, and what the daemon did since it
@@ -126,6 +127,20 @@ func printRootStatus(w io.Writer, r *ipc.RootStatus) {
 		fmt.Fprintf(w, "; from %s", sourceText(r.Source))
 	}
 	fmt.Fprintln(w)
+	if dn := r.Denied; dn != nil {
+		more := ""
+		if dn.More {
+			more = " or more"
+		}
+		fmt.Fprintf(w, "    permission denied: %d%s %s left out, retried when their permissions change:\n",
+			dn.Count, more, plural(dn.Count, "path", "paths"))
+		for _, p := range dn.Paths {
+			fmt.Fprintf(w, "      %s\n", p)
+		}
+		if dn.Count > len(dn.Paths) {
+			fmt.Fprintf(w, "      ... and %d more\n", dn.Count-len(dn.Paths))
+		}
+	}
 	if r.LastError != "" {
 		fmt.Fprintf(w, "    error: %s\n", r.LastError)
 	}
