@@ -49,6 +49,14 @@ type deniedSet struct {
 	next string // where the next poll starts
 }
 
+// rescanning is called as a full scan of the root begins: it finds again
+// what is denied, so the paths not kept for want of room may be kept now.
+func (s *deniedSet) rescanning() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.more = false
+}
+
 // isPermission reports whether err says the daemon lacks the right.
 func isPermission(err error) bool {
 	return errors.Is(err, fs.ErrPermission)

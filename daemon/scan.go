@@ -240,6 +240,7 @@ func (d *Daemon) runScan(ctx context.Context, s *scanRun) {
 	}
 	if s.full() {
 		root.beginScan()
+		root.denied.rescanning()
 		d.log.Info("scan started", "root", root.path, "why", s.why)
 		stop := d.progress(ctx, root)
 		defer stop()

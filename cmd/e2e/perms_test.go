@@ -73,9 +73,11 @@ func TestPermissionDeniedComesBack(t *testing.T) {
 	// Unlocked, they come back within seconds, by themselves.
 	chmod(locked, 0o755)
 	chmod(lockedFile, 0o644)
+	t0 := time.Now()
 	e.until(10*time.Second, "the unlocked files indexed", func(st *ipc.Status) bool {
 		return st.Index.Files == total && denied(st) == nil
 	})
+	t.Logf("locked at start: back %v after chmod", time.Since(t0).Round(time.Millisecond))
 	e.waitApplied()
 	// The directory locked at start is watched now, below it too.
 	fresh := e.write("locked/sub/new.txt", words(4999, 3000))
@@ -98,9 +100,11 @@ func TestPermissionDeniedComesBack(t *testing.T) {
 	}
 	chmod(openDir, 0o755)
 	chmod(lockedFiles[3], 0o644)
+	t0 = time.Now()
 	e.until(10*time.Second, "the files locked while running back", func(st *ipc.Status) bool {
 		return st.Index.Files == total && denied(st) == nil
 	})
+	t.Logf("locked while running: back %v after chmod", time.Since(t0).Round(time.Millisecond))
 	if r := e.sifctl("status"); strings.Contains(r.stdout, "left out, retried") {
 		t.Errorf("sifctl status still lists denied paths:\n%s", r.stdout)
 	}
