@@ -154,6 +154,10 @@ type Config struct {
 	// "" means SocketAll for the system socket (ipc.SystemSocket) and
 	// SocketOwner for any other, such as a per-user daemon's.
 	SocketAccess string
+	// SocketCheckEvery is how often the socket file is checked: if it
+	// was removed or replaced, the daemon listens again on a new one at
+	// the same path. 0 means server.DefaultCheckEvery (2s).
+	SocketCheckEvery time.Duration
 	// OperatorGroup names a group, or gives a numeric gid, whose members
 	// may change the daemon (add and remove roots, ask for rescans) besides
 	// root and the daemon's own user. "" means no group.

@@ -54,6 +54,7 @@ type Daemon struct {
 	track      *tracker
 	live, bulk *scanner
 	settle     *watcher.Settler // changed and removed paths, tagged with their epoch
+	sock       *server.Listener // the socket, set by run
 	watch      *watcher.Watcher // nil with NoWatch
 	cookies    cookieJar
 	notes      notifier // the service manager
@@ -160,7 +161,8 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(d.cfg.Socket)
+	defer ln.Close() // and removes the socket file, if it is still ours
+	d.sock = ln
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -227,6 +229,7 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 	g.Go(func() error { d.bulk.run(gctx, d); return nil })
 	g.Go(func() error { d.periodic(gctx); return nil })
 	g.Go(func() error { d.reloadLoop(gctx); return nil })
+	g.Go(func() error { ln.Watch(gctx, d.cfg.SocketCheckEvery, d.log); return nil })
 	g.Go(func() error { return d.faultLoop(gctx) })
 	g.Go(func() error { return d.firstScan(gctx) })
 	err = g.Wait()

@@ -4,7 +4,9 @@
 // cancelled, or with the error that stopped it. Stop signals, exit
 // statuses and service managers are the caller's (cmd/sifd); the daemon
 // only tells a Notifier when it is ready, how its first scan goes and when
-// it stops, and reloads Config.Reload's configuration on SIGHUP.
+// it stops, and reloads Config.Reload's configuration on SIGHUP. It keeps
+// its socket file in place: one removed or replaced is made again (see
+// server.Listener) every Config.SocketCheckEvery and on SIGHUP.
 //
 // Vocabulary:
 //

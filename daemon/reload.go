@@ -11,12 +11,10 @@ import (
 	"github.com/sif-dev/sif/index/fingerprint"
 )
 
-// reloadLoop reloads the configuration on every reload signal (SIGHUP)
-// until ctx is done.
+// reloadLoop, on every reload signal (SIGHUP) until ctx is done, makes
+// the socket file again if it was removed or replaced, and reloads the
+// configuration if there is a Config.Reload.
 func (d *Daemon) reloadLoop(ctx context.Context) {
-	if d.cfg.Reload == nil {
-		return
-	}
 	sig := make(chan os.Signal, 1)
 	stop := notifyReload(sig)
 	if stop == nil {
@@ -28,7 +26,12 @@ func (d *Daemon) reloadLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-sig:
-			d.reload()
+			if d.sock != nil {
+				d.sock.Ensure(d.log) // logs what it finds wrong
+			}
+			if d.cfg.Reload != nil {
+				d.reload()
+			}
 		}
 	}
 }

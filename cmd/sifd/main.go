@@ -115,6 +115,7 @@ type runFlags struct {
 	dropEv    int
 	minFree   int64
 	progress  time.Duration
+	sockCheck time.Duration
 	logLevel  string
 	logFormat string
 	memLimit  string
@@ -140,7 +141,9 @@ filesystems without change events (NFS, SMB, FUSE) are rescanned every
 rescan interval, or refused with --network-fs refuse. It serves queries on
 the socket until SIGINT or SIGTERM, then closes the index cleanly. SIGHUP
 reloads the configuration file: roots, exclusions and size limits apply at
-once; an invalid file leaves the running configuration in place.
+once; an invalid file leaves the running configuration in place. A socket
+file that is removed or replaced by a stale socket is made again within
+2 seconds (at once on SIGHUP), and logged.
 
 Under systemd ($NOTIFY_SOCKET set, as for the Type=notify unit sifd install
 writes), sifd speaks the notify protocol: READY=1 once its socket serves
@@ -245,6 +248,8 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.MarkHidden("debug-drop-events")
 	fl.DurationVar(&f.progress, "progress-interval", 0, "how often the first scan's progress is logged and sent to systemd (default 5s)")
 	fl.MarkHidden("progress-interval") // for tests that watch the progress
+	fl.DurationVar(&f.sockCheck, "socket-check-interval", 0, "how often the socket file is checked, and made again if it was removed or replaced (default 2s)")
+	fl.MarkHidden("socket-check-interval") // for tests of SIGHUP's
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fl.StringVar(&f.memLimit, "memory-limit", "", fmt.Sprintf(`soft limit of the Go heap, e.g. "128MiB", or "unlimited": the collector works harder near it; the index's %d MiB cache comes on top (default %d MiB, or $GOMEMLIMIT)`, index.DefaultCacheSize>>20, daemon.DefaultMemoryLimit>>20))
@@ -447,6 +452,7 @@ func (f *runFlags) apply(fl *pflag.FlagSet, fc daemon.FileConfig) (daemon.Config
 	set("event-buffer", func() { cfg.EventBuffer = f.eventBuf })
 	set("debug-drop-events", func() { cfg.DropEvents = f.dropEv })
 	set("progress-interval", func() { cfg.ProgressEvery = f.progress })
+	set("socket-check-interval", func() { cfg.SocketCheckEvery = f.sockCheck })
 	set("scheme", func() { cfg.Params.Scheme = f.params.Scheme })
 	set("window", func() { cfg.Params.Window = f.params.Window })
 	set("bits", func() { cfg.Params.Bits = f.params.Bits })

@@ -23,6 +23,9 @@
 //     include others.
 //   - A slot is the right to be served now; a request waits for one in a
 //     short queue, first come first served, or is answered 503 busy.
+//   - The socket is a Listener: a Unix socket file that, when it is
+//     removed or replaced, it makes again at the same path (Ensure, every
+//     few seconds from Watch) while the connections already open go on.
 //
 // Limits (Options; the defaults in brackets) keep one client from holding
 // the daemon:
