@@ -30,7 +30,9 @@
 //     does not take answers 405 method_not_allowed with the methods it
 //     takes in Allow.
 //   - A prefix (prefix=P, path_prefix) is a directory tree, matched by whole
-//     path components: /a/b holds /a/b/x, not /a/bin.
+//     path components: /a/b holds /a/b/x, not /a/bin. It must be absolute,
+//     like every path a request names (else 400 bad_request naming the
+//     field), and the daemon cleans it: /a/../a//b/ is /a/b.
 //   - Identical files (dupes) that are hard links to one inode are listed,
 //     marked with hard_link_of, and counted once in the redundant copies.
 //   - A query may carry its bytes (content, up to MaxContent) or a

@@ -6,8 +6,8 @@ import (
 )
 
 // absPrefix makes a --prefix directory absolute against the current
-// directory, as rescan does with its directory: the daemon has another
-// one, and indexed paths are absolute. "" (no prefix) stays "". The daemon
+// directory, and clean, as rescan does with its directory: the daemon has
+// another one, and refuses a relative prefix. "" (no prefix) stays "". The daemon
 // matches the prefix by whole path components: /src/a matches /src/a and
 // /src/a/x, not /src/ab.
 func absPrefix(p string) (string, error) {

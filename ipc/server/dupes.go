@@ -20,7 +20,12 @@ func (s *Server) dupes(w http.ResponseWriter, r *http.Request) {
 	if c == nil {
 		return
 	}
-	sets, err := s.q.Dupes(r.URL.Query().Get("prefix"))
+	prefix, err := absPath("prefix", r.URL.Query().Get("prefix"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, err.Error())
+		return
+	}
+	sets, err := s.q.Dupes(prefix)
 	if err != nil {
 		s.fail(w, err)
 		return

@@ -85,7 +85,12 @@ func (s *Server) abortStream(st *stream, w http.ResponseWriter, err error) {
 // and returning false when one is wrong. thr is the threshold in percent.
 func groupOptions(w http.ResponseWriter, r *http.Request) (opts index.GroupOptions, thr float64, ok bool) {
 	q := r.URL.Query()
-	opts = index.GroupOptions{SameType: q.Get("all_types") == "", PathPrefix: q.Get("prefix"), Links: q.Has("links")}
+	opts = index.GroupOptions{SameType: q.Get("all_types") == "", Links: q.Has("links")}
+	var err error
+	if opts.PathPrefix, err = absPath("prefix", q.Get("prefix")); err != nil {
+		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, err.Error())
+		return opts, 0, false
+	}
 	thr = 25.0
 	if v := q.Get("threshold"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -460,6 +459,10 @@ func (s *Server) parseSimilar(req *ipc.SimilarRequest) (index.Query, index.Query
 	if threshold == 0 {
 		threshold = math.SmallestNonzeroFloat64 // index.QueryOptions reads 0 as the default
 	}
+	prefix, err := absPath("path_prefix", req.PathPrefix)
+	if err != nil {
+		return q, o, err
+	}
 	q = index.Query{Path: path, Sketch: &fingerprint.Sketch{
 		Summary:  fingerprint.Summary{Size: req.Size, Strong: strong, Type: req.Type},
 		Params:   want,
@@ -471,7 +474,7 @@ func (s *Server) parseSimilar(req *ipc.SimilarRequest) (index.Query, index.Query
 		SizeRatio:  req.SizeRatio,
 		SameExt:    req.SameExt,
 		SameType:   req.SameType,
-		PathPrefix: req.PathPrefix,
+		PathPrefix: prefix,
 		MaxDF:      req.MaxDF,
 	}
 	return q, o, nil
@@ -570,20 +573,13 @@ func (s *Server) controller(w http.ResponseWriter, r *http.Request) (Controller,
 }
 
 // reqPath decodes the path of a request (field names the JSON field, for
-// errors) and checks that it is absolute. An empty path is returned as "";
-// the caller decides whether it is allowed.
+// errors) and checks it with absPath.
 func reqPath(field, display, raw string) (string, error) {
 	p, err := ipc.JoinPath(display, raw)
 	if err != nil {
 		return "", err // names path_raw
 	}
-	if p == "" {
-		return "", nil
-	}
-	if !filepath.IsAbs(p) {
-		return "", fmt.Errorf("%s %q: must be absolute", field, p)
-	}
-	return filepath.Clean(p), nil
+	return absPath(field, p)
 }
 
 // rootsResponse wraps roots, with [] rather than null for none.
