@@ -333,6 +333,12 @@ type CheckReport struct {
 	Fingerprints uint64   // distinct fingerprint keys among the postings
 	Problems     []string // empty when the index is consistent; capped at MaxProblems
 	More         int      // problems found beyond the cap
+	// Damaged says a file of the database is damaged (a block whose
+	// checksum does not match, say): the check stopped there, and its last
+	// problem names the file and what was wrong. The counts are those
+	// made before it. The cure is to rebuild the index (sifd run moves a
+	// damaged one aside and does).
+	Damaged bool
 }
 
 // MaxProblems caps CheckReport.Problems.

@@ -41,7 +41,10 @@ import (
 // reported as problems, not returned as errors. Each problem is one line
 // naming the key (path, file id, content id, fingerprint key in hex,
 // device:inode/id of an inode key); after MaxProblems they are only
-// counted, in More. The error is for failures to read the database.
+// counted, in More. A damaged file of the database (a block whose checksum
+// does not match) ends the check with one more problem naming the file and
+// what was wrong, and sets Damaged. The error is for other failures to
+// read the database.
 func (ix *Index) Check() (*CheckReport, error) {
 	if err := ix.acquire(); err != nil {
 		return nil, fmt.Errorf("index.Check: %w", err)
@@ -73,7 +76,11 @@ func (ix *Index) Check() (*CheckReport, error) {
 		c.pendFrom = from
 	}
 	if err := c.run(); err != nil {
-		return nil, fmt.Errorf("index.Check: %w", err)
+		if !IsCorrupt(err) {
+			return nil, fmt.Errorf("index.Check: %w", err)
+		}
+		c.rep.Damaged = true
+		c.rep.Problems = append(c.rep.Problems, fmt.Sprintf("%v (the check stopped there)", plainCorruption(err)))
 	}
 	return c.rep, nil
 }

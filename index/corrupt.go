@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,6 +20,63 @@ import (
 func IsCorrupt(err error) bool {
 	return err != nil && (errors.Is(err, ErrCorrupt) || pebble.IsCorruptionError(err))
 }
+
+// damagedFileError is a Pebble corruption error that names the damaged
+// file: its message says plainly which file and what was wrong, where
+// Pebble's own joins its detail to a placeholder ("<corruption detail
+// carrier>") whose message says nothing.
+type damagedFileError struct {
+	kind   string // "table", "log", "manifest" or "file"
+	path   string
+	detail string // what was wrong, as Pebble says it
+	err    error  // Pebble's error
+}
+
+func (e *damagedFileError) Error() string {
+	return fmt.Sprintf("damaged %s %s: %s", e.kind, e.path, e.detail)
+}
+
+// Unwrap returns Pebble's error, so that IsCorrupt still tells it.
+func (e *damagedFileError) Unwrap() error { return e.err }
+
+// plainCorruption returns err with a plain message when it is a Pebble
+// corruption error that names a damaged file (see damagedFileError), and
+// err itself otherwise.
+func plainCorruption(err error) error {
+	var done *damagedFileError
+	if err == nil || errors.As(err, &done) {
+		return err
+	}
+	info := pebble.ExtractDataCorruptionInfo(err)
+	if info == nil || info.Path == "" {
+		return err
+	}
+	detail := "corrupted"
+	if info.Details != nil {
+		detail = info.Details.Error()
+	}
+	// Pebble's detail starts with "pebble: file 000006: ", which the path
+	// says better.
+	base := filepath.Base(info.Path)
+	detail = strings.TrimPrefix(detail, "pebble: ")
+	detail = strings.TrimPrefix(detail, "file "+strings.TrimSuffix(base, filepath.Ext(base))+": ")
+	kind := "file"
+	switch {
+	case strings.HasSuffix(base, ".sst"):
+		kind = "table"
+	case strings.HasSuffix(base, ".log"):
+		kind = "log"
+	case strings.HasPrefix(base, "MANIFEST"):
+		kind = "manifest"
+	}
+	return &damagedFileError{kind: kind, path: info.Path, detail: detail, err: err}
+}
+
+// IsDamaged reports whether err, from Open, says the index's files are
+// damaged (a table, log or MANIFEST that is corrupt, cut short or missing),
+// as opposed to locked, not readable, or written in another format: what
+// Options.MoveAsideCorrupt moves aside.
+func IsDamaged(err error) bool { return isUnopenable(err) && !errors.Is(err, ErrOldFormat) }
 
 // isUnopenable reports whether err, from opening a database that exists,
 // means its files are damaged beyond Pebble's reach: corruption, or a
@@ -87,7 +145,7 @@ func (ix *Index) Verify(ctx context.Context) error {
 	for valid := it.First(); valid; valid = it.Next() {
 		if _, err := it.ValueAndErr(); err != nil {
 			it.Close()
-			return fmt.Errorf("index.Verify %s: %w", ix.dir, err)
+			return fmt.Errorf("index.Verify %s: %w", ix.dir, plainCorruption(err))
 		}
 		if n++; n%4096 == 0 && ctx.Err() != nil {
 			it.Close()
@@ -95,7 +153,7 @@ func (ix *Index) Verify(ctx context.Context) error {
 		}
 	}
 	if err := it.Close(); err != nil {
-		return fmt.Errorf("index.Verify %s: %w", ix.dir, err)
+		return fmt.Errorf("index.Verify %s: %w", ix.dir, plainCorruption(err))
 	}
 	return nil
 }

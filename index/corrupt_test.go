@@ -151,3 +151,73 @@ func TestCorruptIndex(t *testing.T) {
 		}
 	})
 }
+
+// Check on a damaged table: the check stops with Damaged and one more
+// problem that names the table and says what was wrong, plainly (not
+// Pebble's "<corruption detail carrier>"); Verify's error says the same.
+func TestCheckDamagedTable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	buildOnDisk(t, dir, 300)
+	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if len(tables) != 1 {
+		t.Fatalf("tables %v, want one", tables)
+	}
+	ix, err := index.Open(dir, &index.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ix.Check()
+	ix.Close()
+	if err != nil || !rep.OK() || rep.Damaged {
+		t.Fatalf("check before the damage: %v %+v", err, rep)
+	}
+	damage(t, dir, "*.sst")
+	ix, err = index.Open(dir, &index.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer ix.Close()
+	rep, err = ix.Check()
+	if err != nil {
+		t.Fatalf("Check of a damaged table returned an error, not a report: %v", err)
+	}
+	if !rep.Damaged || rep.OK() {
+		t.Fatalf("report %+v, want Damaged", rep)
+	}
+	last := rep.Problems[len(rep.Problems)-1]
+	t.Logf("problem: %s", last)
+	want := "damaged table " + tables[0] + ": "
+	if !strings.HasPrefix(last, want) || !strings.Contains(last, "checksum mismatch") || strings.Contains(last, "carrier") || strings.Contains(last, "\n") {
+		t.Errorf("problem %q, want one line starting %q saying what was wrong", last, want)
+	}
+	err = ix.Verify(context.Background())
+	if !index.IsCorrupt(err) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "carrier") {
+		t.Errorf("Verify: %q, want a corruption error starting %q", err, want)
+	}
+}
+
+// IsDamaged tells damage from the errors moving the index aside would not
+// cure.
+func TestIsDamaged(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	buildOnDisk(t, dir, 20)
+	ix, err := index.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = index.Open(dir, nil)
+	ix.Close()
+	if err == nil || index.IsDamaged(err) {
+		t.Errorf("a locked index: %v, IsDamaged %v", err, index.IsDamaged(err))
+	}
+	names, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	b, _ := os.ReadFile(names[0])
+	os.WriteFile(names[0], b[:len(b)/2], 0o644) // cut short
+	_, err = index.Open(dir, &index.Options{ReadOnly: true})
+	if !index.IsDamaged(err) {
+		t.Errorf("a table cut short: %v, IsDamaged false", err)
+	}
+	if index.IsDamaged(index.ErrOldFormat) || index.IsDamaged(index.ErrNewFormat) || index.IsDamaged(nil) {
+		t.Error("another format is not damage")
+	}
+}

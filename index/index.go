@@ -99,6 +99,7 @@ func Open(dir string, opts *Options) (*Index, error) {
 		o = *opts
 	}
 	ix, err := open(dir, o)
+	err = plainCorruption(err)
 	if err != nil && errors.Is(err, ErrOldFormat) && o.MoveAsideOldFormat && !o.ReadOnly {
 		var aside string
 		if aside, err = moveAside(o.FS, dir); err == nil {

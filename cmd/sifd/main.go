@@ -300,11 +300,17 @@ live file whose forward list holds it with the same weight, every forward
 entry has its posting, every record's weight and feature count match its
 forward list, and every path, record, identical-content and inode key
 agrees with the others. It prints what is wrong and
-exits 1, or prints a summary and exits 0. The daemon must not be running on
+exits 1, or prints a summary and exits 0. A damaged file of the index (a
+table whose checksum does not match or that was cut short, a broken
+MANIFEST) also makes it exit 1, naming the file and what was wrong; sifd run
+moves such an index aside and rebuilds it. The daemon must not be running on
 the same index.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ix, db, err := openReadOnly(db, "check")
+			if index.IsDamaged(err) {
+				return &statusError{exitProblems, fmt.Errorf("%s: index is damaged: %w", db, err)}
+			}
 			if err != nil {
 				return &statusError{exitError, err}
 			}
@@ -318,6 +324,9 @@ the same index.`,
 			}
 			if rep.More > 0 {
 				fmt.Fprintf(stdout, "... and %d more problems\n", rep.More)
+			}
+			if rep.Damaged {
+				return &statusError{exitProblems, fmt.Errorf("%s: index is damaged (sifd run moves a damaged index aside and rebuilds it)", db)}
 			}
 			if !rep.OK() {
 				return &statusError{exitProblems, fmt.Errorf("%s: index is inconsistent (%d problems)", db, len(rep.Problems)+rep.More)}
