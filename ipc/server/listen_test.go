@@ -264,13 +264,16 @@ func TestListenerLiveSocketIsNotTaken(t *testing.T) {
 	}
 
 	// Close leaves a socket that is not its own.
-	third := filepath.Join(filepath.Dir(sock), "third.sock")
-	x, err := Listen(third, 0o600)
+	mine := filepath.Join(filepath.Dir(sock), "mine.sock")
+	y, err := Listen(mine, 0o600)
+	must(t, err)
+	theirs := filepath.Join(filepath.Dir(sock), "theirs.sock")
+	x, err := Listen(theirs, 0o600)
 	must(t, err)
 	defer x.Close()
-	must(t, os.Rename(third, sock)) // replaces ln's socket with x's
-	must(t, ln.Close())
-	if _, err := os.Lstat(sock); err != nil {
+	must(t, os.Rename(theirs, mine)) // replaces y's socket with x's
+	must(t, y.Close())
+	if st, err := os.Lstat(mine); err != nil || !sameFile(st, x.id) {
 		t.Fatalf("Close removed a socket that was not its own: %v", err)
 	}
 }
