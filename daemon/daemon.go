@@ -44,7 +44,7 @@ type Daemon struct {
 	group       *errgroup.Group
 	groupCtx    context.Context
 	spawnClosed bool
-	ctlMu       sync.Mutex // serialises root changes and reloads, and guards cfg.Roots
+	ctlMu       sync.Mutex // serialises root changes and reloads, and guards cfg.Roots (written under rmu too)
 	rmu         sync.RWMutex
 	roots       []*rootState
 	filt        atomic.Pointer[filter]

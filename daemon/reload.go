@@ -92,7 +92,9 @@ func (d *Daemon) reload() {
 		d.log.Error("reload: reading the roots file", "err", err)
 		return
 	}
+	d.rmu.Lock() // removedRoots reads them under rmu, not ctlMu
 	d.cfg.Roots = nc.Roots
+	d.rmu.Unlock()
 	want, source := effectiveRoots(nc.Roots, rf)
 	d.logRoots("reload: root", want, source, removedRoots(nc.Roots, rf))
 	var added, removed []string

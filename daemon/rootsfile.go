@@ -143,8 +143,11 @@ func (d *Daemon) removedRoots() []ipc.FilePath {
 	if err != nil {
 		return nil
 	}
+	d.rmu.RLock() // not ctlMu: a reload holds it while it adds roots
+	conf := d.cfg.Roots
+	d.rmu.RUnlock()
 	var out []ipc.FilePath
-	for _, p := range removedRoots(d.cfg.Roots, rf) {
+	for _, p := range removedRoots(conf, rf) {
 		out = append(out, ipc.NewFilePath(p))
 	}
 	return out
@@ -161,7 +164,10 @@ func (d *Daemon) saveCurrentRoots() {
 			rf.Added = append(rf.Added, r.path)
 		}
 	}
-	for _, p := range d.cfg.Roots {
+	d.rmu.RLock()
+	conf := d.cfg.Roots
+	d.rmu.RUnlock()
+	for _, p := range conf {
 		if !have[p] {
 			rf.Removed = append(rf.Removed, p)
 		}
