@@ -167,14 +167,14 @@ func (h *ixHandle) RenameIf(was, meta index.FileMeta) error {
 	return h.write("rename", func(ix *index.Index) error { return ix.RenameIf(was, meta) }, was.Path, meta.Path)
 }
 
-func (h *ixHandle) Similar(q index.Query, o index.QueryOptions) (*index.Result, error) {
-	return call(h, "query", func(ix *index.Index) (*index.Result, error) { return ix.Similar(q, o) })
+func (h *ixHandle) Similar(ctx context.Context, q index.Query, o index.QueryOptions) (*index.Result, error) {
+	return call(h, "query", func(ix *index.Index) (*index.Result, error) { return ix.Similar(ctx, q, o) })
 }
 
 // EachGroup lists the groups of the current index, as call runs a
 // query, but tries the new index after a swap only when no group was
 // yielded yet. An error of fn is returned as is, and is not the index's.
-func (h *ixHandle) EachGroup(o index.GroupOptions, fn func(index.Group) error) error {
+func (h *ixHandle) EachGroup(ctx context.Context, o index.GroupOptions, fn func(index.Group) error) error {
 	yielded := false
 	var fnErr error
 	each := func(g index.Group) error {
@@ -183,10 +183,10 @@ func (h *ixHandle) EachGroup(o index.GroupOptions, fn func(index.Group) error) e
 		return fnErr
 	}
 	ix := h.cur()
-	err := ix.EachGroup(o, each)
+	err := ix.EachGroup(ctx, o, each)
 	if err != nil && fnErr == nil && !yielded && errors.Is(err, index.ErrClosed) {
 		if now := h.cur(); now != ix {
-			err = now.EachGroup(o, each)
+			err = now.EachGroup(ctx, o, each)
 		}
 	}
 	if fnErr != nil {
@@ -198,8 +198,8 @@ func (h *ixHandle) EachGroup(o index.GroupOptions, fn func(index.Group) error) e
 	return err
 }
 
-func (h *ixHandle) Dupes(prefix string) ([]index.DupeSet, error) {
-	return call(h, "query", func(ix *index.Index) ([]index.DupeSet, error) { return ix.Dupes(prefix) })
+func (h *ixHandle) Dupes(ctx context.Context, prefix string) ([]index.DupeSet, error) {
+	return call(h, "query", func(ix *index.Index) ([]index.DupeSet, error) { return ix.Dupes(ctx, prefix) })
 }
 
 func (h *ixHandle) Stats() (index.Stats, error) {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -24,14 +25,14 @@ var (
 func (a answers) Params() fingerprint.Params  { return a.d.ix.Params() }
 func (a answers) Stats() (index.Stats, error) { return a.d.ix.Stats() }
 
-func (a answers) Similar(q index.Query, o index.QueryOptions) (*index.Result, error) {
-	res, err := a.d.ix.Similar(q, o)
+func (a answers) Similar(ctx context.Context, q index.Query, o index.QueryOptions) (*index.Result, error) {
+	res, err := a.d.ix.Similar(ctx, q, o)
 	return a.d.presentMatches(res), err
 }
 
-func (a answers) EachGroup(o index.GroupOptions, fn func(index.Group) error) error {
+func (a answers) EachGroup(ctx context.Context, o index.GroupOptions, fn func(index.Group) error) error {
 	hide := a.d.hidden()
-	return a.d.ix.EachGroup(o, func(g index.Group) error {
+	return a.d.ix.EachGroup(ctx, o, func(g index.Group) error {
 		if g, ok := presentGroup(g, hide); ok {
 			return fn(g)
 		}
@@ -39,14 +40,14 @@ func (a answers) EachGroup(o index.GroupOptions, fn func(index.Group) error) err
 	})
 }
 
-func (a answers) Dupes(prefix string) ([]index.DupeSet, error) {
-	ds, err := a.d.ix.Dupes(prefix)
+func (a answers) Dupes(ctx context.Context, prefix string) ([]index.DupeSet, error) {
+	ds, err := a.d.ix.Dupes(ctx, prefix)
 	return a.d.presentDupes(ds), err
 }
 
 // DirTotals counts the files under missing roots out, as if they were
 // not indexed.
-func (a answers) DirTotals(dirs []string, o *index.DirTotalsOptions) ([]index.DirTotal, error) {
+func (a answers) DirTotals(ctx context.Context, dirs []string, o *index.DirTotalsOptions) ([]index.DirTotal, error) {
 	var opts index.DirTotalsOptions
 	if o != nil {
 		opts = *o
@@ -54,7 +55,7 @@ func (a answers) DirTotals(dirs []string, o *index.DirTotalsOptions) ([]index.Di
 	if hide, vis := a.d.hidden(), opts.Visible; hide != nil {
 		opts.Visible = func(m *index.FileMeta) bool { return !hide(m.Path) && (vis == nil || vis(m)) }
 	}
-	return call(a.d.ix, "dir totals", func(ix *index.Index) ([]index.DirTotal, error) { return ix.DirTotals(dirs, &opts) })
+	return call(a.d.ix, "dir totals", func(ix *index.Index) ([]index.DirTotal, error) { return ix.DirTotals(ctx, dirs, &opts) })
 }
 
 // hidden returns a predicate true for paths under a missing root, or nil

@@ -2,6 +2,7 @@ package index_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -236,7 +237,7 @@ func (c *accuracyCorpus) measure(t *testing.T, p fingerprint.Params, truth []map
 	var acc accuracy
 	firstRight := 0
 	for i, q := range c.queries {
-		res, err := ix.Similar(index.Query{Path: q.path, Sketch: sketches[q.path]}, index.QueryOptions{Threshold: 1e-9})
+		res, err := ix.Similar(context.Background(), index.Query{Path: q.path, Sketch: sketches[q.path]}, index.QueryOptions{Threshold: 1e-9})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -347,14 +348,16 @@ const MaxProblems = 100
 // OK reports whether the check found nothing wrong.
 func (r *CheckReport) OK() bool { return len(r.Problems) == 0 && r.More == 0 }
 
-// Querier answers similarity questions. Safe for concurrent use.
+// Querier answers similarity questions. Safe for concurrent use. The
+// queries stop when their context is done (a client hung up), returning
+// an error that wraps the context's.
 type Querier interface {
 	Params() fingerprint.Params
-	Similar(q Query, opts QueryOptions) (*Result, error)
+	Similar(ctx context.Context, q Query, opts QueryOptions) (*Result, error)
 	// EachGroup calls fn with each group Index.Groups would return, in
 	// its order, holding one at a time (see Index.EachGroup).
-	EachGroup(opts GroupOptions, fn func(Group) error) error
-	Dupes(prefix string) ([]DupeSet, error)
+	EachGroup(ctx context.Context, opts GroupOptions, fn func(Group) error) error
+	Dupes(ctx context.Context, prefix string) ([]DupeSet, error)
 	Stats() (Stats, error)
 }
 

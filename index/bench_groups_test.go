@@ -117,13 +117,16 @@ func BenchmarkGroupsMemory(b *testing.B) {
 		want = groups
 	})
 	b.Run("streaming", func(b *testing.B) {
-		run(b, func() (int, error) { gs, err := ix.Groups(index.GroupOptions{}); return len(gs), err })
+		run(b, func() (int, error) {
+			gs, err := ix.Groups(context.Background(), index.GroupOptions{})
+			return len(gs), err
+		})
 		b.ReportMetric(float64(index.GroupPasses()), "passes")
 		if want != 0 && groups != want {
 			b.Fatalf("%d groups, the reference found %d", groups, want)
 		}
 	})
 	b.Run("dupes", func(b *testing.B) {
-		run(b, func() (int, error) { ds, err := ix.Dupes(""); return len(ds), err })
+		run(b, func() (int, error) { ds, err := ix.Dupes(context.Background(), ""); return len(ds), err })
 	})
 }

@@ -156,7 +156,7 @@ func BenchmarkSimilar(b *testing.B) {
 	var matches int
 	i := 0
 	for b.Loop() {
-		res, err := ix.Similar(index.Query{Path: "/query.go", Sketch: qs[i%len(qs)]}, index.QueryOptions{})
+		res, err := ix.Similar(context.Background(), index.Query{Path: "/query.go", Sketch: qs[i%len(qs)]}, index.QueryOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -178,7 +178,7 @@ func BenchmarkSimilarCopies(b *testing.B) {
 	var matches int
 	i := 0
 	for b.Loop() {
-		res, err := ix.Similar(index.Query{Path: "/query.go", Sketch: qs[i%len(qs)]}, index.QueryOptions{})
+		res, err := ix.Similar(context.Background(), index.Query{Path: "/query.go", Sketch: qs[i%len(qs)]}, index.QueryOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -197,7 +197,7 @@ func BenchmarkGroups(b *testing.B) {
 	st, _ := ix.Stats()
 	b.SetBytes(int64(st.Bytes))
 	for b.Loop() {
-		gs, err := ix.Groups(index.GroupOptions{})
+		gs, err := ix.Groups(context.Background(), index.GroupOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}

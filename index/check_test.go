@@ -2,6 +2,7 @@ package index_test
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -285,10 +286,10 @@ func TestCorruptionIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := sketchOf(chunks, "q", 100, fingerprint.Feature{Hash: 0x40, Count: 1})
-	if _, err := ix.Similar(index.Query{Sketch: q}, index.QueryOptions{MinFeatures: 1}); !errors.Is(err, index.ErrCorrupt) {
+	if _, err := ix.Similar(context.Background(), index.Query{Sketch: q}, index.QueryOptions{MinFeatures: 1}); !errors.Is(err, index.ErrCorrupt) {
 		t.Fatalf("query over a corrupt posting: %v", err)
 	}
-	if _, err := ix.Groups(index.GroupOptions{}); !errors.Is(err, index.ErrCorrupt) {
+	if _, err := ix.Groups(context.Background(), index.GroupOptions{}); !errors.Is(err, index.ErrCorrupt) {
 		t.Fatalf("groups over a corrupt record: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package index_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -81,7 +82,7 @@ func TestCopiesTouchNoPosting(t *testing.T) {
 		t.Fatalf("posting keyspace changed with copies:\n%s\nwant\n%s", got, shared)
 	}
 	// Query answers list every copy.
-	res, err := ix.Similar(index.Query{Sketch: a}, index.QueryOptions{})
+	res, err := ix.Similar(context.Background(), index.Query{Sketch: a}, index.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestCopyCountsSurviveReopen(t *testing.T) {
 	check := func(when string) {
 		t.Helper()
 		for _, c := range []struct{ maxDF, skipped, candidates int }{{2, 6, 0}, {3, 0, 3}} {
-			res, err := ix.Similar(index.Query{Sketch: q}, index.QueryOptions{MaxDF: c.maxDF})
+			res, err := ix.Similar(context.Background(), index.Query{Sketch: q}, index.QueryOptions{MaxDF: c.maxDF})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,11 +225,11 @@ func TestPutCopy(t *testing.T) {
 	if dc != dp {
 		t.Errorf("dump through PutCopy:\n%s\nthrough Put:\n%s", dc, dp)
 	}
-	rescopy, err := viaCopy.Similar(index.Query{Sketch: a}, index.QueryOptions{})
+	rescopy, err := viaCopy.Similar(context.Background(), index.Query{Sketch: a}, index.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	resput, err := viaPut.Similar(index.Query{Sketch: a}, index.QueryOptions{})
+	resput, err := viaPut.Similar(context.Background(), index.Query{Sketch: a}, index.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +449,7 @@ func TestStrongHashesAlike(t *testing.T) {
 			t.Fatalf("PutCopy %s: %+v, %v, %v; want %v", c.path, rec, ok, err, c.want)
 		}
 	}
-	res, err := ix.Similar(index.Query{Sketch: a}, index.QueryOptions{})
+	res, err := ix.Similar(context.Background(), index.Query{Sketch: a}, index.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +462,7 @@ func TestStrongHashesAlike(t *testing.T) {
 	if got := strings.Join(identical, " "); got != "/a1 /a2" {
 		t.Errorf("identical to a: %q, want /a1 /a2", got)
 	}
-	ds, err := ix.Dupes("")
+	ds, err := ix.Dupes(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,7 +482,7 @@ func TestStrongHashesAlike(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ix.Groups(opts)
+	got, err := ix.Groups(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,7 +517,7 @@ func TestStrongHashesAlike(t *testing.T) {
 		}
 	}
 	mustClean(t, ix)
-	ds, err = ix.Dupes("/a")
+	ds, err = ix.Dupes(context.Background(), "/a")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package index_test
 
 import (
 	"bufio"
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -370,7 +371,7 @@ func runSimilar(t *testing.T, where string, ix *index.Index, p fingerprint.Param
 		MinFeatures: a.int(t, where, "minfeatures", 0),
 		WeakShared:  a.int(t, where, "weakshared", 0),
 	}
-	res, err := ix.Similar(q, opts)
+	res, err := ix.Similar(context.Background(), q, opts)
 	if err != nil {
 		return "error: " + err.Error()
 	}
@@ -456,7 +457,7 @@ func runLookupInode(t *testing.T, where string, ix *index.Index, stored model, a
 }
 
 func runGroups(t *testing.T, where string, ix *index.Index, a scriptArgs) string {
-	gs, err := ix.Groups(index.GroupOptions{
+	gs, err := ix.Groups(context.Background(), index.GroupOptions{
 		Threshold:  a.float(t, where, "threshold"),
 		MaxDF:      a.int(t, where, "maxdf", 0),
 		SameType:   a.flags["sametype"],
@@ -499,7 +500,7 @@ func runDupes(ix *index.Index, a scriptArgs) string {
 	if len(a.positional) > 0 {
 		prefix = a.positional[0]
 	}
-	ds, err := ix.Dupes(prefix)
+	ds, err := ix.Dupes(context.Background(), prefix)
 	if err != nil {
 		return "error: " + err.Error()
 	}

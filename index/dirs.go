@@ -1,6 +1,7 @@
 package index
 
 import (
+	"context"
 	"fmt"
 	"os"
 )
@@ -41,7 +42,7 @@ const DefaultDirMaxFiles = 200_000
 // role of its own, beside Querier, so a caller that only needs totals
 // takes only this.
 type DirTotaler interface {
-	DirTotals(dirs []string, o *DirTotalsOptions) ([]DirTotal, error)
+	DirTotals(ctx context.Context, dirs []string, o *DirTotalsOptions) ([]DirTotal, error)
 }
 
 var _ DirTotaler = (*Index)(nil)
@@ -52,17 +53,18 @@ var _ DirTotaler = (*Index)(nil)
 // in the order asked. A directory nothing is indexed under has zero
 // totals; a path that is an indexed file is not a directory and counts
 // nothing. The records are read in batches (MetasAfter), each a
-// consistent view of the index, which is not held between them. Safe
-// for concurrent use; the caller owns the result.
-func (ix *Index) DirTotals(dirs []string, o *DirTotalsOptions) ([]DirTotal, error) {
-	out, err := ix.dirTotals(dirs, o)
+// consistent view of the index, which is not held between them. It
+// stops when ctx is done, between batches, with an error wrapping ctx's
+// (see cancel.go). Safe for concurrent use; the caller owns the result.
+func (ix *Index) DirTotals(ctx context.Context, dirs []string, o *DirTotalsOptions) ([]DirTotal, error) {
+	out, err := ix.dirTotals(ctx, dirs, o)
 	if err != nil {
 		return nil, fmt.Errorf("index.DirTotals: %w", err)
 	}
 	return out, nil
 }
 
-func (ix *Index) dirTotals(dirs []string, o *DirTotalsOptions) ([]DirTotal, error) {
+func (ix *Index) dirTotals(ctx context.Context, dirs []string, o *DirTotalsOptions) ([]DirTotal, error) {
 	var opts DirTotalsOptions
 	if o != nil {
 		opts = *o
@@ -80,6 +82,9 @@ func (ix *Index) dirTotals(dirs []string, o *DirTotalsOptions) ([]DirTotal, erro
 		t.Path = dir
 		prefix, after, scanned := dirPrefix(dir), "", 0
 		for {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			n := min(dirBatch, opts.MaxFiles+1-scanned) // one more: is there more?
 			var err error
 			if batch, err = ix.metasAfter(prefix, after, n, batch[:0]); err != nil {

@@ -1,6 +1,7 @@
 package index_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -36,7 +37,7 @@ func TestDirTotals(t *testing.T) {
 		t.Fatal(err)
 	}
 	dirs := []string{"/a/b", "/a/b/", "/a", "/", "/a/b/x", "/nothing", "/a/b/sub"}
-	got, err := ix.DirTotals(dirs, nil)
+	got, err := ix.DirTotals(context.Background(), dirs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestDirTotals(t *testing.T) {
 	}
 
 	// Bounded: the scan stops at MaxFiles and says so.
-	got, err = ix.DirTotals([]string{"/a", "/a/b/sub"}, &index.DirTotalsOptions{MaxFiles: 2})
+	got, err = ix.DirTotals(context.Background(), []string{"/a", "/a/b/sub"}, &index.DirTotalsOptions{MaxFiles: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestDirTotals(t *testing.T) {
 
 	// Visible: hidden files are not counted.
 	hide := map[string]bool{"/a/b/y": true, "/a/b/sub/x-copy": true}
-	got, err = ix.DirTotals([]string{"/a/b"}, &index.DirTotalsOptions{Visible: func(m *index.FileMeta) bool { return !hide[m.Path] }})
+	got, err = ix.DirTotals(context.Background(), []string{"/a/b"}, &index.DirTotalsOptions{Visible: func(m *index.FileMeta) bool { return !hide[m.Path] }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestDirTotals(t *testing.T) {
 		t.Errorf("/a/b, two files hidden: %+v, want 2 files, 1700 bytes", g)
 	}
 
-	if _, err := ix.DirTotals([]string{"/a"}, &index.DirTotalsOptions{MaxFiles: -1}); !errors.Is(err, index.ErrBadQuery) {
+	if _, err := ix.DirTotals(context.Background(), []string{"/a"}, &index.DirTotalsOptions{MaxFiles: -1}); !errors.Is(err, index.ErrBadQuery) {
 		t.Errorf("MaxFiles -1: %v, want ErrBadQuery", err)
 	}
 	// More files than one batch reads.
@@ -95,7 +96,7 @@ func TestDirTotals(t *testing.T) {
 		files int64
 		trunc bool
 	}{{0, 5000, false}, {5000, 5000, false}, {4999, 4999, true}, {4097, 4097, true}} {
-		got, err = ix.DirTotals([]string{"/big"}, &index.DirTotalsOptions{MaxFiles: tc.max})
+		got, err = ix.DirTotals(context.Background(), []string{"/big"}, &index.DirTotalsOptions{MaxFiles: tc.max})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +106,7 @@ func TestDirTotals(t *testing.T) {
 	}
 
 	ix.Close()
-	if _, err := ix.DirTotals([]string{"/a"}, nil); !errors.Is(err, index.ErrClosed) {
+	if _, err := ix.DirTotals(context.Background(), []string{"/a"}, nil); !errors.Is(err, index.ErrClosed) {
 		t.Errorf("after Close: %v, want ErrClosed", err)
 	}
 }

@@ -168,7 +168,9 @@
 // commit without fsync: the index is a cache of the disk, and Sync and
 // Close make it durable. Writes are serialized by a mutex (a writer that
 // finds it taken yields its processor for up to 200 µs before it blocks:
-// see lockWrites); reads run concurrently, each on one consistent view. A
+// see lockWrites); reads run concurrently, each on one consistent view.
+// The queries (Similar, Groups, Dupes, DirTotals) take a context and stop
+// within a few hundred keys of it being done (cancel.go). A
 // bulk load into an empty index (Bulk) skips the path lookup of a write
 // whose path a Bloom filter of every path given a record since the load
 // began does not hold. Only one process may open the

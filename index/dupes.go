@@ -2,6 +2,7 @@ package index
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,22 +14,27 @@ import (
 // in the directory tree prefix (InTree; "" for all), largest files first,
 // then by first path. Files whose strong hash is unknown (all zero) are
 // left out. Hard links to one inode are listed as files of their set (see
-// DupeSet.Inodes). The caller owns the result.
-func (ix *Index) Dupes(prefix string) ([]DupeSet, error) {
-	ds, err := ix.dupes(prefix)
+// DupeSet.Inodes). It stops when ctx is done, with an error wrapping
+// ctx's (see cancel.go). The caller owns the result.
+func (ix *Index) Dupes(ctx context.Context, prefix string) ([]DupeSet, error) {
+	ds, err := ix.dupes(ctx, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("index.Dupes %q: %w", prefix, err)
 	}
 	return ds, nil
 }
 
-func (ix *Index) dupes(prefix string) ([]DupeSet, error) {
+func (ix *Index) dupes(ctx context.Context, prefix string) ([]DupeSet, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if err := ix.acquire(); err != nil {
 		return nil, err
 	}
 	defer ix.release()
 	snap := ix.db.NewSnapshot()
 	defer snap.Close()
+	poll := poller{ctx: ctx}
 
 	// The files of every content held by two or more, from the copy keys.
 	multi := make(map[uint32][]uint32)
@@ -43,6 +49,9 @@ func (ix *Index) dupes(prefix string) ([]DupeSet, error) {
 	}
 	lo, hi := keyspace(prefixCopy)
 	err := scan(snap, lo, hi, func(k, _ []byte) error {
+		if err := poll.tick(); err != nil {
+			return err
+		}
 		cid, id, err := parseCopyKey(k)
 		if err != nil {
 			return err
@@ -77,6 +86,9 @@ func (ix *Index) dupes(prefix string) ([]DupeSet, error) {
 		}
 		files := make(map[same][]FileMeta)
 		for _, cid := range run {
+			if err := poll.tick(); err != nil {
+				return err
+			}
 			var c FileRecord
 			found, err := readContent(snap, cid, &c)
 			if err != nil {
@@ -93,6 +105,9 @@ func (ix *Index) dupes(prefix string) ([]DupeSet, error) {
 			}
 			k := same{c.Strong, c.Summary.Size}
 			for _, id := range ids {
+				if err := poll.tick(); err != nil {
+					return err
+				}
 				meta, _, found, err := readMeta(snap, id)
 				if err != nil {
 					return err
@@ -112,6 +127,9 @@ func (ix *Index) dupes(prefix string) ([]DupeSet, error) {
 	}
 	lo, hi = keyspace(prefixHash)
 	err = scan(snap, lo, hi, func(k, _ []byte) error {
+		if err := poll.tick(); err != nil {
+			return err
+		}
 		h, cid, err := parseHashKey(k)
 		if err != nil {
 			return err

@@ -2,6 +2,7 @@ package index
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"maps"
 	"math"
@@ -83,9 +84,12 @@ func (o GroupOptions) withDefaults() (GroupOptions, error) {
 // leaves the other half to a later pass, so an index whose files share
 // fingerprints with very many others is read several times rather than
 // held in memory at once.
-func (ix *Index) Groups(opts GroupOptions) ([]Group, error) {
+//
+// Groups stops when ctx is done, with an error wrapping ctx's (see
+// cancel.go).
+func (ix *Index) Groups(ctx context.Context, opts GroupOptions) ([]Group, error) {
 	var gs []Group
-	err := ix.groups(opts, func(g Group) error {
+	err := ix.groups(ctx, opts, func(g Group) error {
 		gs = append(gs, g)
 		return nil
 	})
@@ -103,10 +107,11 @@ func (ix *Index) Groups(opts GroupOptions) ([]Group, error) {
 // (a Pebble snapshot) until it returns, so a slow fn keeps that view's
 // files on disk and delays Close. When fn returns an error, EachGroup
 // stops and returns it as is; its own errors are wrapped with
-// "index.EachGroup".
-func (ix *Index) EachGroup(opts GroupOptions, fn func(Group) error) error {
+// "index.EachGroup". It stops when ctx is done, between groups as while
+// it works out the first, with an error wrapping ctx's.
+func (ix *Index) EachGroup(ctx context.Context, opts GroupOptions, fn func(Group) error) error {
 	var fnErr error
-	err := ix.groups(opts, func(g Group) error {
+	err := ix.groups(ctx, opts, func(g Group) error {
 		if err := fn(g); err != nil {
 			fnErr = err
 			return err
@@ -131,9 +136,12 @@ var groupPairBudget = 1 << 19
 // Groups made, for tests.
 var lastGroupPasses atomic.Int32
 
-func (ix *Index) groups(opts GroupOptions, fn func(Group) error) error {
+func (ix *Index) groups(ctx context.Context, opts GroupOptions, fn func(Group) error) error {
 	opts, err := opts.withDefaults()
 	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if err := ix.acquire(); err != nil {
@@ -143,7 +151,7 @@ func (ix *Index) groups(opts GroupOptions, fn func(Group) error) error {
 	snap := ix.db.NewSnapshot()
 	defer snap.Close()
 
-	g := &grouping{r: snap, opts: opts, budget: groupPairBudget, top: min(ix.params.Bits, maxLevel)}
+	g := &grouping{r: snap, poll: poller{ctx: ctx}, opts: opts, budget: groupPairBudget, top: min(ix.params.Bits, maxLevel)}
 	// Files have levels below the top only with the manber scheme and a
 	// MinBits below Bits; their boilerplate only with MaxDF set.
 	g.leveled = ix.params.MinBits < g.top && opts.MaxDF >= 0
@@ -167,6 +175,7 @@ func (ix *Index) groups(opts GroupOptions, fn func(Group) error) error {
 // one node, by the number of the one whose first file comes first.
 type grouping struct {
 	r      pebble.Reader
+	poll   poller // the run's context, looked at by scan and readContent
 	opts   GroupOptions
 	budget int
 
@@ -213,6 +222,25 @@ type groupLink struct {
 // percent is the link's strength: the larger containment.
 func (l groupLink) percent() float64 { return max(l.ab, l.ba) }
 
+// scan is scan on the run's view, stopping when its context is done.
+func (g *grouping) scan(lo, hi []byte, fn func(k, v []byte) error) error {
+	return scan(g.r, lo, hi, func(k, v []byte) error {
+		if err := g.poll.tick(); err != nil {
+			return err
+		}
+		return fn(k, v)
+	})
+}
+
+// readContent is readContent on the run's view, failing when its context
+// is done.
+func (g *grouping) readContent(cid uint32, rec *FileRecord) (bool, error) {
+	if err := g.poll.tick(); err != nil {
+		return false, err
+	}
+	return readContent(g.r, cid, rec)
+}
+
 // fileOK reports whether the file with id is considered.
 func (g *grouping) fileOK(id uint32) bool { return !g.filtered || g.files.has(id) }
 
@@ -252,7 +280,7 @@ func (g *grouping) selectContents() error {
 		if prefix == "" {
 			// Every file: the records in id order, without a read per file.
 			lo, hi := keyspace(prefixRecord)
-			err = scan(g.r, lo, hi, func(k, v []byte) error {
+			err = g.scan(lo, hi, func(k, v []byte) error {
 				id, err := parseIDKey(k, prefixRecord)
 				if err != nil {
 					return err
@@ -266,7 +294,7 @@ func (g *grouping) selectContents() error {
 			})
 		} else {
 			lo := pathKey(prefix)
-			err = scan(g.r, lo, prefixEnd(lo), func(k, v []byte) error {
+			err = g.scan(lo, prefixEnd(lo), func(k, v []byte) error {
 				id, err := decodeID(v)
 				if err != nil {
 					return fmt.Errorf("path %q: %w", k[1:], err)
@@ -294,7 +322,7 @@ func (g *grouping) selectContents() error {
 		cur, n uint32
 	)
 	lo, hi := keyspace(prefixCopy)
-	err := scan(g.r, lo, hi, func(k, _ []byte) error {
+	err := g.scan(lo, hi, func(k, _ []byte) error {
 		cid, _, err := parseCopyKey(k)
 		if err != nil {
 			return err
@@ -349,7 +377,7 @@ func (g *grouping) selectContents() error {
 		byStrong := make(map[[32]byte][]foldMember)
 		for _, cid := range run {
 			var c FileRecord
-			found, err := readContent(g.r, cid, &c)
+			found, err := g.readContent(cid, &c)
 			if err != nil {
 				return err
 			}
@@ -367,7 +395,7 @@ func (g *grouping) selectContents() error {
 	}
 	started := false
 	lo, hi = keyspace(prefixHash)
-	err = scan(g.r, lo, hi, func(k, _ []byte) error {
+	err = g.scan(lo, hi, func(k, _ []byte) error {
 		h, cid, err := parseHashKey(k)
 		if err != nil {
 			return err
@@ -439,7 +467,7 @@ func (g *grouping) readLevels() error {
 	g.levels = make([]uint8, 0, g.contents.len()) // all of them, unless filtered
 	var c FileRecord
 	lo, hi := keyspace(prefixContent)
-	err := scan(g.r, lo, hi, func(k, v []byte) error {
+	err := g.scan(lo, hi, func(k, v []byte) error {
 		cid, err := parseIDKey(k, prefixContent)
 		if err != nil {
 			return err
@@ -513,7 +541,7 @@ type consideredFile struct {
 func (g *grouping) filesOfContent(cid uint32) ([]consideredFile, error) {
 	var fs []consideredFile
 	lo := copyPrefix(nil, cid)
-	err := scan(g.r, lo, prefixEnd(lo), func(k, _ []byte) error {
+	err := g.scan(lo, prefixEnd(lo), func(k, _ []byte) error {
 		_, id, err := parseCopyKey(k)
 		if err != nil {
 			return err
@@ -670,9 +698,9 @@ func (g *grouping) pairShares(shared *pairTable, p partition, first bool) ([]par
 		lmax    uint8  // the highest level of the contents holding it (with first)
 		holders []holder
 	)
-	flush := func() {
+	flush := func() error {
 		if n < 2 || len(holders) == 0 {
-			return
+			return nil
 		}
 		slices.SortStableFunc(holders, func(x, y holder) int { return cmp.Compare(x.node, y.node) })
 		holders = slices.CompactFunc(holders, func(x, y holder) bool { return x.node == y.node })
@@ -685,9 +713,12 @@ func (g *grouping) pairShares(shared *pairTable, p partition, first bool) ([]par
 					}
 				}
 			}
-			return
+			return nil
 		}
 		for i, a := range holders {
+			if err := g.poll.tickN(len(holders) - i); err != nil {
+				return err
+			}
 			for _, b := range holders[i+1:] {
 				k := uint64(a.node)<<32 | uint64(b.node)
 				if mixPair(k)&mask != p.residue {
@@ -704,10 +735,16 @@ func (g *grouping) pairShares(shared *pairTable, p partition, first bool) ([]par
 			mask = uint64(1)<<p.bits - 1
 			shared.deleteFunc(func(k uint64) bool { return mixPair(k)&mask != p.residue })
 		}
+		return nil
 	}
 	err := scanPostings(g.r, func(p postingEntry) error {
+		if err := g.poll.tick(); err != nil {
+			return err
+		}
 		if !started || p.key != cur {
-			flush()
+			if err := flush(); err != nil {
+				return err
+			}
 			cur, started = p.key, true
 			n, lmax, holders = 0, 0, holders[:0]
 		}
@@ -720,10 +757,12 @@ func (g *grouping) pairShares(shared *pairTable, p partition, first bool) ([]par
 		}
 		return nil
 	})
+	if err == nil {
+		err = flush()
+	}
 	if err != nil {
 		return nil, err
 	}
-	flush()
 	return more, nil
 }
 
@@ -751,7 +790,7 @@ func (g *grouping) link(shared *pairTable) error {
 	for i, d := range need {
 		var c FileRecord
 		cid := g.cids[d]
-		found, err := readContent(g.r, cid, &c)
+		found, err := g.readContent(cid, &c)
 		if err != nil {
 			return err
 		}
@@ -955,6 +994,9 @@ func (g *grouping) emit(fn func(Group) error) error {
 		return cmp.Or(-cmp.Compare(keys[x].nodes, keys[y].nodes), strings.Compare(keys[x].path, keys[y].path))
 	})
 	for _, gi := range order {
+		if err := g.poll.now(); err != nil {
+			return err
+		}
 		grp, err := g.group(nodes[start[gi]:start[gi+1]], links[lstart[gi]:lstart[gi+1]], keys[gi].ref)
 		if err != nil {
 			return err
@@ -1044,7 +1086,7 @@ func (g *grouping) nodeWeight(d uint32) (uint64, error) {
 		return n.rec.Weight, err
 	}
 	var c FileRecord
-	found, err := readContent(g.r, g.cids[d], &c)
+	found, err := g.readContent(g.cids[d], &c)
 	if err == nil && !found {
 		err = fmt.Errorf("%w: a posting names content %d, which has no record", ErrCorrupt, g.cids[d])
 	}
@@ -1063,7 +1105,7 @@ func (g *grouping) loadNode(d uint32) (groupNode, error) {
 	var fs []file
 	for _, cid := range cids {
 		var c FileRecord
-		found, err := readContent(g.r, cid, &c)
+		found, err := g.readContent(cid, &c)
 		if err != nil {
 			return n, err
 		}
@@ -1083,7 +1125,7 @@ func (g *grouping) loadNode(d uint32) (groupNode, error) {
 	}
 	slices.SortFunc(fs, func(a, b file) int { return strings.Compare(a.meta.Path, b.meta.Path) })
 	n.rec = FileRecord{ID: fs[0].id, FileMeta: fs[0].meta}
-	found, err := readContent(g.r, fs[0].cid, &n.rec)
+	found, err := g.readContent(fs[0].cid, &n.rec)
 	if err == nil && !found {
 		err = fmt.Errorf("%w: content %d has no record", ErrCorrupt, fs[0].cid)
 	}

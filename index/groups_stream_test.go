@@ -1,6 +1,7 @@
 package index_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -93,7 +94,7 @@ func TestGroupsStreamingAgainstReference(t *testing.T) {
 					}
 					for _, budget := range []int{1 << 20, 40} {
 						restore := index.SetGroupPairBudget(budget)
-						got, err := ix.Groups(opts)
+						got, err := ix.Groups(context.Background(), opts)
 						restore()
 						if err != nil {
 							t.Fatal(err)
@@ -109,7 +110,7 @@ func TestGroupsStreamingAgainstReference(t *testing.T) {
 					// EachGroup yields the same groups one at a time, and
 					// stops at fn's first error, returning it.
 					var each []index.Group
-					if err := ix.EachGroup(opts, func(g index.Group) error { each = append(each, g); return nil }); err != nil {
+					if err := ix.EachGroup(context.Background(), opts, func(g index.Group) error { each = append(each, g); return nil }); err != nil {
 						t.Fatal(err)
 					}
 					if !reflect.DeepEqual(each, want) {
@@ -118,7 +119,7 @@ func TestGroupsStreamingAgainstReference(t *testing.T) {
 					if len(want) >= 2 {
 						errStop := errors.New("stop")
 						calls := 0
-						err := ix.EachGroup(opts, func(index.Group) error { calls++; return errStop })
+						err := ix.EachGroup(context.Background(), opts, func(index.Group) error { calls++; return errStop })
 						if err != errStop || calls != 1 {
 							t.Fatalf("%+v: EachGroup with fn failing at once: %d calls, error %v; want 1 call and fn's error", opts, calls, err)
 						}

@@ -2,6 +2,7 @@ package index_test
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -57,7 +58,7 @@ func TestGroupsAgainstBruteForce(t *testing.T) {
 					return !strings.HasSuffix(m.Path, "0") && !strings.HasSuffix(m.Path, "3")
 				}},
 			} {
-				got, err := ix.Groups(opts)
+				got, err := ix.Groups(context.Background(), opts)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -67,7 +68,7 @@ func TestGroupsAgainstBruteForce(t *testing.T) {
 				}
 				checkGroupDetails(t, m, opts, got)
 				opts.Links = true
-				withLinks, err := ix.Groups(opts)
+				withLinks, err := ix.Groups(context.Background(), opts)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -369,7 +370,7 @@ func TestGroupsLevelsAgainstQueries(t *testing.T) {
 			}
 
 			opts := index.GroupOptions{Threshold: 0.2, MaxDF: maxDF, MinShared: 2, Links: true}
-			gs, err := ix.Groups(opts)
+			gs, err := ix.Groups(context.Background(), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -377,7 +378,7 @@ func TestGroupsLevelsAgainstQueries(t *testing.T) {
 			// other contains, as a query of the first finds it.
 			containment := func(path, other string) float64 {
 				t.Helper()
-				res, err := ix.Similar(index.Query{Path: path, Sketch: sketches[path]},
+				res, err := ix.Similar(context.Background(), index.Query{Path: path, Sketch: sketches[path]},
 					index.QueryOptions{Threshold: 1e-12, MaxDF: maxDF, MinFeatures: 1})
 				if err != nil {
 					t.Fatal(err)

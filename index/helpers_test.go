@@ -1,6 +1,7 @@
 package index_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -260,7 +261,7 @@ func verifyInodes(t testing.TB, ix *index.Index, m model) {
 // order.
 func verifySimilar(t testing.TB, ix *index.Index, m model, qpath string, q *fingerprint.Sketch) {
 	t.Helper()
-	res, err := ix.Similar(index.Query{Path: qpath, Sketch: q}, index.QueryOptions{Threshold: 1e-12, MaxDF: -1, MinFeatures: 1})
+	res, err := ix.Similar(context.Background(), index.Query{Path: qpath, Sketch: q}, index.QueryOptions{Threshold: 1e-12, MaxDF: -1, MinFeatures: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

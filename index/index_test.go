@@ -212,9 +212,9 @@ func TestClosed(t *testing.T) {
 	}
 	_, checks["put"] = ix.Put(index.FileMeta{Path: "/a"}, sk)
 	_, checks["lookup"] = ix.Lookup("/a")
-	_, checks["similar"] = ix.Similar(index.Query{Sketch: sk}, index.QueryOptions{})
-	_, checks["groups"] = ix.Groups(index.GroupOptions{})
-	_, checks["dupes"] = ix.Dupes("")
+	_, checks["similar"] = ix.Similar(context.Background(), index.Query{Sketch: sk}, index.QueryOptions{})
+	_, checks["groups"] = ix.Groups(context.Background(), index.GroupOptions{})
+	_, checks["dupes"] = ix.Dupes(context.Background(), "")
 	_, checks["stats"] = ix.Stats()
 	_, checks["check"] = ix.Check()
 	for op, err := range checks {
@@ -575,7 +575,7 @@ func TestCompact(t *testing.T) {
 	for i := 200; i < 300; i++ { // writes go on meanwhile
 		put(i % 250)
 		if i%10 == 0 {
-			if _, err := ix.Similar(index.Query{Sketch: m["/f001"].sk}, index.QueryOptions{}); err != nil {
+			if _, err := ix.Similar(context.Background(), index.Query{Sketch: m["/f001"].sk}, index.QueryOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -1,6 +1,7 @@
 package index_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -59,7 +60,7 @@ func TestPutDeferred(t *testing.T) {
 				sk   *fingerprint.Sketch
 				want string
 			}{{a, "/a1 /a2 /b1 /c1"}, {b, "/b1 /c1"}} {
-				res, err := deferred.Similar(index.Query{Sketch: q.sk}, index.QueryOptions{})
+				res, err := deferred.Similar(context.Background(), index.Query{Sketch: q.sk}, index.QueryOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -79,11 +80,11 @@ func TestPutDeferred(t *testing.T) {
 			if dd, dp := dumpOf(t, deferred, ""), dumpOf(t, direct, ""); dd != dp {
 				t.Errorf("dump after PutDeferred and Flush:\n%s\nafter Put:\n%s", dd, dp)
 			}
-			rd, err := deferred.Similar(index.Query{Sketch: b}, index.QueryOptions{})
+			rd, err := deferred.Similar(context.Background(), index.Query{Sketch: b}, index.QueryOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			rp, err := direct.Similar(index.Query{Sketch: b}, index.QueryOptions{})
+			rp, err := direct.Similar(context.Background(), index.Query{Sketch: b}, index.QueryOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,7 +212,7 @@ func TestPendingRecovered(t *testing.T) {
 	if rep := mustClean(t, rw); rep.Postings != 12 {
 		t.Errorf("after the read-write open: %d postings, want 12", rep.Postings)
 	}
-	res, err := rw.Similar(index.Query{Sketch: a}, index.QueryOptions{})
+	res, err := rw.Similar(context.Background(), index.Query{Sketch: a}, index.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package index
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -92,23 +93,27 @@ func putQueryState(s *queryState) {
 // too few features; their numbers are computed from their forward lists.
 // The file at q.Path is never listed.
 //
-// Similar sees one consistent state of the index. The caller owns the
+// Similar sees one consistent state of the index. It stops when ctx is
+// done, with an error wrapping ctx's (see cancel.go). The caller owns the
 // result.
-func (ix *Index) Similar(q Query, opts QueryOptions) (*Result, error) {
-	res, err := ix.similar(q, opts)
+func (ix *Index) Similar(ctx context.Context, q Query, opts QueryOptions) (*Result, error) {
+	res, err := ix.similar(ctx, q, opts)
 	if err != nil {
 		return nil, fmt.Errorf("index.Similar %q: %w", q.Path, err)
 	}
 	return res, nil
 }
 
-func (ix *Index) similar(q Query, opts QueryOptions) (*Result, error) {
+func (ix *Index) similar(ctx context.Context, q Query, opts QueryOptions) (*Result, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	if q.Sketch == nil {
 		return nil, fmt.Errorf("%w: no sketch", ErrBadQuery)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	entries, err := ix.sketchEntries(q.Sketch)
 	if err != nil {
@@ -127,7 +132,7 @@ func (ix *Index) similar(q Query, opts QueryOptions) (*Result, error) {
 	defer it.Close()
 	st := queryStates.Get().(*queryState)
 	defer putQueryState(st)
-	qs := querySearch{ix: ix, it: it, st: st, q: q, opts: opts, entries: entries, res: res,
+	qs := querySearch{ix: ix, it: it, st: st, poll: poller{ctx: ctx}, q: q, opts: opts, entries: entries, res: res,
 		lvl: ix.params.Level(q.Sketch.Size), top: min(ix.params.Bits, maxLevel)}
 	if err := qs.run(); err != nil {
 		return nil, err
@@ -140,6 +145,7 @@ type querySearch struct {
 	ix      *Index
 	it      *pebble.Iterator
 	st      *queryState
+	poll    poller
 	q       Query
 	opts    QueryOptions
 	entries []entry
@@ -247,6 +253,9 @@ func (s *querySearch) run() error {
 	s.st.ids = ids
 	matches := identical
 	for _, cid := range ids {
+		if err := s.poll.now(); err != nil {
+			return err
+		}
 		var c FileRecord
 		ok, err := s.content(cid, &c)
 		if err != nil {
@@ -402,6 +411,9 @@ func (s *querySearch) appendFiles(ms []Match, cid uint32, m Match) ([]Match, err
 		return ms, err
 	}
 	for _, id := range files {
+		if err := s.poll.tick(); err != nil {
+			return ms, err
+		}
 		meta, _, ok, err := s.meta(id)
 		if err != nil {
 			return ms, err
@@ -469,6 +481,9 @@ func (s *querySearch) accumulate() error {
 	for i, e := range s.entries {
 		if b := bucketOf(e.key); !have || b != bucket {
 			bucket, have = b, true
+			if err := s.poll.now(); err != nil {
+				return err
+			}
 			var err error
 			if list, err = s.postingList(list[:0], b); err != nil {
 				return err

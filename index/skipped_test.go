@@ -1,6 +1,7 @@
 package index_test
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -30,7 +31,7 @@ func TestSkippedHash(t *testing.T) {
 		maxDF   int
 		skipped []int
 	}{{2, []int{1, 2, 3}}, {3, nil}, {-1, nil}} {
-		res, err := ix.Similar(index.Query{Sketch: q}, index.QueryOptions{MaxDF: c.maxDF})
+		res, err := ix.Similar(context.Background(), index.Query{Sketch: q}, index.QueryOptions{MaxDF: c.maxDF})
 		if err != nil {
 			t.Fatal(err)
 		}

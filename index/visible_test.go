@@ -1,6 +1,7 @@
 package index_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -38,7 +39,7 @@ func TestSimilarVisible(t *testing.T) {
 	for _, qpath := range paths[:30] {
 		q := index.Query{Path: qpath, Sketch: sketches[qpath]}
 		for _, limit := range []int{0, 3} {
-			all, err := ix.Similar(q, index.QueryOptions{Threshold: 0.05, MaxDF: -1})
+			all, err := ix.Similar(context.Background(), q, index.QueryOptions{Threshold: 0.05, MaxDF: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,7 +48,7 @@ func TestSimilarVisible(t *testing.T) {
 			if limit > 0 && len(want) > limit {
 				want = want[:limit]
 			}
-			got, err := ix.Similar(q, index.QueryOptions{Threshold: 0.05, MaxDF: -1, Limit: limit, Visible: visible})
+			got, err := ix.Similar(context.Background(), q, index.QueryOptions{Threshold: 0.05, MaxDF: -1, Limit: limit, Visible: visible})
 			if err != nil {
 				t.Fatal(err)
 			}

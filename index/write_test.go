@@ -163,7 +163,7 @@ func TestSketchParamsMustMatch(t *testing.T) {
 	if _, err := ix.Put(index.FileMeta{Path: "/x"}, sk); !errors.Is(err, index.ErrParamsMismatch) {
 		t.Fatalf("put of a chunks sketch into a manber index: %v", err)
 	}
-	if _, err := ix.Similar(index.Query{Sketch: sk}, index.QueryOptions{}); !errors.Is(err, index.ErrParamsMismatch) {
+	if _, err := ix.Similar(context.Background(), index.Query{Sketch: sk}, index.QueryOptions{}); !errors.Is(err, index.ErrParamsMismatch) {
 		t.Fatalf("query with a chunks sketch: %v", err)
 	}
 	// Zero Params are taken to be the index's.
@@ -290,9 +290,9 @@ func TestConcurrentUse(t *testing.T) {
 				var err error
 				switch i % 4 {
 				case 0:
-					_, err = ix.Similar(index.Query{Sketch: randSketch(rng, manber, 20, 200)}, index.QueryOptions{})
+					_, err = ix.Similar(context.Background(), index.Query{Sketch: randSketch(rng, manber, 20, 200)}, index.QueryOptions{})
 				case 1:
-					_, err = ix.Groups(index.GroupOptions{})
+					_, err = ix.Groups(context.Background(), index.GroupOptions{})
 				case 2:
 					_, err = ix.Stats()
 				case 3:
@@ -368,7 +368,7 @@ func TestKeyCollisions(t *testing.T) {
 			q := sketchOf(p, "q", 100,
 				fingerprint.Feature{Hash: c, Count: 1, Len: 30},
 				fingerprint.Feature{Hash: other, Count: 1, Len: 8})
-			res, err := ix.Similar(index.Query{Sketch: q}, index.QueryOptions{MinFeatures: 1, Threshold: 0.01})
+			res, err := ix.Similar(context.Background(), index.Query{Sketch: q}, index.QueryOptions{MinFeatures: 1, Threshold: 0.01})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -411,7 +411,7 @@ func TestPostingListsAcrossCompactions(t *testing.T) {
 	}
 	found := func(what string, want ...string) {
 		t.Helper()
-		res, err := ix.Similar(index.Query{Sketch: a}, index.QueryOptions{MinFeatures: 1, Threshold: 0.01})
+		res, err := ix.Similar(context.Background(), index.Query{Sketch: a}, index.QueryOptions{MinFeatures: 1, Threshold: 0.01})
 		if err != nil {
 			t.Fatal(err)
 		}

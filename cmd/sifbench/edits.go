@@ -201,7 +201,7 @@ func benchEdits(ctx context.Context, c *common, schemes string) ([]editResult, e
 		if err != nil {
 			return nil, err
 		}
-		foreign25, err := foreignMatches(ix, p, foreign)
+		foreign25, err := foreignMatches(ctx, ix, p, foreign)
 		if err != nil {
 			return nil, err
 		}
@@ -218,7 +218,7 @@ func benchEdits(ctx context.Context, c *common, schemes string) ([]editResult, e
 				if err != nil {
 					return nil, err
 				}
-				res, err := ix.Similar(index.Query{Sketch: sk}, index.QueryOptions{Threshold: 0.05})
+				res, err := ix.Similar(ctx, index.Query{Sketch: sk}, index.QueryOptions{Threshold: 0.05})
 				if err != nil {
 					return nil, err
 				}
@@ -317,7 +317,7 @@ func substitute(r *rand.Rand, b []byte, frac float64) []byte {
 
 // foreignMatches returns the mean number of indexed files that contain at
 // least 25 % of each of the given files, which are not indexed.
-func foreignMatches(ix *index.Index, p fingerprint.Params, files []string) (float64, error) {
+func foreignMatches(ctx context.Context, ix *index.Index, p fingerprint.Params, files []string) (float64, error) {
 	if len(files) == 0 {
 		return 0, nil
 	}
@@ -331,7 +331,7 @@ func foreignMatches(ix *index.Index, p fingerprint.Params, files []string) (floa
 		if err != nil {
 			return 0, err
 		}
-		res, err := ix.Similar(index.Query{Sketch: sk}, index.QueryOptions{Threshold: 0.25})
+		res, err := ix.Similar(ctx, index.Query{Sketch: sk}, index.QueryOptions{Threshold: 0.25})
 		if err != nil {
 			return 0, err
 		}

@@ -34,11 +34,13 @@ type fakeDaemon struct {
 }
 
 func (f *fakeDaemon) Params() fingerprint.Params { return fingerprint.DefaultParams() }
-func (f *fakeDaemon) Similar(index.Query, index.QueryOptions) (*index.Result, error) {
+func (f *fakeDaemon) Similar(context.Context, index.Query, index.QueryOptions) (*index.Result, error) {
 	return &index.Result{}, nil
 }
-func (f *fakeDaemon) EachGroup(index.GroupOptions, func(index.Group) error) error { return nil }
-func (f *fakeDaemon) Dupes(string) ([]index.DupeSet, error) {
+func (f *fakeDaemon) EachGroup(context.Context, index.GroupOptions, func(index.Group) error) error {
+	return nil
+}
+func (f *fakeDaemon) Dupes(context.Context, string) ([]index.DupeSet, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.dupes), nil

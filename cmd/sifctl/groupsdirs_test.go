@@ -13,7 +13,7 @@ import (
 // linklessDaemon answers groups as a daemon that does not list links.
 type linklessDaemon struct{ fakeDaemon }
 
-func (f *linklessDaemon) EachGroup(_ index.GroupOptions, fn func(index.Group) error) error {
+func (f *linklessDaemon) EachGroup(_ context.Context, _ index.GroupOptions, fn func(index.Group) error) error {
 	ref, m := index.GroupMember{Percent: 1}, index.GroupMember{Percent: 0.8}
 	ref.Path, m.Path = "/srv/a/x.c", "/srv/b/x.c"
 	return fn(index.Group{Reference: ref, Members: []index.GroupMember{m}})

@@ -2,6 +2,7 @@ package server
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"net/http"
 	"slices"
@@ -44,7 +45,7 @@ func (s *Server) basis(w http.ResponseWriter, r *http.Request) {
 	if v := c.view(); v != nil {
 		opts.Visible = visibleTo(v)
 	}
-	res, err := s.q.Similar(q, opts)
+	res, err := s.q.Similar(r.Context(), q, opts)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -69,7 +70,12 @@ func (s *Server) basis(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for _, m := range res.Matches[:n] {
-		bc, ok := s.basisOf(m, req.Content, eq, &out)
+		bc, ok, err := s.basisOf(r.Context(), m, req.Content, eq, &out)
+		if err != nil {
+			eq.release()
+			s.fail(w, err)
+			return
+		}
 		if ok {
 			cands = append(cands, cand{bc, nearness(q.Path, m.Path)})
 		}
@@ -105,36 +111,41 @@ func (s *Server) basis(w http.ResponseWriter, r *http.Request) {
 }
 
 // basisOf estimates the delta of the query against m, counting the files
-// read in out.Checked. It returns false for a file that is gone.
-func (s *Server) basisOf(m index.Match, content []byte, eq *checkSide, out *ipc.BasisResponse) (ipc.BasisCandidate, bool) {
+// read in out.Checked. It returns false for a file that is gone, and
+// ctx's error once ctx is done (see cancel.go).
+func (s *Server) basisOf(ctx context.Context, m index.Match, content []byte, eq *checkSide, out *ipc.BasisResponse) (ipc.BasisCandidate, bool, error) {
 	p, raw := ipc.PathFields(m.Path)
 	size := out.Size
 	bc := ipc.BasisCandidate{Path: p, PathRaw: raw, Size: m.FileMeta.Size, MtimeNs: m.MtimeNs, Method: ipc.BasisFingerprints}
-	fromEstimate := func() (ipc.BasisCandidate, bool) {
+	fromEstimate := func() (ipc.BasisCandidate, bool, error) {
 		bc.Copied = pct(m.Containment)
 		bc.EstimatedBytes = exact.EstimateDelta(exact.Measure{Containment: m.Containment}, size, bc.Size)
 		if m.Identical {
 			bc.Identical, bc.EstimatedBytes, bc.Method, bc.Copied = true, 0, ipc.BasisIdentical, 100
 		}
-		return bc, true
+		return bc, true, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return bc, false, err
 	}
 	if s.content == nil {
 		return fromEstimate()
 	}
-	r, cur, err := s.content.OpenIndexed(m.Path)
+	f, cur, err := s.content.OpenIndexed(m.Path)
 	switch {
 	case errors.Is(err, ErrGone):
-		return bc, false
+		return bc, false, nil
 	case err != nil:
 		s.log.Debug("basis: cannot read a candidate", "path", m.Path, "err", err)
 		return fromEstimate()
 	}
-	defer r.Close()
+	defer f.Close()
+	r := ctxReader{ctx, f}
 	bc.Changed = cur.Size != m.FileMeta.Size || cur.MtimeNs != m.MtimeNs
 	bc.Size, bc.MtimeNs = cur.Size, cur.MtimeNs
 	if m.Identical && !bc.Changed {
 		bc.Identical, bc.EstimatedBytes, bc.Method, bc.Copied = true, 0, ipc.BasisIdentical, 100
-		return bc, true
+		return bc, true, nil
 	}
 	if cur.Size > ipc.MaxCheckSize || eq == nil {
 		return fromEstimate()
@@ -142,6 +153,9 @@ func (s *Server) basisOf(m index.Match, content []byte, eq *checkSide, out *ipc.
 	out.Checked++
 	if content != nil {
 		d, err := exact.DeltaCost(r, cur.Size, content)
+		if err != nil && canceled(err) && ctx.Err() != nil {
+			return bc, false, err
+		}
 		if err != nil {
 			s.log.Debug("basis: reading a candidate", "path", m.Path, "err", err)
 			return fromEstimate()
@@ -150,13 +164,16 @@ func (s *Server) basisOf(m index.Match, content []byte, eq *checkSide, out *ipc.
 		if size > 0 {
 			bc.Copied = pct(float64(d.Copied) / float64(size))
 		}
-		return bc, true
+		return bc, true, nil
 	}
 	em, err := eq.query().Measure(r, cur.Size)
+	if err != nil && canceled(err) && ctx.Err() != nil {
+		return bc, false, err
+	}
 	if err != nil {
 		return fromEstimate()
 	}
 	bc.Method, bc.Copied = ipc.BasisWindows, pct(em.Containment)
 	bc.EstimatedBytes = exact.EstimateDelta(em, size, cur.Size)
-	return bc, true
+	return bc, true, nil
 }

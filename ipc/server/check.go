@@ -2,6 +2,7 @@ package server
 
 import (
 	"cmp"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -131,8 +132,10 @@ func toCheck(ms []index.Match) int {
 // matches not measured are dropped, their estimates being no evidence.
 // Matches whose file vanished are dropped and counted; those the daemon
 // cannot read, or larger than MaxCheckSize, keep their estimates. A checked
-// match whose containment falls below threshold is dropped.
-func (s *Server) check(cs *checkSide, queryPath string, ms []index.Match, threshold float64) (out []checked, measured, dropped int) {
+// match whose containment falls below threshold is dropped. The check
+// stops when ctx is done, with its error, between candidates and within
+// the read of one.
+func (s *Server) check(ctx context.Context, cs *checkSide, queryPath string, ms []index.Match, threshold float64) (out []checked, measured, dropped int, err error) {
 	var strong, weak []index.Match
 	for _, m := range ms {
 		if m.Weak {
@@ -160,6 +163,9 @@ func (s *Server) check(cs *checkSide, queryPath string, ms []index.Match, thresh
 	}
 	var top []checked
 	for i, m := range append(strong[:n:n], weak...) {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, 0, err
+		}
 		isWeak := i >= n
 		c := checked{Match: m, measure: ipc.MeasureEstimated, near: nearness(queryPath, m.Path)}
 		r, cur, err := s.content.OpenIndexed(m.Path)
@@ -180,8 +186,11 @@ func (s *Server) check(cs *checkSide, queryPath string, ms []index.Match, thresh
 			}
 			continue
 		}
-		em, err := cs.query().Measure(r, cur.Size)
+		em, err := cs.query().Measure(ctxReader{ctx, r}, cur.Size)
 		r.Close()
+		if err != nil && canceled(err) && ctx.Err() != nil {
+			return nil, 0, 0, err
+		}
 		if err != nil {
 			if !errors.Is(err, exact.ErrNoEvidence) {
 				s.log.Debug("check: reading a candidate", "path", m.Path, "err", err)
@@ -211,7 +220,7 @@ func (s *Server) check(cs *checkSide, queryPath string, ms []index.Match, thresh
 	for _, m := range strong[n:] {
 		top = append(top, checked{Match: m, measure: ipc.MeasureEstimated})
 	}
-	return top, measured, dropped
+	return top, measured, dropped, nil
 }
 
 // orderChecked orders checked matches: identical files first, then by

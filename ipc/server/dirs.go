@@ -56,7 +56,7 @@ func (s *Server) dirTotals(w http.ResponseWriter, r *http.Request) {
 	if v := c.view(); v != nil {
 		opts.Visible = visibleTo(v)
 	}
-	ts, err := dt.DirTotals(dirs, &opts)
+	ts, err := dt.DirTotals(r.Context(), dirs, &opts)
 	if err != nil {
 		s.fail(w, err)
 		return

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -19,7 +20,7 @@ type dirsBackend struct {
 	last  index.DirTotalsOptions
 }
 
-func (d *dirsBackend) DirTotals(dirs []string, o *index.DirTotalsOptions) ([]index.DirTotal, error) {
+func (d *dirsBackend) DirTotals(_ context.Context, dirs []string, o *index.DirTotalsOptions) ([]index.DirTotal, error) {
 	d.last = *o
 	out := make([]index.DirTotal, len(dirs))
 	for i, dir := range dirs {

@@ -55,6 +55,11 @@
 //   - Each piece of an answer is written within WriteTimeout [30 s] of
 //     being sent, or the connection is closed, so a client that stops
 //     reading frees its slot.
+//   - A client that hangs up stops its request: the request's context,
+//     passed down to the index's queries and to the check of candidates,
+//     is done, the work stops within a read of a candidate or a few
+//     hundred keys of the index, and nothing is answered. A whole-index
+//     answer shared by several clients stops once all of them have gone.
 //
 // Streaming. The groups and dupes answers are encoded and sent in pieces
 // as they are made (see stream), never held whole: one JSON object, the

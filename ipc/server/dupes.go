@@ -25,7 +25,7 @@ func (s *Server) dupes(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, err.Error())
 		return
 	}
-	sets, err := s.q.Dupes(prefix)
+	sets, err := s.q.Dupes(r.Context(), prefix)
 	if err != nil {
 		s.fail(w, err)
 		return

@@ -39,7 +39,7 @@ func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
 	st.buf = strconv.AppendFloat(st.buf, thr, 'f', -1, 64)
 	st.buf = append(st.buf, `,"groups":[`...)
 	n := 0
-	err := s.q.EachGroup(opts, func(g index.Group) error {
+	err := s.q.EachGroup(r.Context(), opts, func(g index.Group) error {
 		b, err := json.Marshal(wireGroup(g))
 		if err != nil {
 			return fmt.Errorf("encoding group of %s: %w", g.Reference.Path, err)
@@ -77,7 +77,11 @@ func (s *Server) abortStream(st *stream, w http.ResponseWriter, err error) {
 		s.fail(w, err)
 		return
 	}
-	s.log.Error("answer cut short", "err", err)
+	if canceled(err) {
+		s.log.Debug("answer cut short", "err", err)
+	} else {
+		s.log.Error("answer cut short", "err", err)
+	}
 	panic(http.ErrAbortHandler)
 }
 

@@ -35,7 +35,7 @@ type streamBackend struct {
 
 var errFailed = errors.New("the disk caught fire")
 
-func (b *streamBackend) EachGroup(o index.GroupOptions, fn func(index.Group) error) error {
+func (b *streamBackend) EachGroup(_ context.Context, o index.GroupOptions, fn func(index.Group) error) error {
 	b.calls.Add(1)
 	if b.entered != nil {
 		b.entered <- struct{}{}
@@ -311,7 +311,7 @@ type dupesBackend struct {
 	n atomic.Int64
 }
 
-func (b *dupesBackend) Dupes(string) ([]index.DupeSet, error) {
+func (b *dupesBackend) Dupes(context.Context, string) ([]index.DupeSet, error) {
 	sets := make([]index.DupeSet, b.n.Load())
 	for i := range sets {
 		sets[i] = index.DupeSet{Size: int64(100_000 - i), Strong: [32]byte{byte(i), byte(i >> 8), 1}}
@@ -332,7 +332,7 @@ func TestDupesStreamed(t *testing.T) {
 	if err != nil || status != http.StatusOK {
 		t.Fatalf("GET /v1/dupes: %d %v", status, err)
 	}
-	sets, _ := b.Dupes("")
+	sets, _ := b.Dupes(context.Background(), "")
 	want := ipc.DupesResponse{Sets: []ipc.DupeSet{}}
 	for i := range sets {
 		set, _ := dupeSet(&sets[i], nil)

@@ -25,19 +25,19 @@ type fakeBackend struct {
 }
 
 func (f *fakeBackend) Params() fingerprint.Params { return f.params }
-func (f *fakeBackend) Similar(q index.Query, o index.QueryOptions) (*index.Result, error) {
+func (f *fakeBackend) Similar(_ context.Context, q index.Query, o index.QueryOptions) (*index.Result, error) {
 	f.lastQ, f.lastO = q, o
 	if f.err != nil {
 		return nil, f.err
 	}
 	return f.result, nil
 }
-func (f *fakeBackend) EachGroup(o index.GroupOptions, _ func(index.Group) error) error {
+func (f *fakeBackend) EachGroup(_ context.Context, o index.GroupOptions, _ func(index.Group) error) error {
 	f.groupsO = o
 	return f.err
 }
-func (f *fakeBackend) Dupes(string) ([]index.DupeSet, error) { return nil, f.err }
-func (f *fakeBackend) Stats() (index.Stats, error)           { return index.Stats{Files: 7}, nil }
+func (f *fakeBackend) Dupes(context.Context, string) ([]index.DupeSet, error) { return nil, f.err }
+func (f *fakeBackend) Stats() (index.Stats, error)                            { return index.Stats{Files: 7}, nil }
 
 // backendOf makes a Backend of a fake by its roles: the query role, and
 // the control and content roles when the fake has them.

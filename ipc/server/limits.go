@@ -403,9 +403,15 @@ type flights struct {
 
 // flight is one whole-index computation and the requests that share it.
 type flight struct {
+	key     string
 	out     tee           // appended to under flights.mu while pending
 	done    chan struct{} // closed once the answer is written
 	aborted bool          // the answer was cut short; set before done is closed
+	// ctx is the computation's context, canceled once every client has
+	// gone: left counts those still there, under flights.mu (see leave).
+	ctx    context.Context
+	cancel context.CancelFunc
+	left   int
 }
 
 // serveWhole serves a whole-index request r with next, within MaxWhole,
@@ -418,12 +424,18 @@ func (s *Server) serveWhole(w http.ResponseWriter, r *http.Request, next http.Ha
 	fs.mu.Lock()
 	f, joined := fs.pending[key]
 	if !joined {
-		f = &flight{done: make(chan struct{}), out: tee{header: http.Header{}}}
+		f = &flight{key: key, done: make(chan struct{}), out: tee{header: http.Header{}}}
+		// The values of the first request (its caller, when it was
+		// received), not its cancellation: see leave.
+		f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
+		defer f.cancel()
 		fs.pending[key] = f
 	}
 	me := &teeOut{w: w}
 	f.out.outs = append(f.out.outs, me)
+	f.left++
 	fs.mu.Unlock()
+	defer context.AfterFunc(r.Context(), func() { fs.leave(f) })()
 	if joined {
 		select {
 		case <-f.done:
@@ -436,21 +448,31 @@ func (s *Server) serveWhole(w http.ResponseWriter, r *http.Request, next http.Ha
 		return
 	}
 	// The requests joined to this one are served whether or not its own
-	// client is still there. The user's own slot first, then one of the
-	// server's, all within one WholeWait.
+	// client is still there, until every one has gone. The user's own
+	// slot first, then one of the server's, all within one WholeWait.
 	who := c.who()
 	deadline := time.Now().Add(s.opts.WholeWait)
-	mine, msg := s.lim.userWhole.enter(context.Background(), who, s.opts.WholeWait)
+	mine, msg := s.lim.userWhole.enter(f.ctx, who, s.opts.WholeWait)
 	ok := mine != nil
 	if ok {
-		if ok = s.lim.whole.enterWithin(context.Background(), time.Until(deadline)); !ok {
+		if ok = s.lim.whole.enterWithin(f.ctx, time.Until(deadline)); !ok {
 			s.lim.userWhole.leave(mine, who)
 			msg = s.lim.whole.busyMsg("whole-index requests (groups, dupes)")
 		}
 	}
 	fs.mu.Lock()
-	delete(fs.pending, key)
+	if fs.pending[key] == f {
+		delete(fs.pending, key)
+	}
 	fs.mu.Unlock()
+	if f.ctx.Err() != nil { // nobody left to answer
+		if ok {
+			s.lim.whole.leave()
+			s.lim.userWhole.leave(mine, who)
+		}
+		close(f.done)
+		return
+	}
 	if !ok {
 		busy(&f.out, msg)
 		close(f.done)
@@ -465,7 +487,7 @@ func (s *Server) serveWhole(w http.ResponseWriter, r *http.Request, next http.Ha
 			panic(p)
 		}
 	}()
-	next.ServeHTTP(&f.out, r)
+	next.ServeHTTP(&f.out, r.WithContext(f.ctx))
 }
 
 // tee is a ResponseWriter that writes to the ResponseWriters of every

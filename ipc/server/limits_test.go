@@ -97,7 +97,7 @@ type blockingBackend struct {
 	release chan struct{}
 }
 
-func (b *blockingBackend) Similar(index.Query, index.QueryOptions) (*index.Result, error) {
+func (b *blockingBackend) Similar(context.Context, index.Query, index.QueryOptions) (*index.Result, error) {
 	b.entered <- struct{}{}
 	<-b.release
 	return &index.Result{}, nil
@@ -193,7 +193,7 @@ type orderBackend struct {
 	seen []int64
 }
 
-func (b *orderBackend) Similar(q index.Query, _ index.QueryOptions) (*index.Result, error) {
+func (b *orderBackend) Similar(_ context.Context, q index.Query, _ index.QueryOptions) (*index.Result, error) {
 	b.mu.Lock()
 	b.seen = append(b.seen, q.Sketch.Size)
 	b.mu.Unlock()
@@ -483,7 +483,7 @@ type bigBackend struct {
 	entered chan struct{}
 }
 
-func (b *bigBackend) Similar(index.Query, index.QueryOptions) (*index.Result, error) {
+func (b *bigBackend) Similar(context.Context, index.Query, index.QueryOptions) (*index.Result, error) {
 	b.entered <- struct{}{}
 	res := &index.Result{Matches: make([]index.Match, 50000)}
 	for i := range res.Matches {
@@ -678,7 +678,7 @@ type wholeBackend struct {
 	release chan struct{}
 }
 
-func (b *wholeBackend) EachGroup(o index.GroupOptions, _ func(index.Group) error) error {
+func (b *wholeBackend) EachGroup(_ context.Context, o index.GroupOptions, _ func(index.Group) error) error {
 	b.entered <- o.Threshold
 	<-b.release
 	return nil

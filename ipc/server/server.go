@@ -170,7 +170,8 @@ type Server struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	lim     *limiter
-	conns   *connLimiter // set by Serve
+	conns   *connLimiter    // set by Serve
+	base    context.Context // Serve's; nil when not serving (see stopping)
 }
 
 // New returns a server answering from b. It panics if b.Query is nil.
@@ -234,9 +235,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // Serve answers requests on ln until ctx is done, then stops accepting,
-// lets requests in flight finish for up to five seconds, and returns nil.
-// It closes ln. At most MaxConns connections are open at once (see
-// Options).
+// cancels the requests in flight (their contexts derive from ctx: the
+// queries stop and answer 503 unavailable, see cancel.go), waits for them
+// for up to five seconds, and returns nil. It closes ln. At most MaxConns
+// connections are open at once (see Options).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	cl := newConnLimiter(ln, s.opts.MaxConns, s.opts.MaxConnsPerUser, s.log)
 	ln = cl
@@ -255,7 +257,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			return connContext(s.connContext(ctx, c), c)
 		},
 	}
-	s.conns = cl
+	s.conns, s.base = cl, ctx
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -324,7 +326,7 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
 			opts.WeakShared = CheckWeakShared // weak candidates are checked, or dropped
 		}
 	}
-	res, err := s.q.Similar(q, opts)
+	res, err := s.q.Similar(r.Context(), q, opts)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -332,8 +334,12 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
 	var measured, dropped int
 	var checkedMs []checked
 	if eq != nil {
-		checkedMs, measured, dropped = s.check(eq, q.Path, res.Matches, opts.Threshold)
+		checkedMs, measured, dropped, err = s.check(r.Context(), eq, q.Path, res.Matches, opts.Threshold)
 		eq.release()
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
 		if limit > 0 && len(checkedMs) > limit {
 			checkedMs = checkedMs[:limit]
 		}
@@ -785,9 +791,15 @@ func (s *Server) failRoot(w http.ResponseWriter, err error) {
 	s.fail(w, err)
 }
 
-// fail reports an error from the backend.
+// fail reports an error from the backend. A request canceled (see
+// cancel.go) is answered 503 unavailable when the daemon is stopping, and
+// not at all when its client went away.
 func (s *Server) fail(w http.ResponseWriter, err error) {
 	switch {
+	case canceled(err) && !s.stopping():
+		s.log.Debug("request canceled: the client went away", "err", err)
+	case canceled(err):
+		writeError(w, http.StatusServiceUnavailable, ipc.CodeUnavailable, "request canceled: the daemon is shutting down")
 	case errors.Is(err, index.ErrBadQuery):
 		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, err.Error())
 	case errors.Is(err, index.ErrClosed):
