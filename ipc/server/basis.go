@@ -153,8 +153,8 @@ func (s *Server) basisOf(ctx context.Context, m index.Match, content []byte, eq 
 	out.Checked++
 	if content != nil {
 		d, err := exact.DeltaCost(r, cur.Size, content)
-		if err != nil && canceled(err) && ctx.Err() != nil {
-			return bc, false, err
+		if err != nil && ctx.Err() != nil { // the read was stopped
+			return bc, false, ctx.Err()
 		}
 		if err != nil {
 			s.log.Debug("basis: reading a candidate", "path", m.Path, "err", err)
@@ -167,8 +167,8 @@ func (s *Server) basisOf(ctx context.Context, m index.Match, content []byte, eq 
 		return bc, true, nil
 	}
 	em, err := eq.query().Measure(r, cur.Size)
-	if err != nil && canceled(err) && ctx.Err() != nil {
-		return bc, false, err
+	if err != nil && ctx.Err() != nil { // the read was stopped
+		return bc, false, ctx.Err()
 	}
 	if err != nil {
 		return fromEstimate()

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
+
+	"github.com/sif-dev/sif/ipc"
 )
 
 // Cancellation. A request's context is done when its client hangs up
@@ -42,6 +45,11 @@ func canceled(err error) bool { return errors.Is(err, context.Canceled) }
 // done): requests then end with 503 unavailable rather than in silence.
 func (s *Server) stopping() bool {
 	return s.base != nil && s.base.Err() != nil
+}
+
+// stopped answers a request canceled because the daemon stops.
+func stopped(w http.ResponseWriter) {
+	writeError(w, http.StatusServiceUnavailable, ipc.CodeUnavailable, "request canceled: the daemon is shutting down")
 }
 
 // leave counts a client of f out, when its request's context is done;

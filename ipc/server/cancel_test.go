@@ -9,6 +9,7 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +26,9 @@ type endlessBackend struct {
 	reading chan string // a candidate's read began (its path)
 	closed  chan string // a candidate was closed
 	groups  chan groupsCall
+	// A dupes or a dirs/totals, named, blocks until its context is done:
+	// blocked tells it began, unblocked that it ended.
+	blocked, unblocked chan string
 }
 
 // groupsCall is one computation of groups by an endlessBackend.
@@ -36,7 +40,8 @@ type groupsCall struct {
 
 func newEndlessBackend() *endlessBackend {
 	b := &endlessBackend{fakeController: newFakeController(),
-		reading: make(chan string, 100), closed: make(chan string, 100), groups: make(chan groupsCall, 10)}
+		reading: make(chan string, 100), closed: make(chan string, 100), groups: make(chan groupsCall, 10),
+		blocked: make(chan string, 10), unblocked: make(chan string, 10)}
 	for i := range 4 {
 		m := match(fmt.Sprintf("/c/%d", i), ipc.MaxCheckSize, 0.9)
 		b.result.Matches = append(b.result.Matches, m)
@@ -53,6 +58,21 @@ func (b *endlessBackend) EachGroup(ctx context.Context, o index.GroupOptions, _ 
 	case <-c.release:
 		return nil
 	}
+}
+
+func (b *endlessBackend) Dupes(ctx context.Context, _ string) ([]index.DupeSet, error) {
+	return nil, b.block(ctx, "dupes")
+}
+
+func (b *endlessBackend) DirTotals(ctx context.Context, _ []string, _ *index.DirTotalsOptions) ([]index.DirTotal, error) {
+	return nil, b.block(ctx, "dirs")
+}
+
+func (b *endlessBackend) block(ctx context.Context, what string) error {
+	b.blocked <- what
+	<-ctx.Done()
+	b.unblocked <- what
+	return ctx.Err()
 }
 
 func (b *endlessBackend) OpenIndexed(path string) (io.ReadCloser, index.FileMeta, error) {
@@ -88,25 +108,30 @@ func (f *endlessFile) Close() error {
 	return nil
 }
 
-// serveServer is serveWith, returning the Server too.
-func serveServer(t *testing.T, b any, opts Options) (*Server, string, *ipc.Client) {
+// serveServer is serveWith, returning the Server too, and a function that
+// stops it.
+func serveServer(t *testing.T, b any, opts Options) (srv *Server, sock string, c *ipc.Client, stop func()) {
 	t.Helper()
-	sock := filepath.Join(t.TempDir(), "s.sock")
+	sock = filepath.Join(t.TempDir(), "s.sock")
 	ln, err := Listen(sock, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	srv := New(backendOf(b), opts)
+	srv = New(backendOf(b), opts)
 	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return srv, sock, ipc.NewClientWith(sock, ipc.ClientOptions{BusyTries: 1})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return srv, sock, ipc.NewClientWith(sock, ipc.ClientOptions{BusyTries: 1}), stop
 }
 
 // sendAndHold sends request on a new connection, which it returns
@@ -143,7 +168,7 @@ func TestHangUpStopsCheck(t *testing.T) {
 		name := strings.TrimPrefix(tc.path, "/v1/")
 		t.Run(name, func(t *testing.T) {
 			b := newEndlessBackend()
-			_, sock, c := serveServer(t, b, Options{MaxConcurrent: 1, QueueWait: time.Second})
+			_, sock, c, _ := serveServer(t, b, Options{MaxConcurrent: 1, QueueWait: time.Second})
 			body, err := json.Marshal(tc.req)
 			if err != nil {
 				t.Fatal(err)
@@ -173,6 +198,31 @@ func TestHangUpStopsCheck(t *testing.T) {
 	}
 }
 
+// TestHangUpStopsDupesAndDirs: a dupes (a GET) and a dirs/totals (a POST)
+// whose client hangs up see their context done.
+func TestHangUpStopsDupesAndDirs(t *testing.T) {
+	b := newEndlessBackend()
+	_, sock, _, _ := serveServer(t, b, Options{})
+	for what, request := range map[string]string{
+		"dupes": "GET /v1/dupes HTTP/1.1\r\nHost: sifd\r\n\r\n",
+		"dirs":  post("/v1/dirs/totals", `{"dirs": [{"path": "/srv"}]}`),
+	} {
+		conn := sendAndHold(t, sock, request)
+		if got := <-b.blocked; got != what {
+			t.Fatalf("sent a %s, and a %s began", what, got)
+		}
+		conn.Close()
+		select {
+		case got := <-b.unblocked:
+			if got != what {
+				t.Errorf("%s hung up, and a %s ended", what, got)
+			}
+		case <-time.After(time.Second):
+			t.Errorf("%s: the work goes on a second after its client hung up", what)
+		}
+	}
+}
+
 // TestHangUpStopsWholeIndex hangs up a groups request while it computes,
 // and one waiting to share the answer of another: the computation's
 // context is done within a second, and the whole-index slot is free for
@@ -181,7 +231,7 @@ func TestHangUpStopsCheck(t *testing.T) {
 // every one left while it waited for its slot.
 func TestHangUpStopsWholeIndex(t *testing.T) {
 	b := newEndlessBackend()
-	srv, sock, _ := serveServer(t, b, Options{MaxWhole: 1, MaxWholeQueued: 4, WholeWait: 5 * time.Second})
+	srv, sock, _, _ := serveServer(t, b, Options{MaxWhole: 1, MaxWholeQueued: 4, WholeWait: 5 * time.Second})
 	get := func(thr int) string {
 		return fmt.Sprintf("GET /v1/groups?threshold=%d HTTP/1.1\r\nHost: sifd\r\n\r\n", thr)
 	}
@@ -271,7 +321,12 @@ func TestHangUpStopsWholeIndex(t *testing.T) {
 	answered(second, "the client left of two")
 
 	// Both clients leave while it computes.
+	holder = sendAndHold(t, sock, get(20))
+	held = next(20)
 	one, two := sendAndHold(t, sock, get(50)), sendAndHold(t, sock, get(50))
+	waitLeft(50, 2)
+	close(held.release)
+	answered(holder, "the holder")
 	call = next(50)
 	one.Close()
 	two.Close()
@@ -290,4 +345,54 @@ func TestHangUpStopsWholeIndex(t *testing.T) {
 	conn = sendAndHold(t, sock, get(70))
 	close(next(70).release) // not 60
 	answered(conn, "groups after a flight every client left")
+}
+
+// TestStopAnswersUnavailable stops the server while a similar checks a
+// candidate that never ends, a groups computes, and two more wait for the
+// whole-index slot to share an answer: each is answered 503 unavailable
+// at once, rather than left to run.
+func TestStopAnswersUnavailable(t *testing.T) {
+	b := newEndlessBackend()
+	srv, sock, _, stop := serveServer(t, b, Options{MaxWhole: 1, MaxWholeQueued: 4, WholeWait: time.Minute})
+	content := endless[:20000]
+	req := ipc.NewSimilarRequest("", &fingerprint.Sketch{Params: fingerprint.DefaultParams(),
+		Summary: fingerprint.Summary{Size: int64(len(content))}, Features: []fingerprint.Feature{{Hash: 1, Count: 1}}})
+	req.Content = content
+	body, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	similar := sendAndHold(t, sock, post("/v1/similar", string(body)))
+	<-b.reading
+	computing := sendAndHold(t, sock, "GET /v1/groups HTTP/1.1\r\nHost: sifd\r\n\r\n")
+	<-b.groups
+	waiting := []net.Conn{
+		sendAndHold(t, sock, "GET /v1/groups?threshold=50 HTTP/1.1\r\nHost: sifd\r\n\r\n"),
+		sendAndHold(t, sock, "GET /v1/groups?threshold=50 HTTP/1.1\r\nHost: sifd\r\n\r\n"),
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		srv.lim.flights.mu.Lock()
+		n := 0
+		for _, f := range srv.lim.flights.pending {
+			n += f.left
+		}
+		srv.lim.flights.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d clients waiting for a groups answer, want 2", n)
+		}
+	}
+	start := time.Now()
+	stop()
+	within(t, "stopping with requests in progress", 2*time.Second, time.Since(start))
+	for what, conn := range map[string]net.Conn{"similar": similar, "groups computing": computing, "groups waiting": waiting[0], "groups joined": waiting[1]} {
+		if r := readRaw(t, conn, start); r.status != 503 || r.err == nil || r.err.Code != ipc.CodeUnavailable {
+			t.Errorf("%s while the daemon stops: %d %+v, want 503 unavailable", what, r.status, r.err)
+		}
+	}
+	if closed := <-b.closed; closed == "" {
+		t.Error("the candidate was not closed")
+	}
 }

@@ -188,8 +188,8 @@ func (s *Server) check(ctx context.Context, cs *checkSide, queryPath string, ms 
 		}
 		em, err := cs.query().Measure(ctxReader{ctx, r}, cur.Size)
 		r.Close()
-		if err != nil && canceled(err) && ctx.Err() != nil {
-			return nil, 0, 0, err
+		if err != nil && ctx.Err() != nil { // the read was stopped
+			return nil, 0, 0, ctx.Err()
 		}
 		if err != nil {
 			if !errors.Is(err, exact.ErrNoEvidence) {

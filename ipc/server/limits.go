@@ -435,15 +435,28 @@ func (s *Server) serveWhole(w http.ResponseWriter, r *http.Request, next http.Ha
 	f.out.outs = append(f.out.outs, me)
 	f.left++
 	fs.mu.Unlock()
-	defer context.AfterFunc(r.Context(), func() { fs.leave(f) })()
+	stop := context.AfterFunc(r.Context(), func() { fs.leave(f) })
+	defer stop()
 	if joined {
 		select {
 		case <-f.done:
 			if f.aborted {
 				panic(http.ErrAbortHandler)
 			}
-		case <-r.Context().Done(): // the client hung up
-			me.leave()
+		case <-r.Context().Done():
+			if stop() { // this return could beat the AfterFunc's start
+				fs.leave(f)
+			}
+			if !s.stopping() { // the client hung up
+				me.leave()
+				return
+			}
+			// The daemon stops: the flight, canceled too, ends soon, and
+			// its answer (503, or one cut short) is this client's.
+			<-f.done
+			if f.aborted {
+				panic(http.ErrAbortHandler)
+			}
 		}
 		return
 	}
@@ -465,10 +478,13 @@ func (s *Server) serveWhole(w http.ResponseWriter, r *http.Request, next http.Ha
 		delete(fs.pending, key)
 	}
 	fs.mu.Unlock()
-	if f.ctx.Err() != nil { // nobody left to answer
+	if f.ctx.Err() != nil { // every client has gone, or the daemon stops
 		if ok {
 			s.lim.whole.leave()
 			s.lim.userWhole.leave(mine, who)
+		}
+		if s.stopping() {
+			stopped(&f.out)
 		}
 		close(f.done)
 		return

@@ -799,7 +799,7 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 	case canceled(err) && !s.stopping():
 		s.log.Debug("request canceled: the client went away", "err", err)
 	case canceled(err):
-		writeError(w, http.StatusServiceUnavailable, ipc.CodeUnavailable, "request canceled: the daemon is shutting down")
+		stopped(w)
 	case errors.Is(err, index.ErrBadQuery):
 		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, err.Error())
 	case errors.Is(err, index.ErrClosed):
