@@ -55,7 +55,6 @@ func treeCPU(t *testing.T, pid int) int64 {
 	return n
 }
 
-const ticksPerSecond = 100 // USER_HZ on Linux
 
 // unixClient is an HTTP client of the daemon at sock.
 func unixClient(sock string) *http.Client {
