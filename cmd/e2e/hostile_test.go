@@ -55,7 +55,6 @@ func treeCPU(t *testing.T, pid int) int64 {
 	return n
 }
 
-
 // unixClient is an HTTP client of the daemon at sock.
 func unixClient(sock string) *http.Client {
 	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
