@@ -45,6 +45,9 @@
 //     none for waits; beyond that the answer is 503 busy with Retry-After.
 //     Identical whole-index requests of one caller that wait together
 //     share one answer, written to each of them as it is made.
+//   - A request other than a wait or a whole-index one that is still at
+//     work RequestTimeout [1 minute] after it took its slot is stopped and
+//     answered 504 timeout: the most CPU one request can cost.
 //   - A user (a uid) has a share of each: MaxPerUser [4] of the slots,
 //     MaxWholePerUser [1] of the whole-index ones, MaxWaitsPerUser [16] of
 //     the waits, MaxBodyPerUser [64 MiB] of the bodies' bytes and

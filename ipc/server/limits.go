@@ -39,6 +39,10 @@ const (
 	DefaultWriteTimeout  = 30 * time.Second
 	DefaultIdleTimeout   = 60 * time.Second
 	DefaultMaxHeaderSize = 64 << 10
+	// DefaultRequestTimeout bounds the time a query takes once it has a
+	// slot: about forty times what the heaviest one the other limits let
+	// through costs on a small machine (a million fingerprints, 1.5 s).
+	DefaultRequestTimeout = time.Minute
 )
 
 // retryAfter is what a busy answer tells the client to wait, in seconds.
@@ -100,6 +104,7 @@ func (o Options) withDefaults() Options {
 	defDur(&o.BodyTimeout, DefaultBodyTimeout)
 	defDur(&o.WriteTimeout, DefaultWriteTimeout)
 	defDur(&o.IdleTimeout, DefaultIdleTimeout)
+	defDur(&o.RequestTimeout, DefaultRequestTimeout)
 	return o
 }
 
@@ -290,6 +295,11 @@ func (s *Server) limit(w http.ResponseWriter, r *http.Request, next http.Handler
 			return
 		}
 		defer s.lim.queries.leave()
+		// Work that runs past RequestTimeout is stopped as if its client
+		// had hung up, and answered 504 (see fail).
+		ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
 	}
 	next.ServeHTTP(w, r)
 }

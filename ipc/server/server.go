@@ -158,6 +158,11 @@ type Options struct {
 	IdleTimeout   time.Duration
 	// MaxHeaderBytes caps a request's header (431). Default 64 KiB.
 	MaxHeaderBytes int
+	// RequestTimeout bounds the work of a request other than a wait or a
+	// whole-index one, from when it takes its slot: past it, the work
+	// stops and the answer is 504 timeout. Default
+	// DefaultRequestTimeout (1 minute).
+	RequestTimeout time.Duration
 }
 
 // Server serves the API for one Backend.
@@ -796,6 +801,8 @@ func (s *Server) failRoot(w http.ResponseWriter, err error) {
 // not at all when its client went away.
 func (s *Server) fail(w http.ResponseWriter, err error) {
 	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		writeError(w, http.StatusGatewayTimeout, ipc.CodeTimeout, fmt.Sprintf("the request took more than %s, the most this daemon spends on one; it was stopped", s.opts.RequestTimeout))
 	case canceled(err) && !s.stopping():
 		s.log.Debug("request canceled: the client went away", "err", err)
 	case canceled(err):

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/ipc"
 	"github.com/sif-dev/sif/ipc/peer"
 )
@@ -132,21 +134,29 @@ func TestUserConnShare(t *testing.T) {
 	mine1, mine2 := keep(1000), keep(1000)
 	defer mine1.Close()
 	defer mine2.Close()
-	// A third connection of uid 1000 closes uid 1000's idlest, mine1.
+	// A third connection of uid 1000 closes one of uid 1000's idle ones
+	// (the idlest, mine1, unless the server saw mine2 go idle first).
 	third := keep(1000)
 	defer third.Close()
-	for name, c := range map[string]net.Conn{"uid 1000's idlest": mine1, "uid 1001's": other} {
+	closed := func(c net.Conn) bool {
 		c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
 		var b [1]byte
 		_, err := c.Read(b[:])
-		closed := err == io.EOF || err != nil && !isTimeout(err)
-		if want := name == "uid 1000's idlest"; closed != want {
-			t.Errorf("%s connection: closed %v, want %v (%v)", name, closed, want, err)
-		}
+		return err != nil && !isTimeout(err)
+	}
+	if closed(other) {
+		t.Errorf("uid 1001's connection was closed for uid 1000's")
+	}
+	survivor := mine2
+	switch c1, c2 := closed(mine1), closed(mine2); {
+	case c1 == c2:
+		t.Fatalf("uid 1000's first connections: closed %v and %v, want one of them closed", c1, c2)
+	case c2:
+		survivor = mine1
 	}
 	// With both of uid 1000's connections busy, a third is answered busy.
 	body := similarBody(t, 5)
-	for _, c := range []net.Conn{mine2, third} {
+	for _, c := range []net.Conn{survivor, third} {
 		c.SetDeadline(time.Now().Add(30 * time.Second))
 		io.WriteString(c, post("/v1/similar", body))
 	}
@@ -166,4 +176,30 @@ func TestUserConnShare(t *testing.T) {
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
+}
+
+// stuckBackend's Similar works until its context is done.
+type stuckBackend struct{ *fakeController }
+
+func (b stuckBackend) Similar(ctx context.Context, _ index.Query, _ index.QueryOptions) (*index.Result, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestRequestTimeout: a query still at work after RequestTimeout is
+// stopped and answered 504 timeout, and its slot is free again.
+func TestRequestTimeout(t *testing.T) {
+	const limit = 300 * time.Millisecond
+	sock, c := serveWith(t, stuckBackend{newFakeController()}, Options{RequestTimeout: limit, MaxConcurrent: 1})
+	body := similarBody(t, 5)
+	r := rawDo(t, sock, post("/v1/similar", body))
+	if r.status != http.StatusGatewayTimeout || r.err == nil || r.err.Code != ipc.CodeTimeout || !strings.Contains(r.err.Message, "more than 300ms") {
+		t.Errorf("a query past its time: %d %+v, want 504 timeout naming the limit", r.status, r.err)
+	}
+	if r.took < limit || r.took > 10*limit {
+		t.Errorf("answered after %v, want about %v", r.took, limit)
+	}
+	if _, err := c.Status(context.Background()); err != nil {
+		t.Errorf("status after a query timed out: %v", err)
+	}
 }
