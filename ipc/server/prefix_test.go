@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/url"
 	"strings"
@@ -20,12 +21,12 @@ type prefixBackend struct {
 	dirs  []string
 }
 
-func (p *prefixBackend) Dupes(prefix string) ([]index.DupeSet, error) {
+func (p *prefixBackend) Dupes(_ context.Context, prefix string) ([]index.DupeSet, error) {
 	p.dupes = prefix
 	return nil, nil
 }
 
-func (p *prefixBackend) DirTotals(dirs []string, _ *index.DirTotalsOptions) ([]index.DirTotal, error) {
+func (p *prefixBackend) DirTotals(_ context.Context, dirs []string, _ *index.DirTotalsOptions) ([]index.DirTotal, error) {
 	p.dirs = dirs
 	return make([]index.DirTotal, len(dirs)), nil
 }
