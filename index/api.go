@@ -76,6 +76,22 @@ type Options struct {
 	// every error of a background flush or compaction (which Pebble
 	// retries), such as running out of space. It must not block.
 	OnBackgroundError func(error)
+	// OnUnwritable, if not nil, is called with every error of a write
+	// that failed because the filesystem does not take writes for now
+	// (IsUnwritable: read-only, refusing them, or full), on the goroutine
+	// of the write, which may hold Pebble's locks: it must not block nor
+	// call the index. A write Pebble cannot survive failing (of its
+	// write-ahead log or MANIFEST) is not failed but waits, trying again,
+	// until the filesystem takes it; others fail (a flush or compaction,
+	// which Pebble retries). Close and Abandon wait for such a write at
+	// most 10 s, then return ErrWedged.
+	OnUnwritable func(error)
+	// OnDiskFull, if not nil, is called when a write finds the filesystem
+	// full, before the write is tried once more (vfs.OnDiskFull): it can
+	// free room, by deleting a ballast file, so that the index can finish
+	// the write. Writes wait while it runs; it is called again only for a
+	// write begun after it returned.
+	OnDiskFull func()
 	// Logger receives the index's log lines; nil discards them.
 	Logger *slog.Logger
 	// CacheSize is the memory, in bytes, of Pebble's block cache and its

@@ -192,6 +192,32 @@ func (ix *Index) Abandon() error {
 	}
 }
 
+// awaitClose returns what done yields, the result of closing the index;
+// but once a write has waited for the filesystem (see guard) for
+// abandonWait during the wait, it returns an error wrapping ErrWedged.
+func (ix *Index) awaitClose(op string, done <-chan error) error {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	var stalled time.Time
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-t.C:
+		}
+		if ix.guard.stalledSince().IsZero() {
+			stalled = time.Time{}
+			continue
+		}
+		if stalled.IsZero() {
+			stalled = time.Now()
+		}
+		if time.Since(stalled) >= abandonWait {
+			return fmt.Errorf("%s %s: a write waits for the filesystem: %w", op, ix.dir, ErrWedged)
+		}
+	}
+}
+
 func (ix *Index) abandon() (err error) {
 	ix.mu.Lock()
 	for ix.inflight > 0 {

@@ -40,6 +40,7 @@ type Index struct {
 	log          *slog.Logger
 	movedAside   string
 	moveReason   string
+	guard        *guard // between Pebble and the filesystem; nil when read-only
 
 	// mu guards closed and inflight: every operation counts itself in
 	// inflight, and Close waits for them to end before closing Pebble.
@@ -190,7 +191,16 @@ func open(dir string, o Options) (_ *Index, err error) {
 		return nil, fmt.Errorf("%w: index format version %s (written by an older sif), this program reads version %d: move the index aside and rebuild it",
 			ErrOldFormat, old, formatVersion)
 	}
-	db, err := pebble.Open(dir, pebbleOptions(o, fsys, lock))
+	var g *guard
+	pfs := fsys
+	if !o.ReadOnly {
+		if o.OnDiskFull != nil {
+			pfs = vfs.OnDiskFull(pfs, o.OnDiskFull)
+		}
+		g = newGuard(o.OnUnwritable, o.Logger)
+		pfs = guardFS{FS: pfs, g: g}
+	}
+	db, err := pebble.Open(dir, pebbleOptions(o, pfs, lock))
 	if err != nil {
 		if errors.Is(err, pebble.ErrDBDoesNotExist) {
 			return nil, fmt.Errorf("%w (open it read-write once to create one): %w", ErrNotIndex, err)
@@ -207,7 +217,7 @@ func open(dir string, o Options) (_ *Index, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ix := &Index{db: db, lock: lock, dir: dir, readOnly: o.ReadOnly, log: log}
+	ix := &Index{db: db, lock: lock, dir: dir, readOnly: o.ReadOnly, log: log, guard: g}
 	ix.idle.L = &ix.mu
 	if ix.params, err = ix.initMeta(want); err != nil {
 		return nil, err
@@ -481,7 +491,10 @@ func (ix *Index) dropEmptyLists() error {
 
 // Close waits for the operations in progress, flushes and closes the index.
 // Calls after the first return ErrClosed, as do all other methods. It must
-// not be called from a callback of the index (as in Files).
+// not be called from a callback of the index (as in Files). When a write
+// waits for a filesystem that does not take it (Options.OnUnwritable),
+// Close waits for it at most 10 s, then returns an error wrapping
+// ErrWedged: only a new process can open the index again.
 func (ix *Index) Close() error {
 	ix.mu.Lock()
 	if ix.closed {
@@ -489,6 +502,19 @@ func (ix *Index) Close() error {
 		return fmt.Errorf("index.Close: %w", ErrClosed)
 	}
 	ix.closed = true
+	ix.mu.Unlock()
+	if ix.guard == nil {
+		return ix.close()
+	}
+	done := make(chan error, 1)
+	go func() { done <- ix.close() }()
+	return ix.awaitClose("index.Close", done)
+}
+
+// close waits for the operations in progress, writes what is pending and
+// closes Pebble and the lock; closed is set.
+func (ix *Index) close() error {
+	ix.mu.Lock()
 	for ix.inflight > 0 {
 		ix.idle.Wait()
 	}
