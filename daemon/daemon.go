@@ -118,6 +118,7 @@ func open(cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d.faults.init(d.minFreeFor(cfg.DB, cfg.MinFreeSpace, defaultMinFree))
+	d.keepBallast()
 	ix, err := d.openIndex(cfg.Params)
 	if err != nil {
 		return nil, err

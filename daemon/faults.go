@@ -83,21 +83,22 @@ type faults struct {
 	// the hold or counts the replay (see Daemon.Wait).
 	resume sync.RWMutex
 
-	mu        sync.Mutex
-	since     time.Time // writes on hold since
-	reason    string
-	poisoned  bool // Pebble failed a write: reopen before writing again
-	heldPaths map[string]struct{}
-	overflow  bool // more paths waited than were kept: reconcile all
-	backoff   time.Duration
-	retryAt   time.Time
-	lastCheck time.Time // of the free space
-	rebuilt   *ipc.IndexRebuild
-	rebuildRq chan string
-	dbDev     uint64
-	dbIno     uint64
-	changing  map[string]time.Time // path → last found still changing
-	liftCh    chan struct{}        // closed when the hold is lifted; nil until asked for
+	mu           sync.Mutex
+	since        time.Time // writes on hold since
+	reason       string
+	poisoned     bool // Pebble failed a write: reopen before writing again
+	heldPaths    map[string]struct{}
+	overflow     bool // more paths waited than were kept: reconcile all
+	backoff      time.Duration
+	retryAt      time.Time
+	lastCheck    time.Time // of the free space
+	lastWritable time.Time // of the index directory's writability
+	rebuilt      *ipc.IndexRebuild
+	rebuildRq    chan string
+	dbDev        uint64
+	dbIno        uint64
+	changing     map[string]time.Time // path → last found still changing
+	liftCh       chan struct{}        // closed when the hold is lifted; nil until asked for
 }
 
 func (f *faults) init(minFree int64) {
@@ -223,6 +224,9 @@ func (d *Daemon) holdWrites(err error, poisoned bool) {
 	if !isNoSpace(err) {
 		f.reason = "index writes failing"
 	}
+	if r := holdReason(err); r != "" {
+		f.reason = r
+	}
 	f.backoff = minHoldBackoff
 	f.retryAt = time.Now().Add(f.backoff)
 	f.onHoldB.Store(true)
@@ -248,6 +252,9 @@ func (d *Daemon) retryWrites(ctx context.Context) error {
 	if free, err := statFree(d.cfg.DB); err == nil && free < max(f.minFree, 1<<20) {
 		ok = false
 		d.log.Debug("still no room for the index", "free", free, "db", d.cfg.DB)
+	}
+	if ok && !d.writableAgain() {
+		ok = false
 	}
 	if ok && !poisoned {
 		// Writes went on hold before any of ours failed, but Pebble writes
@@ -315,6 +322,7 @@ func (d *Daemon) openIndex(params fingerprint.Params) (*index.Index, error) {
 		Params: params, Logger: d.cfg.Logger.With("component", "pebble"),
 		MoveAsideOldFormat: true, MoveAsideCorrupt: true,
 		OnBackgroundError: d.backgroundError,
+		OnUnwritable:      d.onUnwritable, OnDiskFull: d.onDiskFull,
 	})
 }
 
@@ -471,6 +479,8 @@ func (d *Daemon) faultLoop(ctx context.Context) error {
 			}
 			if !d.faults.onHold() {
 				_ = d.faults.checkSpace(d, true)
+				_ = d.faults.checkWritable(d, true)
+				d.keepBallast()
 			}
 			if d.faults.wrote.Swap(false) && !d.faults.onHold() {
 				_ = d.ix.Sync() // a failed write to the log shows here

@@ -65,6 +65,10 @@ func (h *ixHandle) write(op string, f func(*index.Index) error, paths ...string)
 		h.d.faults.hold(paths...)
 		return err
 	}
+	if err := h.d.faults.checkWritable(h.d, false); err != nil {
+		h.d.faults.hold(paths...)
+		return err
+	}
 	_, err = call(h, op, func(ix *index.Index) (_ struct{}, err error) {
 		defer func() {
 			if p := recover(); p != nil {

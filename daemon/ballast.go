@@ -1,0 +1,123 @@
+package daemon
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// The ballast is a file of zeros in the state directory, on the index's
+// filesystem, that holds room for the index when the disk fills (the way
+// CockroachDB keeps an emergency ballast beside Pebble). When a write of
+// Pebble's finds the disk full, the index calls back (vfs.OnDiskFull,
+// through index.Options.OnDiskFull): the daemon deletes the ballast and
+// puts its writes on hold, and Pebble's write, tried once more, finds the
+// room it needs to finish what it was doing (a write of its log, or the
+// next one). The ballast is written again once the disk has twice its size
+// free, above the minimum kept free.
+//
+// Its size is a sixty-fourth of the filesystem, at most maxBallast; a
+// filesystem too small for minBallast gets none, nor does an index
+// directory on another filesystem than the state directory.
+const (
+	ballastName = "ballast"
+	maxBallast  = 8 << 20
+	minBallast  = 256 << 10
+)
+
+func (d *Daemon) ballastPath() string { return filepath.Join(d.stateDir(), ballastName) }
+
+// ballastSize returns the size of the ballast for the filesystem of the
+// index, or 0 for none.
+func (d *Daemon) ballastSize() uint64 {
+	if !sameFilesystem(d.stateDir(), d.cfg.DB) {
+		return 0
+	}
+	total, _, err := diskSize(d.stateDir())
+	if err != nil {
+		return 0
+	}
+	size := min(total/64, maxBallast)
+	if size < minBallast {
+		return 0
+	}
+	return size
+}
+
+// sameFilesystem reports whether a and b are on one filesystem.
+func sameFilesystem(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	if err != nil {
+		return false
+	}
+	da, _ := fileID(sa)
+	db, _ := fileID(sb)
+	return da == db
+}
+
+// keepBallast writes the ballast unless it is there, or the disk lacks
+// room for it with as much again free above the minimum kept free. It is
+// called at start and at every fault poll while writes are not on hold.
+func (d *Daemon) keepBallast() {
+	size := d.ballastSize()
+	if size == 0 {
+		return
+	}
+	path := d.ballastPath()
+	if st, err := os.Stat(path); err == nil && uint64(st.Size()) >= size {
+		return
+	}
+	if _, free, err := diskSize(d.stateDir()); err != nil || free < 2*size+d.faults.minFree {
+		return
+	}
+	if err := writeBallast(path, size); err != nil {
+		d.log.Debug("cannot write the ballast", "path", path, "err", err)
+		return
+	}
+	d.log.Debug("ballast written: room held for the index when the disk fills", "path", path, "bytes", size)
+}
+
+// writeBallast writes size bytes of zeros to path, synced, through a
+// temporary file, so that the ballast is whole or absent.
+func writeBallast(path string, size uint64) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 64<<10)
+	for left := size; left > 0 && err == nil; {
+		n := min(left, uint64(len(buf)))
+		_, err = f.Write(buf[:n])
+		left -= n
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// onDiskFull is called by the index when a write of Pebble's finds the
+// disk full, before it is tried once more; every write waits meanwhile.
+// It deletes the ballast and puts index writes on hold.
+func (d *Daemon) onDiskFull() {
+	freed := false
+	if err := os.Remove(d.ballastPath()); err == nil {
+		freed = true
+	}
+	d.log.Warn("the index's disk is full", "ballast_deleted", freed, "db", d.cfg.DB)
+	d.holdWrites(&os.PathError{Op: "write", Path: d.cfg.DB, Err: syscall.ENOSPC}, false)
+}
