@@ -322,7 +322,7 @@ func (d *Daemon) openIndex(params fingerprint.Params) (*index.Index, error) {
 		Params: params, Logger: d.cfg.Logger.With("component", "pebble"),
 		MoveAsideOldFormat: true, MoveAsideCorrupt: true,
 		OnBackgroundError: d.backgroundError,
-		OnUnwritable:      d.onUnwritable, OnDiskFull: d.onDiskFull,
+		OnUnwritable:      d.onUnwritable, OnDiskFull: d.onDiskFull, FS: debugFS(),
 	})
 }
 
@@ -482,6 +482,7 @@ func (d *Daemon) faultLoop(ctx context.Context) error {
 				_ = d.faults.checkWritable(d, true)
 				d.keepBallast()
 			}
+			d.debugCrashPoll()
 			if d.faults.wrote.Swap(false) && !d.faults.onHold() {
 				_ = d.ix.Sync() // a failed write to the log shows here
 			}

@@ -129,6 +129,9 @@ func (e *env) startArgs(args ...string) {
 	e.logs = &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = e.logs, e.logs
 	cmd.Env = append(os.Environ(), "HOME="+e.dir, "XDG_STATE_HOME="+e.dir, "XDG_RUNTIME_DIR="+e.dir)
+	// The daemon in the process started, so that e.daemon's pid is its
+	// own (signals, CPU time); a test of the supervisor sets it to 1.
+	cmd.Env = append(cmd.Env, "SIFD_SUPERVISE=0")
 	cmd.Env = append(cmd.Env, e.setenv...)
 	switch {
 	case e.daemonAttr != nil:

@@ -2,7 +2,9 @@
 // roots and answers similarity queries on a Unix socket.
 //
 // main turns SIGINT and SIGTERM into the cancellation of one root context
-// and decides the exit status; the daemon itself is daemon.Run. What ties
+// and decides the exit status; the daemon itself is daemon.Run. In the
+// foreground, `sifd run` runs the daemon in a child process and starts it
+// again if it dies (supervise_unix.go). What ties
 // sifd to a service manager is here too: install and control through
 // kardianos/service (service.go), running under systemd or the Windows
 // service manager (runservice.go), and systemd's notify protocol
@@ -52,9 +54,14 @@ type statusError struct {
 func (e *statusError) Error() string { return e.err.Error() }
 
 func main() {
+	// In the foreground, `sifd run` runs the daemon in a child process
+	// and restarts it if it dies (supervise_unix.go).
+	if code, ok := supervise(os.Args[1:]); ok {
+		os.Exit(code)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(exited(run(ctx, os.Args[1:], os.Stdout, os.Stderr)))
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -50,6 +50,20 @@ const (
 	RuntimeDir = "/run/sifd"
 )
 
+// Restarting a daemon that died (Restart=on-failure: a crash, a fatal
+// error of Pebble, a kill by the OOM killer; not a stop asked for): it is
+// started again RestartSec seconds later, so that the service is back
+// within seconds, yet a daemon that dies at once does not spin. After
+// StartLimitBurst starts within StartLimitInterval seconds systemd gives
+// up: a daemon dying that often needs someone to look, and the limit spans
+// every restart of the burst (StartLimitBurst × RestartSec is well within
+// it), so a crash loop is caught whatever its pace.
+const (
+	RestartSec         = 2
+	StartLimitBurst    = 5
+	StartLimitInterval = 300
+)
+
 // StopTimeout bounds how long a service stop waits for the daemon to finish
 // the requests in flight and close the index. The unit's TimeoutStopSec is
 // a little longer, so systemd does not kill a daemon that is still closing.
@@ -92,15 +106,15 @@ ConditionFileIsExecutable={{.Exec}}
 {{- if not .User}}
 After=local-fs.target
 {{- end}}
-StartLimitIntervalSec=300
-StartLimitBurst=5
+StartLimitIntervalSec={{.StartLimitInterval}}
+StartLimitBurst={{.StartLimitBurst}}
 
 [Service]
 Type=notify
 NotifyAccess=main
 ExecStart={{.ExecStart}}
 Restart=on-failure
-RestartSec=10
+RestartSec={{.RestartSec}}
 KillSignal=SIGTERM
 ExecReload=/bin/kill -HUP $MAINPID
 TimeoutStopSec={{.TimeoutStop}}
@@ -195,7 +209,10 @@ func Render(u Unit) (string, error) {
 		ExecStart   string
 		ReadWrite   string
 		TimeoutStop int
-	}{u.User, u.Packaged, systemdQuote(u.Exec), strings.Join(words, " "), strings.Join(rw, " "), StopTimeout + 15}
+
+		RestartSec, StartLimitBurst, StartLimitInterval int
+	}{u.User, u.Packaged, systemdQuote(u.Exec), strings.Join(words, " "), strings.Join(rw, " "), StopTimeout + 15,
+		RestartSec, StartLimitBurst, StartLimitInterval}
 	var b strings.Builder
 	if err := unitTmpl.Execute(&b, data); err != nil {
 		return "", fmt.Errorf("systemd.Render: %w", err)

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -168,5 +169,46 @@ func TestPaths(t *testing.T) {
 	}
 	if filepath.Dir(ipc.SystemSocket) != RuntimeDir {
 		t.Errorf("ipc.SystemSocket %s is not in the unit's runtime directory %s", ipc.SystemSocket, RuntimeDir)
+	}
+}
+
+// TestSystemdUnitRestart: a daemon that dies on its own (Pebble's fatal
+// error, a kill) is started again by systemd within seconds, in the system
+// and the user unit alike; a crash loop is stopped by the start limit
+// rather than spinning: the limit's window spans a whole burst of
+// restarts.
+func TestSystemdUnitRestart(t *testing.T) {
+	for _, ex := range exampleUnits {
+		text, err := Render(ex.unit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		setting := func(key string) (int, bool) {
+			for line := range strings.Lines(text) {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(line), key+"="); ok {
+					n, err := strconv.Atoi(v)
+					if err != nil {
+						t.Errorf("%s: %s=%q is not a number of seconds", ex.file, key, v)
+					}
+					return n, true
+				}
+			}
+			return 0, false
+		}
+		if !strings.Contains(text, "\nRestart=on-failure\n") {
+			t.Errorf("%s: no Restart=on-failure", ex.file)
+		}
+		sec, ok := setting("RestartSec")
+		if !ok || sec < 1 || sec > 5 {
+			t.Errorf("%s: RestartSec=%d (set %v), want 1 to 5 s: back within seconds, without spinning", ex.file, sec, ok)
+		}
+		burst, ok1 := setting("StartLimitBurst")
+		window, ok2 := setting("StartLimitIntervalSec")
+		if !ok1 || !ok2 || burst < 3 || window < 2*burst*sec {
+			t.Errorf("%s: StartLimitBurst=%d StartLimitIntervalSec=%d: want a burst of at least 3 within a window that spans it", ex.file, burst, window)
+		}
+		if unit, _, _ := strings.Cut(text, "[Service]"); !strings.Contains(unit, "StartLimitBurst=") {
+			t.Errorf("%s: the start limit is not in [Unit], where systemd reads it", ex.file)
+		}
 	}
 }
