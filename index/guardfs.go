@@ -29,10 +29,14 @@ import (
 // abandonWait: they return ErrWedged, and only a new process opens the
 // index again.
 
-// Retry intervals of a write that waits for the filesystem.
+// Retry intervals of a write that waits for the filesystem, and the pause
+// before another write that the filesystem refused fails: Pebble tries a
+// failed flush again at once, over and over, and each try would log a
+// background error.
 var (
 	guardMinRetry = 50 * time.Millisecond
 	guardMaxRetry = 2 * time.Second
+	guardPause    = time.Second
 )
 
 // IsUnwritable reports whether err says that the filesystem does not
@@ -86,6 +90,16 @@ func newGuard(onUnwritable func(error), log *slog.Logger) *guard {
 func (g *guard) failed(err error) {
 	if IsUnwritable(err) {
 		g.onUnwritable(err)
+	}
+}
+
+// refused is failed for the creation or a write of a file Pebble can do
+// without (a table, a file of options): it pauses before the error is
+// returned, so that Pebble's retries of a flush or compaction do not spin.
+func (g *guard) refused(err error) {
+	if IsUnwritable(err) {
+		g.onUnwritable(err)
+		time.Sleep(guardPause)
 	}
 }
 
@@ -145,7 +159,7 @@ func (fs guardFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File,
 			return err
 		})
 	} else {
-		fs.g.failed(err)
+		fs.g.refused(err)
 	}
 	return fs.wrap(f, name), err
 }
@@ -180,27 +194,32 @@ func (fs guardFS) Rename(oldname, newname string) error {
 	return err
 }
 
-// wrap guards the writes of f, a file of Pebble's that it cannot lose a
-// write of; other files are left as they are.
+// wrap guards the writes of f.
 func (fs guardFS) wrap(f vfs.File, name string) vfs.File {
-	if f == nil || !critical(name) {
+	if f == nil {
 		return f
 	}
-	return guardFile{File: f, g: fs.g, name: name}
+	return guardFile{File: f, g: fs.g, name: name, critical: critical(name)}
 }
 
-// guardFile is a write-ahead log or MANIFEST whose writes wait for the
-// filesystem instead of failing. Its Sync is not retried: after a failed
-// fsync the kernel may have dropped the pages it could not write, and a
-// second fsync would succeed without them.
+// guardFile is a file of Pebble's whose writes the filesystem may refuse:
+// a write-ahead log or MANIFEST (critical) waits for the filesystem
+// instead of failing; another file's write fails after a pause. Sync is
+// not retried: after a failed fsync the kernel may have dropped the pages
+// it could not write, and a second fsync would succeed without them.
 type guardFile struct {
 	vfs.File
-	g    *guard
-	name string
+	g        *guard
+	name     string
+	critical bool
 }
 
 func (f guardFile) Write(p []byte) (int, error) {
 	n, err := f.File.Write(p)
+	if !f.critical {
+		f.g.refused(err)
+		return n, err
+	}
 	if IsUnwritable(err) {
 		err = f.g.retry("write", f.name, err, func() error {
 			m, err := f.File.Write(p[n:])
@@ -213,6 +232,10 @@ func (f guardFile) Write(p []byte) (int, error) {
 
 func (f guardFile) WriteAt(p []byte, off int64) (int, error) {
 	n, err := f.File.WriteAt(p, off)
+	if !f.critical {
+		f.g.refused(err)
+		return n, err
+	}
 	if IsUnwritable(err) {
 		err = f.g.retry("write", f.name, err, func() error {
 			m, err := f.File.WriteAt(p[n:], off+int64(n))

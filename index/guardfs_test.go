@@ -257,3 +257,57 @@ func TestIsUnwritable(t *testing.T) {
 		}
 	}
 }
+
+// sstFS fails the creation of tables while fail is set, counting the
+// tries.
+type sstFS struct {
+	vfs.FS
+	fail  atomic.Bool
+	tries atomic.Int64
+}
+
+func (fs *sstFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	if strings.HasSuffix(name, ".sst") && fs.fail.Load() {
+		fs.tries.Add(1)
+		return nil, &pathError{"open", name, syscall.EROFS}
+	}
+	return fs.FS.Create(name, c)
+}
+
+// A flush whose table the filesystem refuses is a background error that
+// Pebble retries at once, over and over (33,000 times in 2 s without the
+// guard, each logged): the guard pauses each refusal, and the flush
+// succeeds once the filesystem takes writes again.
+func TestGuardRefusedFlushDoesNotSpin(t *testing.T) {
+	fs := &sstFS{FS: vfs.NewMem()}
+	var calls unwritableLog
+	ix, err := index.Open("/db", &index.Options{FS: fs, Params: manber, OnUnwritable: calls.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	putSome(t, ix, rng, "a", 50)
+	fs.fail.Store(true)
+	done := make(chan error, 1)
+	go func() { done <- ix.Compact(context.Background()) }()
+	time.Sleep(2 * time.Second)
+	if n := fs.tries.Load(); n > 5 {
+		t.Errorf("%d tries to create a table in 2 s", n)
+	}
+	if !calls.has(syscall.EROFS) {
+		t.Error("OnUnwritable was not called")
+	}
+	fs.fail.Store(false)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the compaction did not finish once tables could be created")
+	}
+	mustClean(t, ix)
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
