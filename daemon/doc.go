@@ -35,11 +35,13 @@
 //     file that changed while it was read is read again, and after a few
 //     tries counted and left for the next scan, never indexed half old,
 //     half new.
-//   - Faults (faults.go): a full disk puts index writes on hold (the
-//     daemon is degraded, queries go on, the waiting paths are applied
-//     once there is room); a damaged or deleted index is moved aside and
-//     rebuilt by a full scan, swapped under the queries (ixHandle); a
-//     missing root's files are kept but not answered until it is back.
+//   - Faults (faults.go): a full disk, or an index directory that stops
+//     taking writes (writable.go), puts index writes on hold (the daemon
+//     is degraded, queries go on, the waiting paths are applied once
+//     there is room; a ballast file holds room for Pebble, ballast.go);
+//     a damaged or deleted index is moved aside and rebuilt by a full
+//     scan, swapped under the queries (ixHandle); a missing root's files
+//     are kept but not answered until it is back.
 //   - Skips (unreadable files, special files, symlinks, files that vanish
 //     mid-scan, files above the size limit) are counted in the status and
 //     never stop a scan. What could not be read for lack of permission is

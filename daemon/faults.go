@@ -34,7 +34,14 @@ import (
 //     log did not fail in the background. A failed write of the log
 //     leaves Pebble's commit lock held for good, and its Close waits on
 //     it: when the database cannot be closed (index.ErrWedged), Run
-//     returns ErrRestart and cmd/sifd starts the daemon afresh.
+//     returns ErrRestart and cmd/sifd starts the daemon afresh. The index
+//     keeps such failures from happening: a write of Pebble's log or
+//     MANIFEST that finds no room waits for it (index.Options.
+//     OnUnwritable), and the ballast is deleted to make room (ballast.go).
+//   - An index directory that stops taking writes (read-only, immutable,
+//     its permissions changed): writes are put on hold as for a full disk,
+//     with the reason in the status, until a file can be created in it
+//     again (writable.go).
 //   - A damaged index (a corruption error from any read or write, at
 //     start or later, or from the verification pass that reads the whole
 //     index once after start), or its directory deleted: the index is

@@ -186,4 +186,11 @@
 // compact form after a bulk load. Dump lists the files in a canonical
 // text form, free of file ids and write history, so two indexes of one
 // tree can be compared.
+//
+// A filesystem that stops taking writes (read-only, refusing new files,
+// full) never reaches Pebble where it cannot survive it: a write of its
+// write-ahead log or MANIFEST waits until the filesystem takes it again,
+// and other refused writes fail after a pause (guardfs.go); the owner
+// hears of each (Options.OnUnwritable) and can free room when the disk
+// fills (Options.OnDiskFull).
 package index
