@@ -260,9 +260,10 @@ func (d *Daemon) retryWrites(ctx context.Context) error {
 		ok = false
 		d.log.Debug("still no room for the index", "free", free, "db", d.cfg.DB)
 	}
-	if ok && !d.writableAgain() {
-		ok = false
-	}
+	// A directory that does not take writes is tried again every second,
+	// not with back-off: the try costs a failed open.
+	unwritable := ok && !d.writableAgain()
+	ok = ok && !unwritable
 	if ok && !poisoned {
 		// Writes went on hold before any of ours failed, but Pebble writes
 		// its log in the background too, and a write of it that failed
@@ -295,6 +296,9 @@ func (d *Daemon) retryWrites(ctx context.Context) error {
 	if !ok {
 		f.mu.Lock()
 		f.backoff = min(2*f.backoff, maxHoldBackoff)
+		if unwritable {
+			f.backoff = minHoldBackoff
+		}
 		f.retryAt = time.Now().Add(f.backoff)
 		f.mu.Unlock()
 		return nil

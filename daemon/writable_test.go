@@ -64,6 +64,8 @@ func TestIndexDirNotWritable(t *testing.T) {
 			time.Sleep(2 * faultPoll)
 			if st := d.Status(); st.State != "degraded" {
 				t.Fatalf("writes resumed while the directory still refused them: %s (%s)", st.State, st.Reason)
+			} else if !strings.Contains(st.Reason, "retrying every 1s;") {
+				t.Errorf("reason %q: a directory that refuses writes is tried every second, without back-off", st.Reason)
 			}
 			refuse.Store(false)
 			deadline := time.Now().Add(6 * faultPoll)
