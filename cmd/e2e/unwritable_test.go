@@ -32,7 +32,7 @@ import (
 // not nil, runs once the changes are applied.
 func unwritableFault(t *testing.T, e *env, reason string, fault func() (lift func()), afterLift func(), flags ...string) {
 	t.Helper()
-	old := e.corpus("a", 120, 7000)
+	old := e.corpus("a", 40, 7000)
 	e.start(append([]string{"--settle-delay", "50ms"}, flags...)...)
 	pid := e.daemon.Process.Pid
 
@@ -43,21 +43,28 @@ func unwritableFault(t *testing.T, e *env, reason string, fault func() (lift fun
 			lift()
 		}
 	}()
-	// Changes while the index does not take writes: enough of them that
-	// Pebble, were they all written, would fill its memtable and rotate
-	// its log.
+	// Changes while the index does not take writes: at least 300, enough
+	// that Pebble, were they all written, would fill its memtable and
+	// rotate its log; and more until the daemon holds its writes (a full
+	// disk is found only once a write needs room that Pebble had not
+	// set aside).
 	added := make(map[string][]byte)
-	for i := range 300 {
+	for i := 0; i < 2000; i++ {
 		b := words(uint64(9000+i), 64<<10)
-		added[e.write(fmt.Sprintf("b%d/f%03d.txt", i%10, i), b)] = b
-		if i%50 == 49 {
-			select {
-			case <-e.waited:
-				t.Fatalf("sifd died while its index did not take writes: %v\n%s", e.exit, tail(e.logs.String(), 40))
-			default:
-			}
+		added[e.write(fmt.Sprintf("b%d/f%04d.txt", i%10, i), b)] = b
+		if i%50 != 49 {
+			continue
+		}
+		select {
+		case <-e.waited:
+			t.Fatalf("sifd died while its index did not take writes: %v\n%s", e.exit, tail(e.logs.String(), 40))
+		default:
+		}
+		if st, err := statusOnce(e); i >= 300 && err == nil && st.State == "degraded" {
+			break
 		}
 	}
+	t.Logf("%d files written during the fault", len(added))
 	st := e.until(20*time.Second, "writes on hold", func(st *ipc.Status) bool { return st.State == "degraded" })
 	t.Logf("status during the fault: %s: %s", st.State, st.Reason)
 	if !strings.Contains(st.Reason, reason) {
@@ -67,7 +74,7 @@ func unwritableFault(t *testing.T, e *env, reason string, fault func() (lift fun
 		t.Errorf("sifctl status does not show the degraded state:\n%s", r.stdout)
 	}
 	// Queries are answered from what the index holds.
-	e.allFound(old)
+	e.allFound(sample(old, 15))
 	// A while longer, with more changes: still up, still degraded.
 	for i := range 20 {
 		e.write(fmt.Sprintf("c/f%02d.txt", i), words(uint64(9500+i), 64<<10))
@@ -79,9 +86,10 @@ func unwritableFault(t *testing.T, e *env, reason string, fault func() (lift fun
 
 	lift()
 	lifted = true
-	e.until(30*time.Second, "writes resumed", func(st *ipc.Status) bool { return st.State == "ready" })
+	// (A full disk is tried again with back-off, up to a minute.)
+	e.until(90*time.Second, "writes resumed", func(st *ipc.Status) bool { return st.State == "ready" })
 	e.waitApplied()
-	e.allFound(added)
+	e.allFound(sample(added, 15)) // and all of them by the fresh scan below
 	if afterLift != nil {
 		afterLift()
 	}
@@ -95,6 +103,18 @@ func unwritableFault(t *testing.T, e *env, reason string, fault func() (lift fun
 		}
 	}
 	checkAgainstFreshScan(t, e)
+}
+
+// sample returns n of files, or all of them if fewer.
+func sample(files map[string][]byte, n int) map[string][]byte {
+	out := make(map[string][]byte, n)
+	for p, b := range files {
+		if len(out) == n {
+			break
+		}
+		out[p] = b
+	}
+	return out
 }
 
 // tail returns the last n lines of s.
