@@ -81,6 +81,21 @@ func (d *Daemon) keepBallast() {
 	d.log.Debug("ballast written: room held for the index when the disk fills", "path", path, "bytes", size)
 }
 
+// ballastOwed returns the free space, beyond what writes need, that the
+// disk must have before writes resume after it filled: room to write the
+// ballast again (as keepBallast asks), when it is missing. Resuming
+// with less would fill the disk again at once, with no ballast left.
+func (d *Daemon) ballastOwed() uint64 {
+	size := d.ballastSize()
+	if size == 0 {
+		return 0
+	}
+	if st, err := os.Stat(d.ballastPath()); err == nil && uint64(st.Size()) >= size {
+		return 0
+	}
+	return 2 * size
+}
+
 // writeBallast writes size bytes of zeros to path, synced, through a
 // temporary file, so that the ballast is whole or absent.
 func writeBallast(path string, size uint64) error {

@@ -256,7 +256,7 @@ func (d *Daemon) retryWrites(ctx context.Context) error {
 	f.mu.Unlock()
 
 	ok := true
-	if free, err := statFree(d.cfg.DB); err == nil && free < max(f.minFree, 1<<20) {
+	if free, err := statFree(d.cfg.DB); err == nil && free < max(f.minFree, 1<<20)+d.ballastOwed() {
 		ok = false
 		d.log.Debug("still no room for the index", "free", free, "db", d.cfg.DB)
 	}
