@@ -171,18 +171,30 @@ func TestFaultDiskFullNoGuard(t *testing.T) {
 	mountTmpfs(t, mnt, "64m")
 	e.db = filepath.Join(mnt, "db")
 	ballast := filepath.Join(e.db+".state", "ballast")
-	var filler string
 	unwritableFault(t, e, "no space left on device", func() func() {
 		if _, err := os.Stat(ballast); err != nil {
 			t.Errorf("no ballast beside the index at start: %v", err)
 		}
-		filler = fillDisk(t, mnt)
+		// The compaction after the first scan, and the deletion of the
+		// files it made obsolete (a log of 17 MiB among them), must not
+		// free room once the disk is full: let them end, and fill the
+		// disk again after a while.
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(e.logs.String(), "index compacted") && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		fillers := []string{fillDisk(t, mnt)}
+		time.Sleep(time.Second)
+		more := filepath.Join(mnt, "more")
+		must(t, os.Mkdir(more, 0o755))
+		fillers = append(fillers, fillDisk(t, more))
+		t.Logf("free under the index: %d bytes", statfsFree(t, mnt))
 		return func() {
 			if _, err := os.Stat(ballast); err == nil {
 				t.Errorf("the ballast is still there while the disk is full")
 			}
-			if err := os.Remove(filler); err != nil {
-				t.Fatal(err)
+			for _, f := range fillers {
+				must(t, os.Remove(f))
 			}
 		}
 	}, func() {
