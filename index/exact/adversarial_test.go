@@ -104,7 +104,9 @@ func BenchmarkMeasureSignature(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(sig) * 8))
 			for b.Loop() {
-				q, err := NewSignatureQuery(int64(len(sig))<<4, 4, sig)
+				// Of a 1 MiB query, so that every pattern is measured at
+				// level 4, with all its hashes.
+				q, err := NewSignatureQuery(ExactLimit, 4, sig)
 				if err != nil {
 					b.Fatal(err)
 				}
