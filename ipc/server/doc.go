@@ -55,6 +55,13 @@
 //     their share wait in a queue of their own, within the same QueueWait
 //     or WholeWait, and are then answered 503 busy naming the share; so a
 //     user who floods the socket leaves the rest to the others.
+//   - No request costs more than about linear time in its size, whatever
+//     numbers it carries: the exact check's tables place window hashes by
+//     a mix seeded per process (package index/exact), fingerprints and
+//     signatures must be sorted and distinct, and Go's maps and sorts do
+//     the rest. A million hashes chosen to collide cost the daemon about
+//     what a million random ones do (cmd/e2e TestHostileKeys; go test -run
+//     '^$' -bench MeasureSignature ./index/exact/ times each pattern).
 //   - Each piece of an answer is written within WriteTimeout [30 s] of
 //     being sent, or the connection is closed, so a client that stops
 //     reading frees its slot.
