@@ -220,6 +220,11 @@ type Match struct {
 	// Weak is set when the estimate rests on fewer than MinFeatures of the
 	// query's features (QueryOptions.WeakShared).
 	Weak bool
+	// Template is set, for a template query (Result.Template), when most
+	// of the weight this file shares with the query is in fingerprints
+	// held by more than MaxDF files: the file is one of the query's
+	// family, found through what the family shares.
+	Template bool
 }
 
 // Result answers a one-against-all query.
@@ -246,6 +251,16 @@ type Result struct {
 	// QueryOptions.Visible, how many visible files passed the filters and
 	// the threshold (before Limit).
 	Candidates int
+	// Total is how many files passed the filters and the threshold, before
+	// Limit: with Template, the size of the query's family.
+	Total int
+	// Template is set when more than TemplateShare of the query's weight is
+	// in features held by more than MaxDF files: the query is mostly what a
+	// family of files shares (copies of one template or form), so those
+	// features were counted, not skipped, and the files sharing them are
+	// answered, flagged Match.Template. Skipped then counts only those
+	// left out to bound the work (see Similar).
+	Template bool
 }
 
 // SkippedHash reports whether the query feature of fingerprint hash h was

@@ -381,6 +381,9 @@ func runSimilar(t *testing.T, where string, ix *index.Index, p fingerprint.Param
 	if res.TooFew {
 		b.WriteString(" toofew")
 	}
+	if res.Template {
+		fmt.Fprintf(&b, " template total=%d", res.Total)
+	}
 	if len(res.Matches) == 0 {
 		b.WriteString("\n(no matches)")
 	}
@@ -395,6 +398,9 @@ func runSimilar(t *testing.T, where string, ix *index.Index, p fingerprint.Param
 		}
 		if m.Weak {
 			b.WriteString(" weak")
+		}
+		if m.Template {
+			b.WriteString(" template")
 		}
 		// Cross-check with fingerprint.Compare.
 		f, ok := stored[m.Path]

@@ -201,6 +201,10 @@ type grouping struct {
 	levels  []uint8
 
 	common []uint64 // node → weight of its keys held by more than MaxDF files
+	// tmpl marks the template nodes (bit per node): those whose keys held
+	// by more than MaxDF files are more than TemplateShare of their weight.
+	tmpl  []uint64
+	ntmpl int
 	// The weight of a node's boilerplate whose level is known only to be
 	// below the top: below[belowAt[d]-1+m-L] is that of its keys held by
 	// more than MaxDF files of which the highest level is m, for m from the
@@ -217,6 +221,9 @@ type grouping struct {
 type groupLink struct {
 	a, b   uint32
 	ab, ba float64
+	// template: the link counts the keys held by more than MaxDF files
+	// that its two template nodes share (see linkTemplates).
+	template bool
 }
 
 // percent is the link's strength: the larger containment.
@@ -585,16 +592,144 @@ func (g *grouping) linkAll() error {
 		p := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
 		shared.clear()
-		more, err := g.pairShares(shared, p, pass == 0)
+		more, err := g.pairShares(shared, p, pass == 0, false)
 		if err != nil {
 			return err
 		}
 		todo = append(todo, more...)
+		if pass == 0 {
+			if err := g.findTemplates(); err != nil {
+				return err
+			}
+		}
 		if err := g.link(shared); err != nil {
 			return err
 		}
 		lastGroupPasses.Store(int32(pass + 1))
 	}
+	if g.ntmpl < 2 {
+		return nil
+	}
+	// The template nodes: their common keys, which the passes above left
+	// out, link them through each key's hub.
+	todo = []partition{{}}
+	for len(todo) > 0 {
+		p := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		shared.clear()
+		more, err := g.pairShares(shared, p, false, true)
+		if err != nil {
+			return err
+		}
+		todo = append(todo, more...)
+		if err := g.linkTemplates(shared); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isTemplate reports whether node d is a template node.
+func (g *grouping) isTemplate(d uint32) bool {
+	return g.tmpl != nil && g.tmpl[d/64]&(1<<(d%64)) != 0
+}
+
+// findTemplates marks the template nodes, once the first pass has summed
+// every node's common weight: those whose keys held by more than MaxDF
+// files weigh more than TemplateShare of their weight, as a query of one
+// is a template query (Similar). Such a file is mostly what many files
+// share (a member of a family made from one template or form): the keys
+// that would be boilerplate in another file are its content, and it is
+// judged on all of its weight, and linked through them to the other
+// template nodes holding them (linkTemplates). A file with more content
+// of its own than of common keys is not: its licence header or
+// boilerplate links it to nothing. It reads the content records of the
+// nodes holding common keys.
+func (g *grouping) findTemplates() error {
+	for d, c := range g.common {
+		if c == 0 {
+			continue
+		}
+		var rec FileRecord
+		found, err := g.readContent(g.cids[d], &rec)
+		if err != nil {
+			return err
+		}
+		if !found || float64(c) <= TemplateShare*float64(rec.Weight) {
+			continue
+		}
+		if g.tmpl == nil {
+			g.tmpl = make([]uint64, (len(g.cids)+63)/64)
+		}
+		g.tmpl[d/64] |= 1 << (d % 64)
+		g.ntmpl++
+	}
+	return nil
+}
+
+// linkTemplates judges the pairs of template nodes of a template pass:
+// their shared weight is that of the common keys they share through a
+// hub. It adds to the link the passes over the other keys made, when
+// there is one (both nodes are judged on all of their weight, so the two
+// add up); else it links the pair when it passes, as link does. A pair
+// that shares both kinds of keys but passed on neither alone is judged on
+// its common keys only: a template link's percentages are at most what a
+// query of either finds.
+func (g *grouping) linkTemplates(shared *pairTable) error {
+	linked := make(map[uint64]int)
+	for i, l := range g.links {
+		if g.isTemplate(l.a) && g.isTemplate(l.b) {
+			linked[uint64(l.a)<<32|uint64(l.b)] = i
+		}
+	}
+	var need []uint32
+	shared.each(func(k uint64, ps pairShare) {
+		if int(ps.n) >= g.opts.MinShared {
+			need = append(need, uint32(k>>32), uint32(k))
+		}
+	})
+	slices.Sort(need)
+	need = slices.Compact(need)
+	ws := make([]FileRecord, len(need))
+	for i, d := range need {
+		found, err := g.readContent(g.cids[d], &ws[i])
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("%w: a posting names content %d, which has no record", ErrCorrupt, g.cids[d])
+		}
+	}
+	recOf := func(d uint32) *FileRecord {
+		i, _ := slices.BinarySearch(need, d)
+		return &ws[i]
+	}
+	shared.each(func(k uint64, ps pairShare) {
+		if int(ps.n) < g.opts.MinShared {
+			return
+		}
+		a, b := uint32(k>>32), uint32(k)
+		ra, rb := recOf(a), recOf(b)
+		if g.opts.SameType && ra.Type != rb.Type {
+			return
+		}
+		l := int(max(ra.Level, rb.Level))
+		ab := fingerprint.Ratio(ps.weight, ra.WeightAt(l))
+		ba := fingerprint.Ratio(ps.weight, rb.WeightAt(l))
+		if i, ok := linked[k]; ok {
+			lk := &g.links[i]
+			lk.ab, lk.ba, lk.template = min(1, lk.ab+ab), min(1, lk.ba+ba), true
+			return
+		}
+		ab, ba = min(1, ab), min(1, ba)
+		if max(ab, ba) < g.opts.Threshold {
+			return
+		}
+		g.links = append(g.links, groupLink{a, b, ab, ba, true})
+		g.nlinks[a]++
+		g.nlinks[b]++
+		g.union(a, b)
+	})
 	return nil
 }
 
@@ -683,7 +818,14 @@ func mixPair(k uint64) uint64 {
 // out of its weight when containments are computed) into g.common, and
 // that of those whose level is known only to be below the top into
 // g.below, by the highest level of the files holding each.
-func (g *grouping) pairShares(shared *pairTable, p partition, first bool) ([]partition, error) {
+//
+// With template (and not first), it reads only the keys held by more than
+// MaxDF files, and puts in shared, for every such key, the pairs of its
+// first template holder (in node order), the key's hub, with each of its
+// other template holders: a star per key, so a family of n files that
+// share their common keys adds about n pairs however many keys they share,
+// and a hub's pairs sum all the common weight it shares with each.
+func (g *grouping) pairShares(shared *pairTable, p partition, first, template bool) ([]partition, error) {
 	type holder struct {
 		node   uint32
 		weight uint64
@@ -704,7 +846,26 @@ func (g *grouping) pairShares(shared *pairTable, p partition, first bool) ([]par
 		}
 		slices.SortStableFunc(holders, func(x, y holder) int { return cmp.Compare(x.node, y.node) })
 		holders = slices.CompactFunc(holders, func(x, y holder) bool { return x.node == y.node })
-		if maxDF >= 0 && n > maxDF {
+		common := maxDF >= 0 && n > maxDF
+		switch {
+		case template && !common:
+			return nil
+		case template:
+			hub, started := holder{}, false
+			for _, h := range holders {
+				if !g.isTemplate(h.node) {
+					continue
+				}
+				if !started {
+					hub, started = h, true
+					continue
+				}
+				k := uint64(hub.node)<<32 | uint64(h.node)
+				if mixPair(k)&mask == p.residue {
+					shared.add(k, min(hub.weight, h.weight))
+				}
+			}
+		case common:
 			if first {
 				for _, h := range holders {
 					g.common[h.node] += h.weight
@@ -714,17 +875,18 @@ func (g *grouping) pairShares(shared *pairTable, p partition, first bool) ([]par
 				}
 			}
 			return nil
-		}
-		for i, a := range holders {
-			if err := g.poll.tickN(len(holders) - i); err != nil {
-				return err
-			}
-			for _, b := range holders[i+1:] {
-				k := uint64(a.node)<<32 | uint64(b.node)
-				if mixPair(k)&mask != p.residue {
-					continue
+		default:
+			for i, a := range holders {
+				if err := g.poll.tickN(len(holders) - i); err != nil {
+					return err
 				}
-				shared.add(k, min(a.weight, b.weight))
+				for _, b := range holders[i+1:] {
+					k := uint64(a.node)<<32 | uint64(b.node)
+					if mixPair(k)&mask != p.residue {
+						continue
+					}
+					shared.add(k, min(a.weight, b.weight))
+				}
 			}
 		}
 		for shared.len() > g.budget && p.bits < 63 {
@@ -813,6 +975,9 @@ func (g *grouping) link(shared *pairTable) error {
 	distinct := func(d uint32, w *nodeWeights, l int) uint64 {
 		r := FileRecord{Weight: w.weight, Level: w.level, LevelWeights: w.levelWeights}
 		wl := r.WeightAt(l)
+		if g.isTemplate(d) {
+			return wl // judged on all of it, as a query of it is (Similar)
+		}
 		common := g.common[d]
 		if l > int(w.level) {
 			common -= min(common, w.weight-min(wl, w.weight), g.belowWeight(d, w.level, l))
@@ -836,7 +1001,7 @@ func (g *grouping) link(shared *pairTable) error {
 		if max(ab, ba) < g.opts.Threshold {
 			return
 		}
-		g.links = append(g.links, groupLink{a, b, ab, ba})
+		g.links = append(g.links, groupLink{a, b, ab, ba, false})
 		g.nlinks[a]++
 		g.nlinks[b]++
 		g.union(a, b)

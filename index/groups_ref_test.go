@@ -57,9 +57,18 @@ func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	shared, common, err := ix.refPairShares(snap, opts.MaxDF, nodeOf)
+	shared, common, commonKeys, err := ix.refPairShares(snap, opts.MaxDF, nodeOf)
 	if err != nil {
 		return nil, err
+	}
+	// A template node: its common keys weigh more than TemplateShare of
+	// its weight. It is judged on all of its weight.
+	template := func(i int) bool {
+		var c uint64
+		for _, w := range common[i] {
+			c += w
+		}
+		return float64(c) > TemplateShare*float64(nodes[i].rec.Weight)
 	}
 	// A node's distinctive weight at level l: its weight at that level
 	// without its keys held by too many files whose level is l or more.
@@ -71,6 +80,9 @@ func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
 	distinct := func(i, l int) uint64 {
 		rec := &nodes[i].rec
 		w := rec.WeightAt(l)
+		if template(i) {
+			return w
+		}
 		var bp, below uint64
 		for m, cw := range common[i] {
 			if m >= l {
@@ -83,32 +95,49 @@ func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
 		return w - min(bp, w)
 	}
 
-	// Link the pairs that pass, and merge them with union-find.
+	// Link the pairs that pass, and merge them with union-find: first
+	// those of the keys held by 2 to MaxDF files, then the template pairs,
+	// whose common weight adds to a link of the first kind.
 	type link struct {
 		a, b    int
+		ab, ba  float64
 		percent float64
 	}
+	linked := map[uint64]int{} // pair → its place in links
 	var links []link
-	for key, ps := range shared {
-		if int(ps.n) < opts.MinShared {
-			continue
+	judge := func(pairs map[uint64]refPairShare, tmpl bool) {
+		for _, key := range slices.Sorted(maps.Keys(pairs)) {
+			ps := pairs[key]
+			if int(ps.n) < opts.MinShared {
+				continue
+			}
+			sh := ps.weight
+			a, b := int(key>>32), int(key&math.MaxUint32)
+			na, nb := &nodes[a], &nodes[b]
+			if opts.SameType && na.rec.Type != nb.rec.Type {
+				continue
+			}
+			l := int(max(na.rec.Level, nb.rec.Level))
+			ab, ba := fingerprint.Ratio(sh, distinct(a, l)), fingerprint.Ratio(sh, distinct(b, l))
+			if i, ok := linked[key]; ok && tmpl {
+				lk := &links[i]
+				lk.ab, lk.ba = min(1, lk.ab+ab), min(1, lk.ba+ba)
+				lk.percent = max(lk.ab, lk.ba)
+				continue
+			}
+			ab, ba = min(1, ab), min(1, ba)
+			if max(ab, ba) < opts.Threshold {
+				continue
+			}
+			linked[key] = len(links)
+			links = append(links, link{a, b, ab, ba, max(ab, ba)})
+			na.links++
+			nb.links++
+			refUnion(nodes, a, b)
 		}
-		sh := ps.weight
-		a, b := int(key>>32), int(key&math.MaxUint32)
-		na, nb := &nodes[a], &nodes[b]
-		if opts.SameType && na.rec.Type != nb.rec.Type {
-			continue
-		}
-		l := int(max(na.rec.Level, nb.rec.Level))
-		p := min(1, max(fingerprint.Ratio(sh, distinct(a, l)), fingerprint.Ratio(sh, distinct(b, l))))
-		if p < opts.Threshold {
-			continue
-		}
-		links = append(links, link{a, b, p})
-		na.links++
-		nb.links++
-		refUnion(nodes, a, b)
 	}
+	judge(shared, false)
+	judge(refTemplatePairs(commonKeys, template, func(i int) uint32 { return nodes[i].rec.Content }), true)
 	slices.SortFunc(links, func(x, y link) int {
 		return cmp.Or(cmp.Compare(x.a, y.a), cmp.Compare(x.b, y.b))
 	})
@@ -234,11 +263,11 @@ type refPairShare struct {
 // held by more than maxDF files, the weight of those keys (its boilerplate,
 // left out of its weight when containments are computed) by the highest
 // level of the contents holding each.
-func (ix *Index) refPairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int) (shared map[uint64]refPairShare, common map[int]map[int]uint64, err error) {
-	type holder struct {
-		node   int
-		weight uint64
-	}
+//
+// It also returns, per key held by more than maxDF files, its holders, in
+// node order, for the template pairs (refTemplatePairs).
+func (ix *Index) refPairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int) (shared map[uint64]refPairShare, common map[int]map[int]uint64, commonKeys [][]refHolder, err error) {
+	type holder = refHolder
 	shared = make(map[uint64]refPairShare)
 	common = make(map[int]map[int]uint64)
 	levels := make(map[uint32]int) // content id → level
@@ -269,6 +298,7 @@ func (ix *Index) refPairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int
 		slices.SortFunc(holders, func(x, y holder) int { return cmp.Compare(x.node, y.node) })
 		holders = slices.CompactFunc(holders, func(x, y holder) bool { return x.node == y.node })
 		if maxDF >= 0 && n > maxDF {
+			commonKeys = append(commonKeys, slices.Clone(holders))
 			for _, h := range holders {
 				if common[h.node] == nil {
 					common[h.node] = make(map[int]uint64)
@@ -310,10 +340,44 @@ func (ix *Index) refPairShares(r pebble.Reader, maxDF int, nodeOf map[uint32]int
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	flush()
-	return shared, common, nil
+	return shared, common, commonKeys, nil
+}
+
+// refHolder is a node holding a fingerprint key, with its weight there.
+type refHolder struct {
+	node   int
+	weight uint64
+}
+
+// refTemplatePairs returns the template pairs of Groups: for every key held
+// by more than maxDF files, its template holder of the least content id
+// (the hub) paired with each of its other template holders, their shared
+// weight and key count, keyed by a<<32|b with a < b.
+func refTemplatePairs(commonKeys [][]refHolder, template func(int) bool, cid func(int) uint32) map[uint64]refPairShare {
+	pairs := make(map[uint64]refPairShare)
+	for _, hs := range commonKeys {
+		hs = slices.Clone(hs)
+		slices.SortFunc(hs, func(x, y refHolder) int { return cmp.Compare(cid(x.node), cid(y.node)) })
+		hub := -1
+		var hw uint64
+		for _, h := range hs {
+			switch {
+			case !template(h.node):
+			case hub < 0:
+				hub, hw = h.node, h.weight
+			default:
+				k := uint64(min(hub, h.node))<<32 | uint64(max(hub, h.node))
+				ps := pairs[k]
+				ps.weight += min(hw, h.weight)
+				ps.n++
+				pairs[k] = ps
+			}
+		}
+	}
+	return pairs
 }
 
 func refFind(nodes []refNode, i int) int {

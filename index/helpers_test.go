@@ -300,8 +300,9 @@ func verifySimilar(t testing.TB, ix *index.Index, m model, qpath string, q *fing
 			prev := res.Matches[i-1]
 			ordered := prev.Identical && !mt.Identical ||
 				prev.Identical == mt.Identical && (prev.Containment > mt.Containment ||
-					prev.Containment == mt.Containment && (prev.SharedWeight > mt.SharedWeight ||
-						prev.SharedWeight == mt.SharedWeight && prev.Path < mt.Path))
+					prev.Containment == mt.Containment && (prev.Resemblance > mt.Resemblance ||
+						prev.Resemblance == mt.Resemblance && (prev.SharedWeight > mt.SharedWeight ||
+							prev.SharedWeight == mt.SharedWeight && prev.Path < mt.Path)))
 			if !ordered {
 				t.Fatalf("query %q: match %q listed before %q", qpath, prev.Path, mt.Path)
 			}

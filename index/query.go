@@ -47,6 +47,7 @@ func (o QueryOptions) withDefaults() (QueryOptions, error) {
 // little beyond its result.
 type queryState struct {
 	shared   map[uint32]uint64 // candidate content id → shared weight
+	common   map[uint32]uint64 // of it, through common fingerprints (a template query)
 	postings []posting
 	list     []postingEntry // the posting list of one bucket
 	ids      []uint32       // candidate content ids
@@ -61,14 +62,15 @@ type posting struct {
 }
 
 var queryStates = sync.Pool{New: func() any {
-	return &queryState{shared: make(map[uint32]uint64, 256), key: make([]byte, 0, hashKeyLen)}
+	return &queryState{shared: make(map[uint32]uint64, 256), common: make(map[uint32]uint64), key: make([]byte, 0, hashKeyLen)}
 }}
 
 func putQueryState(s *queryState) {
-	if len(s.shared) > 1<<16 || cap(s.postings) > 1<<16 || cap(s.list) > 1<<16 {
+	if len(s.shared) > 1<<16 || len(s.common) > 1<<16 || cap(s.postings) > 1<<16 || cap(s.list) > 1<<16 {
 		return // do not keep the scratch of an unusual query alive
 	}
 	clear(s.shared)
+	clear(s.common)
 	queryStates.Put(s)
 }
 
@@ -85,7 +87,15 @@ func putQueryState(s *queryState) {
 // leaves the query's weight, the denominator of Containment and
 // Resemblance: like Forman et al.'s template suppression, the query is
 // judged on its distinctive part, so a licence header shared by every file
-// neither links unrelated files nor dilutes a real match. When fewer than
+// neither links unrelated files nor dilutes a real match. That holds
+// while the skipped entries are a minor part of the query: when they
+// hold more than TemplateShare of its weight, the query is mostly what
+// many files share (one of a family made from a template or a form, or
+// the template itself), and they are counted like the others (up to a
+// bound on the postings read, see countCommon): the family is the answer,
+// ranked by how much of the query each member holds, its size in
+// Result.Total, and each member found mostly through those entries
+// flagged Match.Template. When fewer than
 // MinFeatures entries remain, the result is TooFew. With nothing skipped
 // and without fingerprint-key collisions the numbers are
 // fingerprint.Compare's. Files identical to the query are
@@ -207,6 +217,11 @@ func (s *querySearch) run() error {
 	} else if err := s.accumulate(); err != nil {
 		return err
 	}
+	if s.isTemplate() {
+		if err := s.countCommon(); err != nil {
+			return err
+		}
+	}
 	if len(s.entries)-s.res.Skipped < s.opts.MinFeatures {
 		s.res.TooFew = true
 		if !weak {
@@ -275,6 +290,7 @@ func (s *querySearch) run() error {
 			continue
 		}
 		m.Weak = isWeak
+		m.Template = s.res.Template && 2*s.st.common[cid] > shared
 		if matches, err = s.appendFiles(matches, cid, m); err != nil {
 			return err
 		}
@@ -283,6 +299,7 @@ func (s *querySearch) run() error {
 	if s.opts.Visible != nil {
 		s.res.Candidates = len(matches)
 	}
+	s.res.Total = len(matches)
 	if s.opts.Limit > 0 && len(matches) > s.opts.Limit {
 		matches = matches[:s.opts.Limit]
 	}
@@ -527,6 +544,81 @@ func (s *querySearch) accumulate() error {
 	return nil
 }
 
+// TemplateShare is the share of a query's weight above which its common
+// fingerprints (those held by more than MaxDF files) are counted rather
+// than skipped: the query is then mostly what hundreds of files share, a
+// member of a family of files made from one template or form, and what it
+// shares with them is the answer, not boilerplate (Result.Template).
+const TemplateShare = 0.5
+
+// templatePostings bounds the postings a template query reads for its
+// common fingerprints: about 20 to 50 ms of work. Past it, the remaining
+// common fingerprints stay skipped; as fingerprint keys are uniform and
+// read in key order, those counted are a uniform sample of the query's
+// common fingerprints, and the percentages, over the counted weight, stay
+// fair estimates.
+var templatePostings = 1 << 20
+
+// isTemplate reports whether the skipped fingerprints hold more than
+// TemplateShare of the query's weight (the caller asked for a cap).
+func (s *querySearch) isTemplate() bool {
+	return s.opts.MaxDF >= 0 && s.res.Skipped > 0 &&
+		float64(s.res.SkippedWeight) > TemplateShare*float64(s.res.QueryWeight)
+}
+
+// countCommon counts the skipped fingerprints of a template query, in key
+// order, while their postings stay within templatePostings: each adds to
+// the shared weight of the contents holding it, as the others did, and to
+// their common weight (s.st.common). Result.Skipped and SkippedKeys are
+// left with those not counted.
+func (s *querySearch) countCommon() error {
+	st := s.st
+	s.res.Template = true
+	budget := templatePostings
+	bucket, have := uint32(0), false
+	list := st.list[:0]
+	at := 0
+	keys := s.res.SkippedKeys[:0]
+	for i, e := range s.entries {
+		if !s.skipped[i] {
+			continue
+		}
+		if budget <= 0 {
+			keys = append(keys, e.key)
+			continue
+		}
+		if b := bucketOf(e.key); !have || b != bucket {
+			bucket, have = b, true
+			if err := s.poll.now(); err != nil {
+				return err
+			}
+			var err error
+			if list, err = s.postingList(list[:0], b); err != nil {
+				return err
+			}
+			at = 0
+		}
+		for at < len(list) && list[at].key < e.key {
+			at++
+		}
+		for _, p := range list[at:] {
+			if p.key != e.key {
+				break
+			}
+			w := min(e.weight, p.weight)
+			st.shared[p.cid] += w
+			st.common[p.cid] += w
+			budget--
+		}
+		s.skipped[i] = false
+		s.res.Skipped--
+		s.res.SkippedWeight -= e.weight
+	}
+	s.res.SkippedKeys = keys
+	st.list = list
+	return nil
+}
+
 // postingList appends the postings of bucket b to dst, read through the
 // query's iterator.
 func (s *querySearch) postingList(dst []postingEntry, b uint32) ([]postingEntry, error) {
@@ -600,8 +692,9 @@ func isIdentical(a, b *fingerprint.Summary) bool {
 	return a.Strong != [32]byte{} && a.Strong == b.Strong && a.Size == b.Size
 }
 
-// compareMatches orders identical files first, then by containment and
-// shared weight, descending, then by path.
+// compareMatches orders identical files first, then by containment,
+// resemblance and shared weight, descending, then by path: of files that
+// hold all of the query, the one closest to it in size comes first.
 func compareMatches(a, b Match) int {
 	switch {
 	case a.Identical != b.Identical:
@@ -611,6 +704,8 @@ func compareMatches(a, b Match) int {
 		return 1
 	case a.Containment != b.Containment:
 		return -cmp.Compare(a.Containment, b.Containment)
+	case a.Resemblance != b.Resemblance:
+		return -cmp.Compare(a.Resemblance, b.Resemblance)
 	case a.SharedWeight != b.SharedWeight:
 		return -cmp.Compare(a.SharedWeight, b.SharedWeight)
 	}
