@@ -325,6 +325,10 @@ type GroupMember struct {
 	Percent float64
 	Via     string   // path of the member's strongest link, when not linked to the reference
 	Copies  []string // paths of files identical to this one
+	// Template is set when the member's link (to the reference, or Via)
+	// joins two template files through what they share with many others:
+	// the group is a family of files made from one template or form.
+	Template bool
 }
 
 // DupeSet is a set of identical files (equal strong hash and size).

@@ -485,6 +485,9 @@ func runGroups(t *testing.T, where string, ix *index.Index, a scriptArgs) string
 		if len(m.Copies) > 0 {
 			fmt.Fprintf(&b, " copies=%s", strings.Join(m.Copies, ","))
 		}
+		if m.Template {
+			b.WriteString(" template")
+		}
 	}
 	for i, g := range gs {
 		if i > 0 {

@@ -1036,10 +1036,12 @@ type groupNode struct {
 	linked bool
 	best   int
 	bestP  float64
+	// Whether those links are template links.
+	refTmpl, bestTmpl bool
 }
 
-func (n *groupNode) member(percent float64, via string) GroupMember {
-	return GroupMember{FileRecord: n.rec, Percent: percent, Via: via, Copies: n.copies}
+func (n *groupNode) member(percent float64, via string, template bool) GroupMember {
+	return GroupMember{FileRecord: n.rec, Percent: percent, Via: via, Copies: n.copies, Template: template}
 }
 
 // groupKey is what ordering a group and choosing its reference needs: its
@@ -1197,10 +1199,10 @@ func (g *grouping) group(ds []uint32, links []groupLink, ref uint32) (Group, err
 			m, o := &nodes[e[0]], e[1]
 			p := l.percent()
 			if o == r {
-				m.toRef, m.linked = p, true
+				m.toRef, m.linked, m.refTmpl = p, true, l.template
 			}
 			if p > m.bestP || p == m.bestP && nodes[o].rec.Path < nodes[m.best].rec.Path {
-				m.best, m.bestP = o, p
+				m.best, m.bestP, m.bestTmpl = o, p, l.template
 			}
 		}
 	}
@@ -1215,13 +1217,13 @@ func (g *grouping) group(ds []uint32, links []groupLink, ref uint32) (Group, err
 	slices.SortFunc(order, func(x, y int) int {
 		return cmp.Or(-cmp.Compare(nodes[x].toRef, nodes[y].toRef), strings.Compare(nodes[x].rec.Path, nodes[y].rec.Path))
 	})
-	grp := Group{Reference: nodes[r].member(1, ""), Members: make([]GroupMember, 0, len(order))}
+	grp := Group{Reference: nodes[r].member(1, "", false), Members: make([]GroupMember, 0, len(order))}
 	for _, i := range order {
 		n := &nodes[i]
 		if n.linked {
-			grp.Members = append(grp.Members, n.member(n.toRef, ""))
+			grp.Members = append(grp.Members, n.member(n.toRef, "", n.refTmpl))
 		} else {
-			grp.Members = append(grp.Members, n.member(0, nodes[n.best].rec.Path))
+			grp.Members = append(grp.Members, n.member(0, nodes[n.best].rec.Path, n.bestTmpl))
 		}
 	}
 	if g.opts.Links {

@@ -99,9 +99,10 @@ func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
 	// those of the keys held by 2 to MaxDF files, then the template pairs,
 	// whose common weight adds to a link of the first kind.
 	type link struct {
-		a, b    int
-		ab, ba  float64
-		percent float64
+		a, b     int
+		ab, ba   float64
+		percent  float64
+		template bool
 	}
 	linked := map[uint64]int{} // pair → its place in links
 	var links []link
@@ -122,7 +123,7 @@ func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
 			if i, ok := linked[key]; ok && tmpl {
 				lk := &links[i]
 				lk.ab, lk.ba = min(1, lk.ab+ab), min(1, lk.ba+ba)
-				lk.percent = max(lk.ab, lk.ba)
+				lk.percent, lk.template = max(lk.ab, lk.ba), true
 				continue
 			}
 			ab, ba = min(1, ab), min(1, ba)
@@ -130,7 +131,7 @@ func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
 				continue
 			}
 			linked[key] = len(links)
-			links = append(links, link{a, b, ab, ba, max(ab, ba)})
+			links = append(links, link{a, b, ab, ba, max(ab, ba), tmpl})
 			na.links++
 			nb.links++
 			refUnion(nodes, a, b)
@@ -150,15 +151,19 @@ func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
 			members[r] = append(members[r], i)
 		}
 	}
-	percentTo := make(map[int]map[int]float64) // node → linked node → percent
+	type linkTo struct {
+		percent  float64
+		template bool
+	}
+	percentTo := make(map[int]map[int]linkTo) // node → linked node → its link
 	for _, l := range links {
 		for _, e := range [][2]int{{l.a, l.b}, {l.b, l.a}} {
 			m := percentTo[e[0]]
 			if m == nil {
-				m = make(map[int]float64)
+				m = make(map[int]linkTo)
 				percentTo[e[0]] = m
 			}
-			m[e[1]] = l.percent
+			m[e[1]] = linkTo{l.percent, l.template}
 		}
 	}
 
@@ -169,23 +174,23 @@ func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
 			return cmp.Or(-cmp.Compare(nx.links, ny.links), -cmp.Compare(nx.rec.Weight, ny.rec.Weight),
 				strings.Compare(nx.rec.Path, ny.rec.Path))
 		})
-		g := Group{Reference: nodes[ref].member(1, "")}
+		g := Group{Reference: nodes[ref].member(1, "", false)}
 		for _, m := range ms {
 			if m == ref {
 				continue
 			}
-			if p, ok := percentTo[m][ref]; ok {
-				g.Members = append(g.Members, nodes[m].member(p, ""))
+			if l, ok := percentTo[m][ref]; ok {
+				g.Members = append(g.Members, nodes[m].member(l.percent, "", l.template))
 				continue
 			}
 			// Not linked to the reference: name the strongest link.
-			best, bestP := -1, -1.0
-			for o, p := range percentTo[m] {
-				if p > bestP || p == bestP && nodes[o].rec.Path < nodes[best].rec.Path {
-					best, bestP = o, p
+			best, bestP, bestT := -1, -1.0, false
+			for o, l := range percentTo[m] {
+				if p := l.percent; p > bestP || p == bestP && nodes[o].rec.Path < nodes[best].rec.Path {
+					best, bestP, bestT = o, p, l.template
 				}
 			}
-			g.Members = append(g.Members, nodes[m].member(0, nodes[best].rec.Path))
+			g.Members = append(g.Members, nodes[m].member(0, nodes[best].rec.Path, bestT))
 		}
 		slices.SortFunc(g.Members, func(x, y GroupMember) int {
 			return cmp.Or(-cmp.Compare(x.Percent, y.Percent), strings.Compare(x.Path, y.Path))
@@ -198,8 +203,8 @@ func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
 	return groups, nil
 }
 
-func (n *refNode) member(percent float64, via string) GroupMember {
-	return GroupMember{FileRecord: n.rec, Percent: percent, Via: via, Copies: n.copies}
+func (n *refNode) member(percent float64, via string, template bool) GroupMember {
+	return GroupMember{FileRecord: n.rec, Percent: percent, Via: via, Copies: n.copies, Template: template}
 }
 
 // refNodes loads the records in the tree prefix (InTree) that visible

@@ -207,6 +207,10 @@ type Match struct {
 	// measured on its current bytes, and Size and MtimeNs are its current
 	// ones.
 	Changed bool `json:"changed,omitempty"`
+	// Template is set, when the query is a template query
+	// (SimilarResponse.Template), on a file found mostly through what many
+	// files share: one of the query's family.
+	Template bool `json:"template,omitempty"`
 }
 
 // SimilarResponse answers a SimilarRequest.
@@ -229,6 +233,16 @@ type SimilarResponse struct {
 	TooFew          bool `json:"too_few"`
 	MinFingerprints int  `json:"min_fingerprints"`
 	Candidates      int  `json:"candidates"`
+	// Template is set when most of the query (by weight) is in
+	// fingerprints found in more than MaxDF files: the query is one of a
+	// family of files made from one template or form (or the template
+	// itself). Those fingerprints are then counted, not skipped, and the
+	// family is the answer, the closest first; Skipped counts only those
+	// left out to bound the work.
+	Template bool `json:"template,omitempty"`
+	// Total is how many files passed the filters and the threshold before
+	// the limit: with Template, the size of the query's family.
+	Total int `json:"total"`
 	// Checked is how many candidates were measured against their current
 	// bytes; Dropped how many of those had vanished (they are not listed).
 	Checked int `json:"checked"`
@@ -248,6 +262,11 @@ type GroupFile struct {
 	// the group but not to its reference.
 	Via    *FilePath  `json:"via,omitempty"`
 	Copies []FilePath `json:"copies,omitempty"` // identical files
+	// Template is set when this file's link is between two files that are
+	// mostly what many files share (fingerprints found in more than the
+	// daemon's max_df files): the group is a family of files made from one
+	// template or form.
+	Template bool `json:"template,omitempty"`
 }
 
 // Group is a set of similar files with a reference file (Manber's "R").

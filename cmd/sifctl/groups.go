@@ -154,10 +154,14 @@ func (p *groupsText) group(grp ipc.Group) error {
 	for _, m := range grp.Members {
 		p.files += 1 + len(m.Copies)
 		path := wirePath(m.Path, m.PathRaw)
+		note := ""
+		if m.Template {
+			note = "  template" // linked through content shared by many files
+		}
 		if m.Via != nil {
-			fmt.Fprintf(&b, "    ~ %s %d (via %s)\n", path, m.Size, m.Via.Exact())
+			fmt.Fprintf(&b, "    ~ %s %d (via %s)%s\n", path, m.Size, m.Via.Exact(), note)
 		} else {
-			fmt.Fprintf(&b, "  %3.0f %s %d\n", m.Percent, path, m.Size)
+			fmt.Fprintf(&b, "  %3.0f %s %d%s\n", m.Percent, path, m.Size, note)
 		}
 		printCopies(&b, m.Copies)
 	}

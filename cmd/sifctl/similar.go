@@ -38,9 +38,14 @@ type similarLine struct {
 	// Repetitive: the query has few distinct windows (zeros, one repeated
 	// byte, a short pattern), hence fewer fingerprints than its size
 	// would give: not too small, but too uniform to judge by them.
-	Repetitive bool        `json:"repetitive"`
-	Checked    int         `json:"checked"`
-	Matches    []ipc.Match `json:"matches"`
+	Repetitive bool `json:"repetitive"`
+	// Template: the query is mostly content found in many files (one of a
+	// family made from a template or form); Total is how many files
+	// passed the threshold, before --limit.
+	Template bool        `json:"template"`
+	Total    int         `json:"total"`
+	Checked  int         `json:"checked"`
+	Matches  []ipc.Match `json:"matches"`
 }
 
 // similarExplained is one line of `sifctl similar --explain --json`.
@@ -202,6 +207,7 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 			}
 			line := similarLine{Query: q, QueryRaw: raw, Size: sk.Size, Fingerprints: resp.Fingerprints,
 				Skipped: resp.Skipped, TooFew: resp.TooFew, Checked: resp.Checked, Matches: resp.Matches,
+				Template: resp.Template, Total: resp.Total,
 				Repetitive: repetitive(info.Params, sk.Size, resp.Fingerprints, resp.MinFingerprints)}
 			if f.explain {
 				ex := similarExplained{similarLine: line, Matches: make([]explainedMatch, 0, len(resp.Matches))}
@@ -310,6 +316,9 @@ func printSimilar(g *globals, file string, size int64, threshold float64, rep bo
 	case r.TooFew:
 		fmt.Fprintf(w, "  too small to judge similarity: %d fingerprints, at least %d needed; identical files only\n",
 			r.Fingerprints, r.MinFingerprints)
+	case r.Template:
+		fmt.Fprintf(w, "  template: most of this file is found in more than %d files; %s %g%% or more of it, the closest first\n",
+			r.MaxDF, count(r.Total, "file holds", "files hold"), threshold)
 	}
 	if len(r.Matches) == 0 {
 		if r.TooFew {
@@ -330,8 +339,13 @@ func printSimilar(g *globals, file string, size int64, threshold float64, rep bo
 			note = "  identical"
 		case m.Changed:
 			note = "  changed since indexed"
+		case m.Template:
+			note = "  template"
 		}
 		fmt.Fprintf(w, "  %3.0f%%  %s  %d%s\n", m.Containment, p, m.Size, note)
+	}
+	if n := r.Total - len(r.Matches); n > 0 && len(r.Matches) > 0 {
+		fmt.Fprintf(w, "  and %s more (--limit)\n", count(n, "file", "files"))
 	}
 }
 

@@ -137,7 +137,7 @@ func wireGroup(g index.Group) ipc.Group {
 
 func groupFile(m index.GroupMember) ipc.GroupFile {
 	p, raw := ipc.PathFields(m.Path)
-	g := ipc.GroupFile{Path: p, PathRaw: raw, Size: m.FileMeta.Size, Percent: pct(m.Percent)}
+	g := ipc.GroupFile{Path: p, PathRaw: raw, Size: m.FileMeta.Size, Percent: pct(m.Percent), Template: m.Template}
 	if m.Via != "" {
 		v := ipc.NewFilePath(m.Via)
 		g.Via = &v

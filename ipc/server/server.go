@@ -338,6 +338,7 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
 	}
 	var measured, dropped int
 	var checkedMs []checked
+	total := res.Total
 	if eq != nil {
 		checkedMs, measured, dropped, err = s.check(r.Context(), eq, q.Path, res.Matches, opts.Threshold)
 		eq.release()
@@ -345,6 +346,7 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, err)
 			return
 		}
+		total -= len(res.Matches) - len(checkedMs) // those the check dropped
 		if limit > 0 && len(checkedMs) > limit {
 			checkedMs = checkedMs[:limit]
 		}
@@ -369,6 +371,8 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
 		TooFew:          res.TooFew && (eq == nil || res.QueryFeatures == res.Skipped),
 		MinFingerprints: minF,
 		Candidates:      res.Candidates,
+		Template:        res.Template,
+		Total:           total,
 		Checked:         measured,
 		Dropped:         dropped,
 	}
@@ -503,6 +507,7 @@ func matchOf(m index.Match) ipc.Match {
 		Identical:          m.Identical,
 		Type:               m.Type.String(),
 		MtimeNs:            m.MtimeNs,
+		Template:           m.Template,
 	}
 	if m.SharedBytes >= 0 {
 		b := m.SharedBytes
