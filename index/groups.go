@@ -655,7 +655,7 @@ func (g *grouping) findTemplates() error {
 		if err != nil {
 			return err
 		}
-		if !found || float64(c) <= TemplateShare*float64(rec.Weight) {
+		if !found || !g.templateAt(rec.Weight, c) {
 			continue
 		}
 		if g.tmpl == nil {
@@ -690,32 +690,42 @@ func (g *grouping) linkTemplates(shared *pairTable) error {
 	})
 	slices.Sort(need)
 	need = slices.Compact(need)
-	ws := make([]FileRecord, len(need))
+	ws := make([]nodeWeights, len(need))
 	for i, d := range need {
-		found, err := g.readContent(g.cids[d], &ws[i])
+		var c FileRecord
+		found, err := g.readContent(g.cids[d], &c)
 		if err != nil {
 			return err
 		}
 		if !found {
 			return fmt.Errorf("%w: a posting names content %d, which has no record", ErrCorrupt, g.cids[d])
 		}
+		ws[i] = nodeWeights{c.Type, c.Level, c.Weight, c.LevelWeights}
 	}
-	recOf := func(d uint32) *FileRecord {
+	weightsOf := func(d uint32) *nodeWeights {
 		i, _ := slices.BinarySearch(need, d)
 		return &ws[i]
+	}
+	// How much of node d, compared at level l, the common weight w it
+	// shares is: none unless d is a template file there.
+	ratio := func(d uint32, w *nodeWeights, l int, shared uint64) float64 {
+		wl, common := g.commonAt(d, w, l)
+		if !g.templateAt(wl, common) {
+			return 0
+		}
+		return fingerprint.Ratio(shared, wl)
 	}
 	shared.each(func(k uint64, ps pairShare) {
 		if int(ps.n) < g.opts.MinShared {
 			return
 		}
 		a, b := uint32(k>>32), uint32(k)
-		ra, rb := recOf(a), recOf(b)
-		if g.opts.SameType && ra.Type != rb.Type {
+		wa, wb := weightsOf(a), weightsOf(b)
+		if g.opts.SameType && wa.typ != wb.typ {
 			return
 		}
-		l := int(max(ra.Level, rb.Level))
-		ab := fingerprint.Ratio(ps.weight, ra.WeightAt(l))
-		ba := fingerprint.Ratio(ps.weight, rb.WeightAt(l))
+		l := int(max(wa.level, wb.level))
+		ab, ba := ratio(a, wa, l, ps.weight), ratio(b, wb, l, ps.weight)
 		if i, ok := linked[k]; ok {
 			lk := &g.links[i]
 			lk.ab, lk.ba, lk.template = min(1, lk.ab+ab), min(1, lk.ba+ba), true
@@ -936,6 +946,28 @@ type nodeWeights struct {
 	levelWeights []uint64
 }
 
+// commonAt returns node d's weight at level l, and a bound of the weight of
+// its keys of level l or more held by more than MaxDF files (its
+// boilerplate there): at least that weight, less only by what cannot be of
+// level l or more (see Groups).
+func (g *grouping) commonAt(d uint32, w *nodeWeights, l int) (wl, common uint64) {
+	r := FileRecord{Weight: w.weight, Level: w.level, LevelWeights: w.levelWeights}
+	wl = r.WeightAt(l)
+	common = g.common[d]
+	if l > int(w.level) {
+		common -= min(common, w.weight-min(wl, w.weight), g.belowWeight(d, w.level, l))
+	}
+	return wl, common
+}
+
+// templateAt reports whether a node of weight wl at a level, common of it
+// boilerplate, is compared there as a template file: on all of its
+// weight, as a query of it at that level is (Similar), when the
+// boilerplate is more than TemplateShare of it.
+func (g *grouping) templateAt(wl, common uint64) bool {
+	return float64(common) > TemplateShare*float64(wl)
+}
+
 // link judges the pairs of one pass: it links those that pass, and merges
 // them with union-find. It reads the content records of the nodes of the
 // pairs that share at least MinShared keys.
@@ -973,14 +1005,9 @@ func (g *grouping) link(shared *pairTable) error {
 	// boilerplate below l is at most the node's weight below l, and at most
 	// that of the keys no file of level l or more holds (see Groups).
 	distinct := func(d uint32, w *nodeWeights, l int) uint64 {
-		r := FileRecord{Weight: w.weight, Level: w.level, LevelWeights: w.levelWeights}
-		wl := r.WeightAt(l)
-		if g.isTemplate(d) {
+		wl, common := g.commonAt(d, w, l)
+		if g.templateAt(wl, common) {
 			return wl // judged on all of it, as a query of it is (Similar)
-		}
-		common := g.common[d]
-		if l > int(w.level) {
-			common -= min(common, w.weight-min(wl, w.weight), g.belowWeight(d, w.level, l))
 		}
 		return wl - min(common, wl)
 	}

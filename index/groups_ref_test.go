@@ -77,13 +77,13 @@ func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
 	// more. The level of a key is not stored: that of a key held by too
 	// many files is at least the highest level of the files holding it,
 	// and the node's weight below l bounds the weight of those below l.
-	distinct := func(i, l int) uint64 {
+	// A node is judged at level l as a template file, on all of its
+	// weight there, when its boilerplate there is more than
+	// TemplateShare of it.
+	weights := func(i, l int) (w, bp uint64) {
 		rec := &nodes[i].rec
-		w := rec.WeightAt(l)
-		if template(i) {
-			return w
-		}
-		var bp, below uint64
+		w = rec.WeightAt(l)
+		var below uint64
 		for m, cw := range common[i] {
 			if m >= l {
 				bp += cw
@@ -92,6 +92,17 @@ func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
 			}
 		}
 		bp += below - min(below, rec.Weight-w)
+		return w, bp
+	}
+	templateAt := func(i, l int) bool {
+		w, bp := weights(i, l)
+		return float64(bp) > TemplateShare*float64(w)
+	}
+	distinct := func(i, l int) uint64 {
+		w, bp := weights(i, l)
+		if templateAt(i, l) {
+			return w
+		}
 		return w - min(bp, w)
 	}
 
@@ -120,6 +131,14 @@ func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
 			}
 			l := int(max(na.rec.Level, nb.rec.Level))
 			ab, ba := fingerprint.Ratio(sh, distinct(a, l)), fingerprint.Ratio(sh, distinct(b, l))
+			if tmpl { // common weight counts only for a template file
+				if !templateAt(a, l) {
+					ab = 0
+				}
+				if !templateAt(b, l) {
+					ba = 0
+				}
+			}
 			if i, ok := linked[key]; ok && tmpl {
 				lk := &links[i]
 				lk.ab, lk.ba = min(1, lk.ab+ab), min(1, lk.ba+ba)

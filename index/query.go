@@ -176,7 +176,12 @@ type querySearch struct {
 	weightAt [maxLevel + 2]uint64
 	countAt  [maxLevel + 2]int
 	fullAt   [maxLevel + 2]uint64 // weightAt with the skipped entries
+	nfullAt  [maxLevel + 2]int    // countAt with the skipped entries
 	skipped  []bool               // per entry: skipped for its document frequency
+	// tmplFrom is the lowest level of template comparisons (templates),
+	// top+1 when there is none; tmpl marks them.
+	tmplFrom int
+	tmpl     [maxLevel + 2]bool
 }
 
 // maxLevel bounds fingerprint.Params.Bits (Normalize refuses more).
@@ -187,6 +192,7 @@ func (s *querySearch) levels() {
 	for i, e := range s.entries {
 		for l := 0; l <= min(int(e.level), maxLevel); l++ {
 			s.fullAt[l] = satAdd(s.fullAt[l], e.weight)
+			s.nfullAt[l]++
 		}
 		if i < len(s.skipped) && s.skipped[i] {
 			continue
@@ -201,6 +207,28 @@ func (s *querySearch) levels() {
 // level returns the level a candidate of level fl is compared at: the
 // higher of its and the query's (fingerprint.Compare).
 func (s *querySearch) level(fl uint8) int { return max(s.lvl, int(fl)) }
+
+// templateAt reports whether comparisons at level l are template
+// comparisons (templates).
+func (s *querySearch) templateAt(l int) bool { return s.tmpl[min(l, maxLevel+1)] }
+
+// qweight returns the query's weight at level l: all of it at a level of
+// template comparisons, else that of its entries not skipped.
+func (s *querySearch) qweight(l int) uint64 {
+	if s.templateAt(l) {
+		return s.fullAt[l]
+	}
+	return s.weightAt[l]
+}
+
+// counted returns the number of the query's entries that count at level
+// l, as qweight.
+func (s *querySearch) counted(l int) int {
+	if s.templateAt(l) {
+		return s.nfullAt[l]
+	}
+	return s.countAt[l]
+}
 
 func (s *querySearch) run() error {
 	if s.q.Path != "" {
@@ -217,7 +245,8 @@ func (s *querySearch) run() error {
 	} else if err := s.accumulate(); err != nil {
 		return err
 	}
-	if s.isTemplate() {
+	s.levels()
+	if s.templates() {
 		if err := s.countCommon(); err != nil {
 			return err
 		}
@@ -232,7 +261,6 @@ func (s *querySearch) run() error {
 		delete(s.st.shared, s.selfCID) // the query's own content, and no copy of it
 	}
 	s.res.Candidates = s.candidates()
-	s.levels()
 	identical, done, err := s.identical()
 	if err != nil {
 		return err
@@ -240,17 +268,19 @@ func (s *querySearch) run() error {
 
 	// A candidate is compared at its level or the query's, whichever is
 	// higher, and only at a level where the query has MinFeatures
-	// distinctive entries: its weight there is at least qw. A weak
-	// candidate (WeakShared) may be compared at any level up to the top,
-	// and the query's weight there is at least its weight at the top.
+	// entries that count: its weight there is at least qw. A weak
+	// candidate (WeakShared) may be compared at any level up to the top.
 	hi := s.lvl
-	for hi < s.top && s.countAt[hi+1] >= s.opts.MinFeatures {
+	for hi < s.top && s.counted(hi+1) >= s.opts.MinFeatures {
 		hi++
 	}
 	if weak {
 		hi = s.top
 	}
-	qw := s.weightAt[hi]
+	qw := s.qweight(s.lvl)
+	for l := s.lvl + 1; l <= hi; l++ {
+		qw = min(qw, s.qweight(l))
+	}
 	if qw == 0 {
 		qw = 1 // a candidate shares weight only at a level where the query has some
 	}
@@ -280,8 +310,11 @@ func (s *querySearch) run() error {
 			continue
 		}
 		l := s.level(c.Level)
-		shared := s.st.shared[cid]
-		isWeak := s.countAt[l] < s.opts.MinFeatures
+		shared, common := s.st.shared[cid], s.st.common[cid]
+		if !s.templateAt(l) {
+			shared -= common // counted for a level of template comparisons
+		}
+		isWeak := s.counted(l) < s.opts.MinFeatures
 		if isWeak && (!weak || shared < uint64(s.opts.WeakShared)) {
 			continue // too few of the query's fingerprints at its level
 		}
@@ -290,7 +323,7 @@ func (s *querySearch) run() error {
 			continue
 		}
 		m.Weak = isWeak
-		m.Template = s.res.Template && 2*s.st.common[cid] > shared
+		m.Template = s.templateAt(l) && 2*common > shared
 		if matches, err = s.appendFiles(matches, cid, m); err != nil {
 			return err
 		}
@@ -559,18 +592,40 @@ const TemplateShare = 0.5
 // fair estimates.
 var templatePostings = 1 << 20
 
-// isTemplate reports whether the skipped fingerprints hold more than
-// TemplateShare of the query's weight (the caller asked for a cap).
-func (s *querySearch) isTemplate() bool {
-	return s.opts.MaxDF >= 0 && s.res.Skipped > 0 &&
-		float64(s.res.SkippedWeight) > TemplateShare*float64(s.res.QueryWeight)
+// templates finds the levels of template comparisons, and reports
+// whether there is one: the levels, from the query's up, at which the
+// query's skipped entries hold more than TemplateShare of its weight
+// (a candidate is compared at its level or the query's, over the entries
+// of that level or more), where it has MinFeatures entries. A small query
+// compared with larger files is compared over its entries of their
+// level, which may be mostly common where all of it is not.
+func (s *querySearch) templates() bool {
+	s.tmplFrom = s.top + 1
+	if s.opts.MaxDF < 0 || s.res.Skipped == 0 {
+		return false
+	}
+	for l := s.top; l >= s.lvl; l-- {
+		skipped := s.fullAt[l] - s.weightAt[l]
+		if s.nfullAt[l] >= s.opts.MinFeatures && float64(skipped) > TemplateShare*float64(s.fullAt[l]) {
+			s.tmpl[l] = true
+			s.tmplFrom = l
+		}
+	}
+	if s.tmplFrom > s.top {
+		return false
+	}
+	for l := s.top + 1; l <= maxLevel+1; l++ {
+		s.tmpl[l] = s.tmpl[s.top] // no candidate is compared above the top
+	}
+	return true
 }
 
-// countCommon counts the skipped fingerprints of a template query, in key
-// order, while their postings stay within templatePostings: each adds to
-// the shared weight of the contents holding it, as the others did, and to
-// their common weight (s.st.common). Result.Skipped and SkippedKeys are
-// left with those not counted.
+// countCommon counts the skipped entries of a template query of level
+// tmplFrom or more, in key order, while their postings stay within
+// templatePostings: each adds to the shared weight of the contents holding
+// it, as the others did, and to their common weight (s.st.common), which
+// a candidate compared at a level of no template comparison leaves out.
+// Result.Skipped and SkippedKeys are left with those not counted.
 func (s *querySearch) countCommon() error {
 	st := s.st
 	s.res.Template = true
@@ -583,7 +638,7 @@ func (s *querySearch) countCommon() error {
 		if !s.skipped[i] {
 			continue
 		}
-		if budget <= 0 {
+		if budget <= 0 || int(e.level) < s.tmplFrom {
 			keys = append(keys, e.key)
 			continue
 		}
@@ -667,7 +722,7 @@ func withinRatio(a, b int64, ratio float64) bool {
 // care: the keys a file holds are all of its level or more.
 func (s *querySearch) match(rec FileRecord, shared uint64, identical bool) Match {
 	l := s.level(rec.Level)
-	qw, fw := s.weightAt[l], rec.WeightAt(l)
+	qw, fw := s.qweight(l), rec.WeightAt(l)
 	if identical {
 		qw = s.fullAt[l]
 	}
