@@ -97,6 +97,36 @@ type accuracyResult struct {
 	Threshold    float64            `json:"sif_threshold_percent"`
 	Buckets      []bucketMetrics    `json:"buckets"`
 	Seconds      map[string]float64 `json:"seconds"`
+	Sif          sifCosts           `json:"sif"`
+}
+
+// sifCosts are what sif's answers cost: the index's size on disk once the
+// first scan is done, and the latency of the similar requests.
+type sifCosts struct {
+	// IndexBytesReady sums the files of sifd's index directory when it is
+	// ready; IndexBytes once it has compacted the index its first scan
+	// wrote, before the queries.
+	IndexBytesReady int64 `json:"index_bytes_ready"`
+	IndexBytes      int64 `json:"index_bytes"`
+	// Latency is per run ("sif", "sif --fast"): a similar request's time
+	// through the Go client, from sending it to its whole answer.
+	Latency map[string]latency `json:"latency_ms"`
+}
+
+// latency are percentiles of request times in milliseconds.
+type latency struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// latencyOf returns the percentiles of ds.
+func latencyOf(ds []time.Duration) latency {
+	ms := make([]float64, len(ds))
+	for i, d := range ds {
+		ms[i] = float64(d) / float64(time.Millisecond)
+	}
+	return latency{P50: percentile(ms, 0.5), P99: percentile(ms, 0.99), Max: percentile(ms, 1)}
 }
 
 // benchAccuracy runs the accuracy benchmark on one set.
@@ -156,7 +186,7 @@ func benchAccuracy(ctx context.Context, c *common, af *accFlags) (*accuracyResul
 	lap("truth")
 
 	var runs []*toolRun
-	sif, fast, err := runSif(ctx, c, af, corpus.IndexRoot, fileID, queries, secs)
+	sif, fast, err := runSif(ctx, c, af, corpus.IndexRoot, fileID, queries, secs, &res.Sif)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +286,11 @@ func writeQueryDetails(path string, qs []accQuery, files []string, tr *truth, ru
 // twice: as sifctl similar does, sending the query's bytes so the daemon
 // checks the best candidates against theirs ("sif"), and with the check
 // skipped, the index's estimates alone ("sif --fast").
-func runSif(ctx context.Context, c *common, af *accFlags, indexRoot string, fileID map[string]int32, queries []string, secs map[string]float64) (checked, fast *toolRun, err error) {
+//
+// It records in costs the index's size once sifd is ready and once it has
+// compacted the index (the queries wait for that, so they are not timed
+// beside the compaction), and each run's request latency.
+func runSif(ctx context.Context, c *common, af *accFlags, indexRoot string, fileID map[string]int32, queries []string, secs map[string]float64, costs *sifCosts) (checked, fast *toolRun, err error) {
 	sifd, _, err := buildBinaries(c.workDir)
 	if err != nil {
 		return nil, nil, err
@@ -271,6 +305,11 @@ func runSif(ctx context.Context, c *common, af *accFlags, indexRoot string, file
 	}
 	defer d.stop()
 	secs["sifd_ready"] = d.ready.Seconds()
+	costs.IndexBytesReady = dirSize(d.db)
+	if err := d.waitCompacted(ctx); err != nil {
+		return nil, nil, err
+	}
+	costs.IndexBytes = dirSize(d.db)
 	cl := ipc.NewClient(d.socket)
 	info, err := cl.Info(ctx)
 	if err != nil {
@@ -278,6 +317,7 @@ func runSif(ctx context.Context, c *common, af *accFlags, indexRoot string, file
 	}
 	checked = &toolRun{Name: "sif", Answers: make([][]answer, len(queries)), TooFew: map[int]bool{}}
 	fast = &toolRun{Name: "sif --fast", Answers: make([][]answer, len(queries)), TooFew: map[int]bool{}}
+	took := map[*toolRun][]time.Duration{}
 	for qi, q := range queries {
 		sk, data, err := ipc.QueryFile(q, info.Params, ipc.ReadOptions{})
 		if err != nil {
@@ -292,7 +332,9 @@ func runSif(ctx context.Context, c *common, af *accFlags, indexRoot string, file
 			} else {
 				req.Attach(data)
 			}
+			t := time.Now()
 			resp, err := cl.Similar(ctx, req)
+			took[run] = append(took[run], time.Since(t))
 			if err != nil {
 				return nil, nil, fmt.Errorf("similar %s: %w", q, err)
 			}
@@ -307,6 +349,10 @@ func runSif(ctx context.Context, c *common, af *accFlags, indexRoot string, file
 				run.Answers[qi] = append(run.Answers[qi], answer{File: id, Cont: m.Containment, Res: m.Resemblance})
 			}
 		}
+	}
+	costs.Latency = map[string]latency{}
+	for run, ds := range took {
+		costs.Latency[run.Name] = latencyOf(ds)
 	}
 	return checked, fast, nil
 }
@@ -428,7 +474,7 @@ func holds(tr *truth, q int, f int32, res bool, cut float64) bool {
 // row per figure and tool. A best F1 is followed by the score threshold
 // that reaches it (sif: percent; ssdeep: score; tlsh: distance).
 func printAccuracy(res *accuracyResult, tools int) {
-	fmt.Printf("accuracy, %s set: %d modules, %d indexed files (%.1f MB), %d queries %v\n",
+	fmt.Printf("accuracy, %s set: %d packages, %d indexed files (%.1f MB), %d queries %v\n",
 		res.Set, len(res.Modules), res.IndexedFiles, mb(res.IndexedBytes), res.Queries, res.QueryKinds)
 	fmt.Printf("truth: distinct %d-byte windows, brute force; sif asked with threshold %g %%, no limit\n", truthWindow, res.Threshold)
 	head := []string{"", ""}
@@ -514,6 +560,13 @@ func printAccuracy(res *accuracyResult, tools int) {
 		}
 	}
 	fmt.Printf("time: %v\n", parts)
+	fmt.Printf("sif: index %.1f MB on disk once ready, %.1f MB once compacted (%.2f bytes per indexed byte)\n",
+		mb(res.Sif.IndexBytesReady), mb(res.Sif.IndexBytes), float64(res.Sif.IndexBytes)/float64(max(1, res.IndexedBytes)))
+	for _, name := range []string{"sif", "sif --fast"} {
+		if l, ok := res.Sif.Latency[name]; ok {
+			fmt.Printf("%s: query latency p50 %.2f ms, p99 %.2f ms, max %.2f ms over %d queries\n", name, l.P50, l.P99, l.Max, res.Queries)
+		}
+	}
 }
 
 // f1Cell renders a best F1 with the score threshold that reaches it (TLSH's

@@ -1,135 +1,20 @@
 package main
 
-// The accuracy corpus: several versions of real Go modules, fetched from
-// the Go module proxy and kept in a directory that later runs reuse. Each
-// set's older versions are indexed; its newer versions are where most
-// queries come from, so a query has true near-matches (the file changed
-// between versions), identical matches (it did not) or nothing (it is new).
+// The accuracy queries: what sifbench accuracy asks about, drawn from an
+// assembled set (see accuracy_sources.go). Each set's older versions are
+// indexed; its newer versions are where most queries come from, so a
+// query has true near-matches (the file changed between versions),
+// identical matches (it did not) or nothing (it is new).
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 )
-
-// moduleVersions are the versions of one module in an accuracy set.
-type moduleVersions struct {
-	Path    string   `json:"path"`
-	Indexed []string `json:"indexed"` // older versions: indexed
-	Newer   []string `json:"newer"`   // newer versions: queries come from them
-}
-
-// accuracySets split the modules by project: a project is in one set only,
-// so what is tuned on the tuning set is judged on projects it never saw.
-var accuracySets = map[string][]moduleVersions{
-	"tuning": {
-		{"golang.org/x/text", []string{"v0.9.0", "v0.14.0", "v0.20.0"}, []string{"v0.24.0", "v0.30.0"}},
-		{"golang.org/x/net", []string{"v0.20.0", "v0.25.0", "v0.30.0"}, []string{"v0.33.0", "v0.40.0"}},
-		{"golang.org/x/crypto", []string{"v0.20.0", "v0.25.0"}, []string{"v0.30.0", "v0.33.0"}},
-		{"github.com/spf13/cobra", []string{"v1.2.1", "v1.5.0", "v1.7.0"}, []string{"v1.8.0", "v1.9.1"}},
-		{"github.com/spf13/viper", []string{"v1.10.0", "v1.14.0", "v1.16.0"}, []string{"v1.18.2", "v1.20.1"}},
-		{"github.com/BurntSushi/toml", []string{"v0.4.1", "v1.1.0", "v1.2.1"}, []string{"v1.3.2", "v1.5.0"}},
-		{"github.com/pkg/errors", []string{"v0.8.0", "v0.8.1"}, []string{"v0.9.1"}},
-		{"github.com/google/uuid", []string{"v1.1.2", "v1.3.0"}, []string{"v1.5.0", "v1.6.0"}},
-		{"github.com/gorilla/mux", []string{"v1.6.2", "v1.7.4"}, []string{"v1.8.1"}},
-	},
-	"heldout": {
-		{"golang.org/x/tools", []string{"v0.20.0", "v0.24.0", "v0.28.0"}, []string{"v0.30.0", "v0.36.0"}},
-		{"golang.org/x/sys", []string{"v0.20.0", "v0.25.0", "v0.30.0"}, []string{"v0.33.0", "v0.40.0"}},
-		{"go.uber.org/zap", []string{"v1.19.0", "v1.21.0", "v1.24.0", "v1.26.0"}, []string{"v1.27.0", "v1.28.0"}},
-		{"github.com/stretchr/testify", []string{"v1.6.1", "v1.7.0", "v1.8.0", "v1.8.4"}, []string{"v1.9.0", "v1.11.1"}},
-		{"github.com/sirupsen/logrus", []string{"v1.4.2", "v1.6.0", "v1.8.1"}, []string{"v1.9.0", "v1.9.3"}},
-		{"gopkg.in/yaml.v2", []string{"v2.2.2", "v2.2.8", "v2.3.0"}, []string{"v2.4.0"}},
-		{"github.com/google/go-cmp", []string{"v0.4.0", "v0.5.0", "v0.5.5"}, []string{"v0.5.9", "v0.7.0"}},
-		{"github.com/spf13/pflag", []string{"v1.0.3", "v1.0.5"}, []string{"v1.0.7", "v1.1.0"}},
-	},
-}
-
-// accCorpus is an assembled set: IndexRoot holds the older versions, one
-// directory per module version, NewerRoot the newer ones.
-type accCorpus struct {
-	Set       string
-	IndexRoot string
-	NewerRoot string
-	Modules   []moduleVersions
-}
-
-// assembleSet fetches the modules of set into dir/set unless a complete
-// copy of the same module list is there already. It runs `go mod
-// download` outside any module, so no go.mod or go.sum is touched.
-func assembleSet(ctx context.Context, dir, set string) (*accCorpus, error) {
-	mods, ok := accuracySets[set]
-	if !ok {
-		return nil, fmt.Errorf("set %q: want tuning or heldout", set)
-	}
-	root, err := filepath.Abs(filepath.Join(dir, set))
-	if err != nil {
-		return nil, err
-	}
-	c := &accCorpus{Set: set, IndexRoot: filepath.Join(root, "index"), NewerRoot: filepath.Join(root, "newer"), Modules: mods}
-	want, _ := json.MarshalIndent(mods, "", "  ")
-	marker := filepath.Join(root, "complete.json")
-	if have, err := os.ReadFile(marker); err == nil && bytes.Equal(have, want) {
-		return c, nil
-	}
-	if err := os.RemoveAll(root); err != nil {
-		return nil, fmt.Errorf("assemble %s: %w", root, err)
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, fmt.Errorf("assemble %s: %w", root, err)
-	}
-	for _, m := range mods {
-		for _, grp := range []struct {
-			dst string
-			vs  []string
-		}{{c.IndexRoot, m.Indexed}, {c.NewerRoot, m.Newer}} {
-			for _, v := range grp.vs {
-				src, err := downloadModule(ctx, root, m.Path, v)
-				if err != nil {
-					return nil, err
-				}
-				dst := filepath.Join(grp.dst, strings.ReplaceAll(m.Path, "/", "_")+"@"+v)
-				if _, _, err := copyTree(src, dst); err != nil {
-					return nil, fmt.Errorf("copy %s@%s: %w", m.Path, v, err)
-				}
-			}
-		}
-	}
-	if err := os.WriteFile(marker, want, 0o644); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// downloadModule fills the module cache with path@version and returns the
-// directory it was unpacked in.
-func downloadModule(ctx context.Context, workDir, path, version string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", path+"@"+version)
-	cmd.Dir = workDir
-	cmd.Env = append(os.Environ(), "GO111MODULE=on", "GOWORK=off", "GOFLAGS=")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	var info struct{ Dir, Error string }
-	json.Unmarshal(out, &info)
-	switch {
-	case info.Error != "":
-		return "", fmt.Errorf("go mod download %s@%s: %s", path, version, info.Error)
-	case err != nil:
-		return "", fmt.Errorf("go mod download %s@%s: %v: %s", path, version, err, strings.TrimSpace(stderr.String()))
-	case info.Dir == "":
-		return "", fmt.Errorf("go mod download %s@%s: no directory in its answer", path, version)
-	}
-	return info.Dir, nil
-}
 
 // sizeBuckets are the query size classes, [lo, hi) in bytes.
 var sizeBuckets = []struct {

@@ -50,17 +50,21 @@
 // sifd's peak RSS over them; --profile DIR keeps sifd's heap profiles),
 // against issue 9's goals.
 //
-// Two more judge how right sif's answers are, on versions of real Go
-// modules fetched from the Go module proxy (kept in --dir and reused):
+// Two more judge how right sif's answers are, on versions of real
+// packages (kept in --dir and reused): Go modules from the Go module proxy
+// (sets tuning and heldout), npm packages from the npm registry (js-tuning
+// and js-heldout) and the documentation of Debian packages, bookworm's
+// against trixie's (docs); sifbench accuracy --help lists them:
 //
-//	go run ./cmd/sifbench accuracy [--set heldout|tuning] [--dir DIR] [--per-bucket 300] [--seed N] [--threshold 10] [--peers=false]
-//	go run ./cmd/sifbench manber   [--set heldout|tuning] [--dir DIR] [--per-bucket 100] [--seed N] [--threshold 0]
+//	go run ./cmd/sifbench accuracy [--set heldout|tuning|js-tuning|js-heldout|docs] [--dir DIR] [--per-bucket 300] [--seed N] [--threshold 10] [--peers=false]
+//	go run ./cmd/sifbench manber   [--set heldout|tuning|js-tuning|js-heldout|docs] [--dir DIR] [--per-bucket 100] [--seed N] [--threshold 0]
 //
 // accuracy indexes the set's older versions with the real sifd, queries it
 // with files of 256 B to 1 MB from the newer versions and with indexed
 // files it modifies, and scores sif, ssdeep and TLSH against the truth
 // computed by brute force over 32-byte windows: best F1 per relation and
-// size, and how often the first answer is a file of maximal containment.
+// size, and how often the first answer is a file of maximal containment;
+// with sif's index size on disk and its query latency (p50, p99).
 // manber edits indexed files by random 50-byte substitutions (20, 50 and
 // 80 % of their bytes) and counts how often the original comes first and
 // is answered at all. The tuning set is for choosing parameters, the
@@ -139,16 +143,29 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&cf.memProfile, "memprofile", "", "corpus: run sifd once more with --pprof and write its heap profile, taken once the fresh scan is done, to this file; restart: the same once one more restart is ready")
 	var baselines string
 	fs.StringVar(&baselines, "baseline", "", "corpus: other sifd binaries (comma-separated; e.g. one built from main) to time in turn with this tree's, run for run, and report beside it")
-	fs.StringVar(&af.set, "set", "heldout", "accuracy, manber: the set of modules, tuning or heldout")
+	fs.StringVar(&af.set, "set", "heldout", "accuracy, manber: the set of packages, one of "+strings.Join(setNames(), ", ")+" (listed below)")
 	fs.IntVar(&af.perBucket, "per-bucket", 0, "accuracy, manber: queries per size bucket (default 300 for accuracy, 100 for manber)")
 	fs.Uint64Var(&af.seed, "seed", 1994, "accuracy, manber: seed of the query sampling and edits; million: seed of the tree and the queries")
 	fs.Float64Var(&af.threshold, "threshold", 10, "accuracy, manber: sif's threshold in percent (manber: default 0, every candidate)")
 	fs.BoolVar(&af.peers, "peers", true, "accuracy: also run ssdeep and TLSH")
 	fs.StringVar(&af.sifdConfig, "sifd-config", "", "accuracy, manber: configuration file sifd runs with, e.g. to try another [scheme] (default: none)")
+	if args[0] == "accuracy" || args[0] == "manber" {
+		fs.Usage = func() {
+			fmt.Fprintf(fs.Output(), "Usage of sifbench %s:\n", args[0])
+			fs.PrintDefaults()
+			fmt.Fprintf(fs.Output(), "\nSets (--set), each fetched once into --dir and reused:\n%s", describeSets())
+		}
+	}
 	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return err
 	}
 	if args[0] == "accuracy" || args[0] == "manber" {
+		if _, err := lookupSet(af.set); err != nil {
+			return fmt.Errorf("--set: %w", err)
+		}
 		af.dir = lo.dir
 		if af.dir == "" {
 			cache, err := os.UserCacheDir()
