@@ -509,15 +509,20 @@ type listMerger struct {
 	out          []byte
 	gaps         []uint32
 	newer, older int
+	// raw is the first operand as it came, and tombs whether it holds a
+	// tombstone: a merge of that operand alone (a read of a compacted
+	// bucket) returns it as it is.
+	raw   []byte
+	tombs bool
 }
 
 var listMergers = sync.Pool{New: func() any { return new(listMerger) }}
 
 // Close recycles the merger, and the result Finish returned.
 func (m *listMerger) Close() error {
-	if cap(m.es) <= 1<<16 && cap(m.tmp) <= 1<<16 && cap(m.out) <= 1<<20 {
+	if cap(m.es) <= 1<<16 && cap(m.tmp) <= 1<<16 && cap(m.out) <= 1<<20 && cap(m.raw) <= 1<<20 {
 		m.es, m.scratch, m.out = m.es[:0], m.scratch[:0], m.out[:0]
-		m.runs, m.tmp = m.runs[:0], m.tmp[:0]
+		m.runs, m.tmp, m.raw = m.runs[:0], m.tmp[:0], m.raw[:0]
 		m.newer, m.older = 0, 0
 		listMergers.Put(m)
 	}
@@ -534,6 +539,13 @@ func (m *listMerger) add(v []byte, rank int) error {
 	m.scratch, err = decodePostingList(m.scratch[:0], m.bucket, v, true)
 	if err != nil {
 		return err
+	}
+	if len(m.runs) == 0 {
+		m.raw = append(m.raw[:0], v...)
+		m.tombs = false
+		for _, e := range m.scratch {
+			m.tombs = m.tombs || e.weight == tombstone
+		}
 	}
 	m.runs = append(m.runs, len(m.es))
 	for _, e := range m.scratch {
@@ -605,6 +617,9 @@ func (m *listMerger) MergeOlder(v []byte) error { m.older--; return m.add(v, m.o
 // (Pebble v2's compaction iterator fails an assertion on the key after a
 // deleted merge result).
 func (m *listMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
+	if len(m.runs) == 1 && !(includesBase && m.tombs) {
+		return m.raw, m, nil // one list, decoded and in order: as it is
+	}
 	m.order()
 	out := m.scratch[:0]
 	for i, e := range m.es {

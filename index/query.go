@@ -54,7 +54,15 @@ type queryState struct {
 	files    []uint32       // the file ids of one content
 	key      []byte
 	skipped  []bool
+	// common holds the postings of the skipped entries, while they fit
+	// in templatePostings, for a template query (countCommon); spans
+	// where each entry's are, in entry order.
+	stash []posting
+	spans []stashSpan
 }
+
+// stashSpan is where the postings of the skipped entry i are in stash.
+type stashSpan struct{ i, lo, hi int }
 
 type posting struct {
 	cid    uint32
@@ -66,11 +74,12 @@ var queryStates = sync.Pool{New: func() any {
 }}
 
 func putQueryState(s *queryState) {
-	if len(s.shared) > 1<<16 || len(s.common) > 1<<16 || cap(s.postings) > 1<<16 || cap(s.list) > 1<<16 {
+	if len(s.shared) > 1<<16 || len(s.common) > 1<<16 || cap(s.postings) > 1<<16 || cap(s.list) > 1<<16 || cap(s.stash) > 1<<16 {
 		return // do not keep the scratch of an unusual query alive
 	}
 	clear(s.shared)
 	clear(s.common)
+	s.stash, s.spans = s.stash[:0], s.spans[:0]
 	queryStates.Put(s)
 }
 
@@ -558,6 +567,18 @@ func (s *querySearch) accumulate() error {
 			st.postings = append(st.postings, posting{cid: p.cid, weight: p.weight})
 		}
 		if maxDF >= 0 && n > maxDF {
+			// Keep its postings, while they fit, for countCommon.
+			j := at
+			for j < len(list) && list[j].key == e.key {
+				j++
+			}
+			if len(st.stash)+j-at <= templatePostings {
+				lo := len(st.stash)
+				for _, p := range list[at:j] {
+					st.stash = append(st.stash, posting{cid: p.cid, weight: p.weight})
+				}
+				st.spans = append(st.spans, stashSpan{i, lo, len(st.stash)})
+			}
 			if s.skipped == nil {
 				s.skipped = append(st.skipped[:0], make([]bool, len(s.entries))...)
 				st.skipped = s.skipped
@@ -584,12 +605,12 @@ func (s *querySearch) accumulate() error {
 // shares with them is the answer, not boilerplate (Result.Template).
 const TemplateShare = 0.5
 
-// templatePostings bounds the postings a template query reads for its
-// common fingerprints: about 20 to 50 ms of work. Past it, the remaining
-// common fingerprints stay skipped; as fingerprint keys are uniform and
-// read in key order, those counted are a uniform sample of the query's
-// common fingerprints, and the percentages, over the counted weight, stay
-// fair estimates.
+// templatePostings bounds the postings a query keeps of its common
+// fingerprints (12 bytes each), and so those a template query counts:
+// about 20 to 50 ms of work. Past it, the remaining common fingerprints
+// stay skipped; as fingerprint keys are uniform and read in key order,
+// those counted are a uniform sample of the query's common fingerprints,
+// and the percentages, over the counted weight, stay fair estimates.
 var templatePostings = 1 << 20
 
 // templates finds the levels of template comparisons, and reports
@@ -621,56 +642,39 @@ func (s *querySearch) templates() bool {
 }
 
 // countCommon counts the skipped entries of a template query of level
-// tmplFrom or more, in key order, while their postings stay within
-// templatePostings: each adds to the shared weight of the contents holding
-// it, as the others did, and to their common weight (s.st.common), which
-// a candidate compared at a level of no template comparison leaves out.
-// Result.Skipped and SkippedKeys are left with those not counted.
+// tmplFrom or more whose postings accumulate kept (those that fit in
+// templatePostings): each adds to the shared weight of the contents
+// holding it, as the others did, and to their common weight
+// (s.st.common), which a candidate compared at a level of no template
+// comparison leaves out. Result.Skipped and SkippedKeys are left with
+// those not counted.
 func (s *querySearch) countCommon() error {
 	st := s.st
 	s.res.Template = true
-	budget := templatePostings
-	bucket, have := uint32(0), false
-	list := st.list[:0]
-	at := 0
-	keys := s.res.SkippedKeys[:0]
-	for i, e := range s.entries {
-		if !s.skipped[i] {
+	for _, sp := range st.spans {
+		e := &s.entries[sp.i]
+		if int(e.level) < s.tmplFrom {
 			continue
 		}
-		if budget <= 0 || int(e.level) < s.tmplFrom {
-			keys = append(keys, e.key)
-			continue
+		if err := s.poll.tick(); err != nil {
+			return err
 		}
-		if b := bucketOf(e.key); !have || b != bucket {
-			bucket, have = b, true
-			if err := s.poll.now(); err != nil {
-				return err
-			}
-			var err error
-			if list, err = s.postingList(list[:0], b); err != nil {
-				return err
-			}
-			at = 0
-		}
-		for at < len(list) && list[at].key < e.key {
-			at++
-		}
-		for _, p := range list[at:] {
-			if p.key != e.key {
-				break
-			}
+		for _, p := range st.stash[sp.lo:sp.hi] {
 			w := min(e.weight, p.weight)
 			st.shared[p.cid] += w
 			st.common[p.cid] += w
-			budget--
 		}
-		s.skipped[i] = false
+		s.skipped[sp.i] = false
 		s.res.Skipped--
 		s.res.SkippedWeight -= e.weight
 	}
+	keys := s.res.SkippedKeys[:0]
+	for i, e := range s.entries {
+		if s.skipped[i] {
+			keys = append(keys, e.key)
+		}
+	}
 	s.res.SkippedKeys = keys
-	st.list = list
 	return nil
 }
 
