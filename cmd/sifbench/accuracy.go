@@ -2,8 +2,9 @@ package main
 
 // sifbench accuracy: how right sif's answers are, per query size, beside
 // ssdeep and TLSH on the same queries, against the truth computed by brute
-// force (see accuracy_truth.go) on a corpus of module versions (see
-// accuracy_corpus.go).
+// force (see accuracy_truth.go) on a corpus of package versions (see
+// accuracy_sources.go), with what sif's answers cost: its index's size
+// and its query latency.
 
 import (
 	"context"
@@ -89,7 +90,8 @@ type bucketMetrics struct {
 // accuracyResult is the output of sifbench accuracy.
 type accuracyResult struct {
 	Set          string             `json:"set"`
-	Modules      []string           `json:"modules"`
+	Source       string             `json:"source"`  // go, npm or deb
+	Modules      []string           `json:"modules"` // the packages of the set
 	IndexedFiles int                `json:"indexed_files"`
 	IndexedBytes int64              `json:"indexed_bytes"`
 	Queries      int                `json:"queries"`
@@ -158,7 +160,7 @@ func benchAccuracy(ctx context.Context, c *common, af *accFlags) (*accuracyResul
 		return nil, err
 	}
 	lap("queries")
-	res := &accuracyResult{Set: af.set, Queries: len(qs), QueryKinds: map[string]int{}, Threshold: af.threshold, Seconds: secs}
+	res := &accuracyResult{Set: af.set, Source: accuracySets[af.set].Source.Kind, Queries: len(qs), QueryKinds: map[string]int{}, Threshold: af.threshold, Seconds: secs}
 	for _, m := range corpus.Modules {
 		res.Modules = append(res.Modules, m.Path)
 	}
