@@ -71,7 +71,19 @@ The percentage is the containment of FILE in the listed file: the share of
 FILE's fingerprints found there. The file itself is not listed. Fingerprints
 found in very many indexed files (boilerplate, licence headers) are ignored
 above --max-df: the count ignored is shown, and the percentage is of FILE's
-distinctive part. A file too small, or too common, to carry enough
+distinctive part. A FILE that is mostly such fingerprints (one of a family
+of files made from one template or form, or the template itself) is a
+template: they are counted, the answer is its family, the closest first,
+with how many files it holds, and the matches found through them are
+marked "template":
+
+  /srv/types/op0007.d.ts (1930 bytes, 57 fingerprints):
+    template: most of this file is found in more than 200 files; 1999 files hold 25% or more of it, the closest first
+     97%  /srv/types/op0008.d.ts  1930  template
+     ...
+    and 1979 more (--limit)
+
+A file too small, or too common, to carry enough
 fingerprints is reported as such, and only identical files are listed for
 it; so is one too repetitive (few distinct windows: zeros, one repeated
 byte, a short pattern), which is "repetitive" even when the check below
@@ -94,10 +106,11 @@ left out. --fast keeps the index's estimates ("measure": "estimated").
 
 With --json, one object per FILE and line:
   {"query": PATH, "size": N, "fingerprints": N, "skipped": N, "too_few": BOOL,
-   "repetitive": BOOL, "matches": [{"path": ABSOLUTE_PATH, "size": N, "containment": PCT,
-   "reverse_containment": PCT, "resemblance": PCT, "shared_bytes": N or null,
-   "identical": BOOL, "type": "text"|"binary", "mtime_ns": N,
-   "measure": "exact"|"sampled"|"estimated", "changed": BOOL}, ...], "checked": N}
+   "repetitive": BOOL, "template": BOOL, "total": N, "matches": [{"path": ABSOLUTE_PATH,
+   "size": N, "containment": PCT, "reverse_containment": PCT, "resemblance": PCT,
+   "shared_bytes": N or null, "identical": BOOL, "type": "text"|"binary", "mtime_ns": N,
+   "measure": "exact"|"sampled"|"estimated", "changed": BOOL, "template": BOOL}, ...],
+   "checked": N}
 
 --explain shows, under each match, which parts of FILE and of the match
 are shared: runs of whole lines (byte ranges for binary files) found on
