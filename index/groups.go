@@ -655,7 +655,7 @@ func (g *grouping) findTemplates() error {
 		if err != nil {
 			return err
 		}
-		if !found || !g.templateAt(rec.Weight, c) {
+		if !found || !g.templateAt(rec.Weight, c, rec.Features) {
 			continue
 		}
 		if g.tmpl == nil {
@@ -700,18 +700,20 @@ func (g *grouping) linkTemplates(shared *pairTable) error {
 		if !found {
 			return fmt.Errorf("%w: a posting names content %d, which has no record", ErrCorrupt, g.cids[d])
 		}
-		ws[i] = nodeWeights{c.Type, c.Level, c.Weight, c.LevelWeights}
+		ws[i] = nodeWeights{c.Type, c.Level, c.Weight, c.LevelWeights, c.Features}
 	}
 	weightsOf := func(d uint32) *nodeWeights {
 		i, _ := slices.BinarySearch(need, d)
 		return &ws[i]
 	}
-	// How much of node d, compared at level l, the common weight w it
-	// shares is: none unless d is a template file there.
+	// How much of node d, compared at level l, the common weight it
+	// shares is: none unless d is a template file there and the other
+	// holds more than TemplateShare of it through its common keys (of its
+	// family, as Similar judges a candidate).
 	ratio := func(d uint32, w *nodeWeights, l int, shared uint64) float64 {
 		wl, common := g.commonAt(d, w, l)
-		if !g.templateAt(wl, common) {
-			return 0
+		if !g.templateAt(wl, common, w.features) || float64(shared) <= TemplateShare*float64(wl) {
+			return 0 // not of d's family: judged on its distinctive part
 		}
 		return fingerprint.Ratio(shared, wl)
 	}
@@ -944,6 +946,7 @@ type nodeWeights struct {
 	level        uint8
 	weight       uint64
 	levelWeights []uint64
+	features     uint32
 }
 
 // commonAt returns node d's weight at level l, and a bound of the weight of
@@ -961,11 +964,11 @@ func (g *grouping) commonAt(d uint32, w *nodeWeights, l int) (wl, common uint64)
 }
 
 // templateAt reports whether a node of weight wl at a level, common of it
-// boilerplate, is compared there as a template file: on all of its
-// weight, as a query of it at that level is (Similar), when the
-// boilerplate is more than TemplateShare of it.
-func (g *grouping) templateAt(wl, common uint64) bool {
-	return float64(common) > TemplateShare*float64(wl)
+// boilerplate, with n features in all, is compared there as a template
+// file: on all of its weight, as a query of it at that level is
+// (Similar), when the boilerplate is more than templateCut(n) of it.
+func (g *grouping) templateAt(wl, common uint64, n uint32) bool {
+	return float64(common) > templateCut(int(n))*float64(wl)
 }
 
 // link judges the pairs of one pass: it links those that pass, and merges
@@ -991,7 +994,7 @@ func (g *grouping) link(shared *pairTable) error {
 		if !found {
 			return fmt.Errorf("%w: a posting names content %d, which has no record", ErrCorrupt, cid)
 		}
-		ws[i] = nodeWeights{c.Type, c.Level, c.Weight, c.LevelWeights}
+		ws[i] = nodeWeights{c.Type, c.Level, c.Weight, c.LevelWeights, c.Features}
 	}
 	weightsOf := func(d uint32) *nodeWeights {
 		i, _ := slices.BinarySearch(need, d)
@@ -1006,7 +1009,7 @@ func (g *grouping) link(shared *pairTable) error {
 	// that of the keys no file of level l or more holds (see Groups).
 	distinct := func(d uint32, w *nodeWeights, l int) uint64 {
 		wl, common := g.commonAt(d, w, l)
-		if g.templateAt(wl, common) {
+		if g.templateAt(wl, common, w.features) {
 			return wl // judged on all of it, as a query of it is (Similar)
 		}
 		return wl - min(common, wl)

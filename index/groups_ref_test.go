@@ -68,7 +68,7 @@ func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
 		for _, w := range common[i] {
 			c += w
 		}
-		return float64(c) > TemplateShare*float64(nodes[i].rec.Weight)
+		return float64(c) > templateCut(int(nodes[i].rec.Features))*float64(nodes[i].rec.Weight)
 	}
 	// A node's distinctive weight at level l: its weight at that level
 	// without its keys held by too many files whose level is l or more.
@@ -96,7 +96,7 @@ func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
 	}
 	templateAt := func(i, l int) bool {
 		w, bp := weights(i, l)
-		return float64(bp) > TemplateShare*float64(w)
+		return float64(bp) > templateCut(int(nodes[i].rec.Features))*float64(w)
 	}
 	distinct := func(i, l int) uint64 {
 		w, bp := weights(i, l)
@@ -131,11 +131,11 @@ func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
 			}
 			l := int(max(na.rec.Level, nb.rec.Level))
 			ab, ba := fingerprint.Ratio(sh, distinct(a, l)), fingerprint.Ratio(sh, distinct(b, l))
-			if tmpl { // common weight counts only for a template file
-				if !templateAt(a, l) {
+			if tmpl { // common weight counts only within a template file's family
+				if !templateAt(a, l) || ab <= TemplateShare {
 					ab = 0
 				}
-				if !templateAt(b, l) {
+				if !templateAt(b, l) || ba <= TemplateShare {
 					ba = 0
 				}
 			}

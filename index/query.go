@@ -221,10 +221,22 @@ func (s *querySearch) level(fl uint8) int { return max(s.lvl, int(fl)) }
 // comparisons (templates).
 func (s *querySearch) templateAt(l int) bool { return s.tmpl[min(l, maxLevel+1)] }
 
-// qweight returns the query's weight at level l: all of it at a level of
-// template comparisons, else that of its entries not skipped.
-func (s *querySearch) qweight(l int) uint64 {
-	if s.templateAt(l) {
+// family reports whether a candidate compared at level l, which shares
+// weight common with the query through its common entries, is one of the
+// query's family: the query is mostly common entries at that level, and
+// the candidate holds more than TemplateShare of it through them. A
+// family member is judged on all of the query's weight; any other
+// candidate on its distinctive part, as when nothing is common (a query
+// made mostly of phrases each found in many files, but no file holding
+// most of them, has no family).
+func (s *querySearch) family(l int, common uint64) bool {
+	return s.templateAt(l) && float64(common) > TemplateShare*float64(s.fullAt[min(l, maxLevel+1)])
+}
+
+// qweight returns the query's weight at level l for a candidate: all of
+// it for one of its family, else that of its entries not skipped.
+func (s *querySearch) qweight(l int, family bool) uint64 {
+	if family {
 		return s.fullAt[l]
 	}
 	return s.weightAt[l]
@@ -232,8 +244,8 @@ func (s *querySearch) qweight(l int) uint64 {
 
 // counted returns the number of the query's entries that count at level
 // l, as qweight.
-func (s *querySearch) counted(l int) int {
-	if s.templateAt(l) {
+func (s *querySearch) counted(l int, family bool) int {
+	if family {
 		return s.nfullAt[l]
 	}
 	return s.countAt[l]
@@ -255,14 +267,15 @@ func (s *querySearch) run() error {
 		return err
 	}
 	s.levels()
-	if s.templates() {
+	templates := s.templates()
+	if templates {
 		if err := s.countCommon(); err != nil {
 			return err
 		}
 	}
 	if len(s.entries)-s.res.Skipped < s.opts.MinFeatures {
-		s.res.TooFew = true
-		if !weak {
+		s.res.TooFew = true // unless a family is found
+		if !weak && !templates {
 			clear(s.st.shared)
 		}
 	}
@@ -280,16 +293,13 @@ func (s *querySearch) run() error {
 	// entries that count: its weight there is at least qw. A weak
 	// candidate (WeakShared) may be compared at any level up to the top.
 	hi := s.lvl
-	for hi < s.top && s.counted(hi+1) >= s.opts.MinFeatures {
+	for hi < s.top && s.counted(hi+1, s.templateAt(hi+1)) >= s.opts.MinFeatures {
 		hi++
 	}
 	if weak {
 		hi = s.top
 	}
-	qw := s.qweight(s.lvl)
-	for l := s.lvl + 1; l <= hi; l++ {
-		qw = min(qw, s.qweight(l))
-	}
+	qw := s.weightAt[hi] // at most the query's weight at any level up to hi
 	if qw == 0 {
 		qw = 1 // a candidate shares weight only at a level where the query has some
 	}
@@ -320,19 +330,23 @@ func (s *querySearch) run() error {
 		}
 		l := s.level(c.Level)
 		shared, common := s.st.shared[cid], s.st.common[cid]
-		if !s.templateAt(l) {
-			shared -= common // counted for a level of template comparisons
+		family := s.family(l, common)
+		if !family {
+			shared -= common // judged on the query's distinctive part
 		}
-		isWeak := s.counted(l) < s.opts.MinFeatures
+		isWeak := s.counted(l, family) < s.opts.MinFeatures
 		if isWeak && (!weak || shared < uint64(s.opts.WeakShared)) {
 			continue // too few of the query's fingerprints at its level
 		}
-		m := s.match(c, shared, false)
+		m := s.match(c, shared, false, family)
 		if m.Containment < s.opts.Threshold {
 			continue
 		}
 		m.Weak = isWeak
-		m.Template = s.templateAt(l) && 2*common > shared
+		m.Template = family
+		if family && !isWeak {
+			s.res.Template, s.res.TooFew = true, false
+		}
 		if matches, err = s.appendFiles(matches, cid, m); err != nil {
 			return err
 		}
@@ -342,6 +356,9 @@ func (s *querySearch) run() error {
 		s.res.Candidates = len(matches)
 	}
 	s.res.Total = len(matches)
+	if s.res.Template {
+		s.counts()
+	}
 	if s.opts.Limit > 0 && len(matches) > s.opts.Limit {
 		matches = matches[:s.opts.Limit]
 	}
@@ -436,7 +453,7 @@ func (s *querySearch) identical() (matches []Match, done []uint32, err error) {
 				return nil, nil, fmt.Errorf("forward list of content %d: %w", cid, err)
 			}
 		}
-		if matches, err = s.appendFiles(matches, cid, s.match(c, shared, true)); err != nil {
+		if matches, err = s.appendFiles(matches, cid, s.match(c, shared, true, false)); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -605,6 +622,15 @@ func (s *querySearch) accumulate() error {
 // shares with them is the answer, not boilerplate (Result.Template).
 const TemplateShare = 0.5
 
+// templateCut is the share of a file's weight its common entries must
+// pass for it to be taken as mostly common: TemplateShare, and one
+// standard deviation of the share a sample of n fingerprints shows
+// (0.5/√n), so that a file whose licence header is a little under half
+// of it, sampled by few fingerprints, is not taken for a template.
+func templateCut(n int) float64 {
+	return TemplateShare + 0.5/math.Sqrt(float64(max(n, 1)))
+}
+
 // templatePostings bounds the postings a query keeps of its common
 // fingerprints (12 bytes each), and so those a template query counts:
 // about 20 to 50 ms of work. Past it, the remaining common fingerprints
@@ -625,9 +651,10 @@ func (s *querySearch) templates() bool {
 	if s.opts.MaxDF < 0 || s.res.Skipped == 0 {
 		return false
 	}
+	cut := templateCut(len(s.entries))
 	for l := s.top; l >= s.lvl; l-- {
 		skipped := s.fullAt[l] - s.weightAt[l]
-		if s.nfullAt[l] >= s.opts.MinFeatures && float64(skipped) > TemplateShare*float64(s.fullAt[l]) {
+		if s.nfullAt[l] >= s.opts.MinFeatures && float64(skipped) > cut*float64(s.fullAt[l]) {
 			s.tmpl[l] = true
 			s.tmplFrom = l
 		}
@@ -650,7 +677,6 @@ func (s *querySearch) templates() bool {
 // those not counted.
 func (s *querySearch) countCommon() error {
 	st := s.st
-	s.res.Template = true
 	for _, sp := range st.spans {
 		e := &s.entries[sp.i]
 		if int(e.level) < s.tmplFrom {
@@ -664,9 +690,21 @@ func (s *querySearch) countCommon() error {
 			st.shared[p.cid] += w
 			st.common[p.cid] += w
 		}
+	}
+	return nil
+}
+
+// counts leaves in Result.Skipped, SkippedWeight and SkippedKeys only the
+// skipped entries countCommon did not count, once a family is found.
+func (s *querySearch) counts() {
+	st := s.st
+	for _, sp := range st.spans {
+		if int(s.entries[sp.i].level) < s.tmplFrom {
+			continue
+		}
 		s.skipped[sp.i] = false
 		s.res.Skipped--
-		s.res.SkippedWeight -= e.weight
+		s.res.SkippedWeight -= s.entries[sp.i].weight
 	}
 	keys := s.res.SkippedKeys[:0]
 	for i, e := range s.entries {
@@ -675,7 +713,6 @@ func (s *querySearch) countCommon() error {
 		}
 	}
 	s.res.SkippedKeys = keys
-	return nil
 }
 
 // postingList appends the postings of bucket b to dst, read through the
@@ -724,9 +761,9 @@ func withinRatio(a, b int64, ratio float64) bool {
 // weight comes from its forward list) and the candidate's weight are those
 // of their entries of that level or more. The shared weight needs no such
 // care: the keys a file holds are all of its level or more.
-func (s *querySearch) match(rec FileRecord, shared uint64, identical bool) Match {
+func (s *querySearch) match(rec FileRecord, shared uint64, identical, family bool) Match {
 	l := s.level(rec.Level)
-	qw, fw := s.qweight(l), rec.WeightAt(l)
+	qw, fw := s.qweight(l, family), rec.WeightAt(l)
 	if identical {
 		qw = s.fullAt[l]
 	}
