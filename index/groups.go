@@ -655,7 +655,7 @@ func (g *grouping) findTemplates() error {
 		if err != nil {
 			return err
 		}
-		if !found || !g.templateAt(rec.Weight, c, rec.Features) {
+		if !found || !g.templateAt(rec.Weight, c, rec.Features, 2) {
 			continue
 		}
 		if g.tmpl == nil {
@@ -712,7 +712,7 @@ func (g *grouping) linkTemplates(shared *pairTable) error {
 	// family, as Similar judges a candidate).
 	ratio := func(d uint32, w *nodeWeights, l int, shared uint64) float64 {
 		wl, common := g.commonAt(d, w, l)
-		if !g.templateAt(wl, common, w.features) || float64(shared) <= TemplateShare*float64(wl) {
+		if !g.templateAt(wl, common, w.features, 2) || float64(shared) <= TemplateShare*float64(wl) {
 			return 0 // not of d's family: judged on its distinctive part
 		}
 		return fingerprint.Ratio(shared, wl)
@@ -966,9 +966,14 @@ func (g *grouping) commonAt(d uint32, w *nodeWeights, l int) (wl, common uint64)
 // templateAt reports whether a node of weight wl at a level, common of it
 // boilerplate, with n features in all, is compared there as a template
 // file: on all of its weight, as a query of it at that level is
-// (Similar), when the boilerplate is more than templateCut(n) of it.
-func (g *grouping) templateAt(wl, common uint64, n uint32) bool {
-	return float64(common) > templateCut(int(n))*float64(wl)
+// (Similar), when the boilerplate is more than templateCut(·, z) of it.
+// Its features of that level or more, which a query counts, are taken to
+// be at most n and at most wl (each weighs 1 or more), so that with z = 1
+// a query of a file is never judged a template where Groups does not
+// judge it one (a link is at most what a query finds). Links through
+// common keys take z = 2 (findTemplates).
+func (g *grouping) templateAt(wl, common uint64, n uint32, z float64) bool {
+	return float64(common) > templateCut(int(min(uint64(n), wl)), z)*float64(wl)
 }
 
 // link judges the pairs of one pass: it links those that pass, and merges
@@ -1009,7 +1014,7 @@ func (g *grouping) link(shared *pairTable) error {
 	// that of the keys no file of level l or more holds (see Groups).
 	distinct := func(d uint32, w *nodeWeights, l int) uint64 {
 		wl, common := g.commonAt(d, w, l)
-		if g.templateAt(wl, common, w.features) {
+		if g.templateAt(wl, common, w.features, 1) {
 			return wl // judged on all of it, as a query of it is (Similar)
 		}
 		return wl - min(common, wl)

@@ -68,7 +68,7 @@ func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
 		for _, w := range common[i] {
 			c += w
 		}
-		return float64(c) > templateCut(int(nodes[i].rec.Features))*float64(nodes[i].rec.Weight)
+		return float64(c) > templateCut(int(min(uint64(nodes[i].rec.Features), nodes[i].rec.Weight)), 2)*float64(nodes[i].rec.Weight)
 	}
 	// A node's distinctive weight at level l: its weight at that level
 	// without its keys held by too many files whose level is l or more.
@@ -94,13 +94,13 @@ func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
 		bp += below - min(below, rec.Weight-w)
 		return w, bp
 	}
-	templateAt := func(i, l int) bool {
+	templateAt := func(i, l int, z float64) bool {
 		w, bp := weights(i, l)
-		return float64(bp) > templateCut(int(nodes[i].rec.Features))*float64(w)
+		return float64(bp) > templateCut(int(min(uint64(nodes[i].rec.Features), w)), z)*float64(w)
 	}
 	distinct := func(i, l int) uint64 {
 		w, bp := weights(i, l)
-		if templateAt(i, l) {
+		if templateAt(i, l, 1) {
 			return w
 		}
 		return w - min(bp, w)
@@ -132,10 +132,10 @@ func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
 			l := int(max(na.rec.Level, nb.rec.Level))
 			ab, ba := fingerprint.Ratio(sh, distinct(a, l)), fingerprint.Ratio(sh, distinct(b, l))
 			if tmpl { // common weight counts only within a template file's family
-				if !templateAt(a, l) || ab <= TemplateShare {
+				if !templateAt(a, l, 2) || ab <= TemplateShare {
 					ab = 0
 				}
-				if !templateAt(b, l) || ba <= TemplateShare {
+				if !templateAt(b, l, 2) || ba <= TemplateShare {
 					ba = 0
 				}
 			}

