@@ -99,6 +99,18 @@
 //     of the weight of each file holding them at the levels they are of
 //     (a query knows the levels of its fingerprints; Groups, which reads
 //     keys only, bounds them by the levels of the files holding them).
+//   - A template file is one whose fingerprints above MaxDF are most of
+//     its weight (past TemplateShare by the sampling error of its number
+//     of fingerprints, templateCut): one of a family of files made from
+//     one template or form, or the template itself. There the common
+//     fingerprints are its content, not boilerplate: a query of it counts
+//     them for its family (the candidates holding most of it through
+//     them), judged on all of its weight and flagged Match.Template;
+//     Groups links template files through a hub per common key (the first
+//     template file holding it), so a family of n files costs about n
+//     pairs. A licence header in a file with more content of its own stays
+//     boilerplate. Posting lists are stored whole; a template query counts
+//     at most templatePostings of its common postings.
 //   - The inode key of a file joins its device and inode numbers to its id,
 //     so a file renamed or moved where sif did not see it go is recognised
 //     by its inode (and its size and mtime) without being read again. Hard

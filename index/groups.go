@@ -53,7 +53,18 @@ func (o GroupOptions) withDefaults() (GroupOptions, error) {
 // query of the file, which knows the levels of its fingerprints (key
 // collisions aside, doc.go); it is less only when boilerplate of a level
 // is held by no file of that level. A pair is linked only when it shares
-// at least MinShared fingerprint keys. Identical files
+// at least MinShared fingerprint keys.
+//
+// Template files (doc.go) are the exception: a file whose keys held by
+// more than MaxDF files are most of its weight at a level is judged there
+// on all of its weight, as a query of it is, and the keys it shares with
+// other template files through them link it to its family: for each such
+// key, its first template holder (the hub) is paired with each other
+// template holder, and a pair's common weight so summed counts for a file
+// of which it is more than TemplateShare (GroupLink and GroupMember say
+// Template). A family of n files thus costs about n pairs, not n², and is
+// one group; a file with more content of its own than boilerplate is
+// linked by its own keys only. Identical files
 // (equal strong hash and size) are folded into one node first, so copies
 // do not multiply links; they are listed under the member's Copies. Two
 // nodes are linked when either contains at least Threshold of the other
