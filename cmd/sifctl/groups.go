@@ -37,6 +37,12 @@ time: no re-indexing is needed to change it. Two files must also share at
 least --min-shared fingerprints: a tiny file "contained" in a large one is no
 evidence. Text and binary files are not linked unless --all-types is given.
 
+Fingerprints found in more than --max-df files (a licence header,
+boilerplate) link nothing, unless they are most of a file: such a file is
+one of a family made from one template or form, and the families are
+groups of their own, their members marked "template" (in --json,
+"template": true).
+
 Groups come largest first and are printed as the daemon sends them, so a
 large answer starts at once and is never held whole; the last line counts
 the groups and their files. With --json, one object as the daemon answers
