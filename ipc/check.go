@@ -13,6 +13,12 @@ const (
 	// all).
 	CheckTop = 8
 	CheckMax = 16
+	// CheckFamily is how many candidates of a template query (its family,
+	// SimilarResponse.Template) are checked, best first, while their sizes
+	// sum to at most CheckFamilyBytes: members of a family differ in a few
+	// lines, which the index's estimates, sampled, cannot always order.
+	CheckFamily      = 128
+	CheckFamilyBytes = 4 << 20
 	// CheckWeak is how many weak candidates (sharing fewer than
 	// MinFingerprints of the query's fingerprints at their sampling level,
 	// as a small query does with a larger file) are checked besides: the

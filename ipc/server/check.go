@@ -112,8 +112,9 @@ type checked struct {
 
 // toCheck returns how many of ms, best first, are checked: CheckTop, and
 // those tied with the last of them by estimated containment, up to
-// CheckMax.
-func toCheck(ms []index.Match) int {
+// CheckMax; for a template query, up to CheckFamily of them while their
+// sizes sum to at most CheckFamilyBytes.
+func toCheck(ms []index.Match, template bool) int {
 	n := min(len(ms), ipc.CheckTop)
 	if n == 0 {
 		return 0
@@ -121,6 +122,15 @@ func toCheck(ms []index.Match) int {
 	last := pct(ms[n-1].Containment)
 	for n < len(ms) && n < ipc.CheckMax && pct(ms[n].Containment) == last {
 		n++
+	}
+	if template {
+		var bytes int64
+		for i, m := range ms[:min(len(ms), ipc.CheckFamily)] {
+			if bytes += m.FileMeta.Size; bytes > ipc.CheckFamilyBytes {
+				break
+			}
+			n = max(n, i+1)
+		}
 	}
 	return n
 }
@@ -135,7 +145,7 @@ func toCheck(ms []index.Match) int {
 // match whose containment falls below threshold is dropped. The check
 // stops when ctx is done, with its error, between candidates and within
 // the read of one.
-func (s *Server) check(ctx context.Context, cs *checkSide, queryPath string, ms []index.Match, threshold float64) (out []checked, measured, dropped int, err error) {
+func (s *Server) check(ctx context.Context, cs *checkSide, queryPath string, ms []index.Match, threshold float64, template bool) (out []checked, measured, dropped int, err error) {
 	var strong, weak []index.Match
 	for _, m := range ms {
 		if m.Weak {
@@ -144,7 +154,7 @@ func (s *Server) check(ctx context.Context, cs *checkSide, queryPath string, ms 
 			strong = append(strong, m)
 		}
 	}
-	n := toCheck(strong)
+	n := toCheck(strong, template)
 	if s.content == nil {
 		n = 0
 		weak = nil

@@ -118,11 +118,33 @@ func TestToCheckTakesTies(t *testing.T) {
 		}
 		ms = append(ms, match("/x", 1, c))
 	}
-	if n := toCheck(ms); n != 12 {
+	if n := toCheck(ms, false); n != 12 {
 		t.Errorf("toCheck with ties past the 8th: %d, want 12", n)
 	}
-	if n := toCheck(ms[:3]); n != 3 {
+	if n := toCheck(ms[:3], false); n != 3 {
 		t.Errorf("toCheck of 3: %d", n)
+	}
+}
+
+// TestToCheckFamily: a template query's family is checked further, up to
+// CheckFamily candidates and CheckFamilyBytes.
+func TestToCheckFamily(t *testing.T) {
+	var ms []index.Match
+	for i := range 3 * ipc.CheckFamily {
+		ms = append(ms, match("/x", 1000, 0.9-float64(i)/1e4))
+	}
+	if n := toCheck(ms, false); n != ipc.CheckTop {
+		t.Errorf("toCheck of a plain query: %d, want %d", n, ipc.CheckTop)
+	}
+	if n := toCheck(ms, true); n != ipc.CheckFamily {
+		t.Errorf("toCheck of a family of small files: %d, want %d", n, ipc.CheckFamily)
+	}
+	big := int64(ipc.CheckFamilyBytes / 20)
+	for i := range ms {
+		ms[i].FileMeta.Size = big
+	}
+	if n := toCheck(ms, true); n != 20 {
+		t.Errorf("toCheck of a family of %d-byte files: %d, want 20", big, n)
 	}
 }
 

@@ -340,7 +340,7 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
 	var checkedMs []checked
 	total := res.Total
 	if eq != nil {
-		checkedMs, measured, dropped, err = s.check(r.Context(), eq, q.Path, res.Matches, opts.Threshold)
+		checkedMs, measured, dropped, err = s.check(r.Context(), eq, q.Path, res.Matches, opts.Threshold, res.Template)
 		eq.release()
 		if err != nil {
 			s.fail(w, err)
