@@ -239,7 +239,8 @@ func benchAccuracy(ctx context.Context, c *common, af *accFlags) (*accuracyResul
 type queryDetail struct {
 	accQuery
 	MaxContainment float64         `json:"max_containment"`
-	Best           []string        `json:"best"` // the files of maximal containment
+	Positives      int             `json:"positives_50"` // files of true containment ≥ 50 %
+	Best           []string        `json:"best"`         // the files of maximal containment
 	First          map[string]*hit `json:"first"`
 }
 
@@ -250,6 +251,9 @@ type hit struct {
 	Containment float64 `json:"containment"`
 	Resemblance float64 `json:"resemblance"`
 	Answers     int     `json:"answers"`
+	// Found is how many of the query's files of true containment ≥ 50 %
+	// the tool answered (Positives in the query's detail).
+	Found int `json:"found_50"`
 }
 
 // writeQueryDetails writes one JSON line per query to path.
@@ -267,10 +271,21 @@ func writeQueryDetails(path string, qs []accQuery, files []string, tr *truth, ru
 			}
 		}
 		slices.Sort(d.Best)
+		for fi := range tr.Inter[qi] {
+			if tr.Containment(qi, fi) >= 0.5 {
+				d.Positives++
+			}
+		}
 		for _, r := range runs {
 			if as := r.Answers[qi]; len(as) > 0 {
-				d.First[r.Name] = &hit{Path: files[as[0].File], Score: as[0].Cont, Answers: len(as),
+				h := &hit{Path: files[as[0].File], Score: as[0].Cont, Answers: len(as),
 					Containment: tr.Containment(qi, as[0].File), Resemblance: tr.Resemblance(qi, as[0].File)}
+				for _, a := range as {
+					if tr.Containment(qi, a.File) >= 0.5 {
+						h.Found++
+					}
+				}
+				d.First[r.Name] = h
 			} else {
 				d.First[r.Name] = nil
 			}
