@@ -220,10 +220,10 @@ type Match struct {
 	// Weak is set when the estimate rests on fewer than MinFeatures of the
 	// query's features (QueryOptions.WeakShared).
 	Weak bool
-	// Template is set, for a template query (Result.Template), when most
-	// of the weight this file shares with the query is in fingerprints
-	// held by more than MaxDF files: the file is one of the query's
-	// family, found through what the family shares.
+	// Template is set when the file is one of a template query's family
+	// (Result.Template): it holds more than TemplateShare of the query
+	// through fingerprints held by more than MaxDF files, and is judged
+	// on all of the query's weight.
 	Template bool
 }
 
@@ -254,12 +254,13 @@ type Result struct {
 	// Total is how many files passed the filters and the threshold, before
 	// Limit: with Template, the size of the query's family.
 	Total int
-	// Template is set when more than TemplateShare of the query's weight is
-	// in features held by more than MaxDF files: the query is mostly what a
-	// family of files shares (copies of one template or form), so those
-	// features were counted, not skipped, and the files sharing them are
-	// answered, flagged Match.Template. Skipped then counts only those
-	// left out to bound the work (see Similar).
+	// Template is set when the query is mostly features held by more than
+	// MaxDF files (past TemplateShare, by a margin for its sampling error)
+	// and files holding most of it through them were found: its family
+	// (copies of one template or form), answered and flagged
+	// Match.Template, those features counted for them rather than
+	// skipped. Skipped then counts only those left out to bound the work
+	// (see Similar).
 	Template bool
 }
 

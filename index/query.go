@@ -54,9 +54,9 @@ type queryState struct {
 	files    []uint32       // the file ids of one content
 	key      []byte
 	skipped  []bool
-	// common holds the postings of the skipped entries, while they fit
+	// stash holds the postings of the skipped entries, while they fit
 	// in templatePostings, for a template query (countCommon); spans
-	// where each entry's are, in entry order.
+	// says where each entry's are, in entry order.
 	stash []posting
 	spans []stashSpan
 }
@@ -98,13 +98,16 @@ func putQueryState(s *queryState) {
 // judged on its distinctive part, so a licence header shared by every file
 // neither links unrelated files nor dilutes a real match. That holds
 // while the skipped entries are a minor part of the query: when they
-// hold more than TemplateShare of its weight, the query is mostly what
-// many files share (one of a family made from a template or a form, or
-// the template itself), and they are counted like the others (up to a
-// bound on the postings read, see countCommon): the family is the answer,
-// ranked by how much of the query each member holds, its size in
-// Result.Total, and each member found mostly through those entries
-// flagged Match.Template. When fewer than
+// hold most of its weight at a level (past TemplateShare by the sampling
+// error of its entries there, templateCut), the query is mostly what many
+// files share (one of a family made from a template or a form, or the
+// template itself), and they are counted (up to a bound on the postings,
+// see templatePostings) for the candidates compared there that hold more
+// than TemplateShare of the query through them: its family, judged on all
+// of the query's weight and flagged Match.Template, ranked by how much of
+// the query each holds; Result.Template says one was found, and
+// Result.Total how many files passed. Other candidates are judged on the
+// query's distinctive part. When fewer than
 // MinFeatures entries remain, the result is TooFew. With nothing skipped
 // and without fingerprint-key collisions the numbers are
 // fingerprint.Compare's. Files identical to the query are
@@ -615,11 +618,13 @@ func (s *querySearch) accumulate() error {
 	return nil
 }
 
-// TemplateShare is the share of a query's weight above which its common
-// fingerprints (those held by more than MaxDF files) are counted rather
-// than skipped: the query is then mostly what hundreds of files share, a
-// member of a family of files made from one template or form, and what it
-// shares with them is the answer, not boilerplate (Result.Template).
+// TemplateShare is the share of a file's weight past which its common
+// fingerprints (those held by more than MaxDF files) make it a template
+// file (by the margin templateCut adds), and the share of it a candidate
+// must hold through them to be of its family: the file is then mostly
+// what hundreds of files share, a member of a family made from one
+// template or form, and what it shares with them is the answer, not
+// boilerplate (Result.Template).
 const TemplateShare = 0.5
 
 // templateCut is the share of a file's weight its common entries must
