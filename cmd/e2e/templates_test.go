@@ -78,6 +78,25 @@ func TestTemplateFamilies(t *testing.T) {
 	requireFamily(t, "template", out, tr.isFamily, 90)
 	e.logElapsed(tmpl, "template")
 
+	// 2b. basis: a new member of the family, not indexed (one line of it
+	// rewritten), finds a member as its basis, with a delta smaller than
+	// the file compressed.
+	newMember := filepath.Join(e.dir, "new-member.d.ts")
+	body, err := os.ReadFile(member)
+	must(t, err)
+	must(t, os.WriteFile(newMember, editLines(body, 1), 0o644))
+	br := e.sifctl("basis", "--json", newMember)
+	var basis ipc.BasisResponse
+	if br.code != 0 || json.Unmarshal([]byte(br.stdout), &basis) != nil || basis.Basis == nil {
+		t.Fatalf("basis of a new family member: exit %d, %s%s", br.code, br.stdout, br.stderr)
+	}
+	if !tr.isFamily[basis.Basis.Path] || basis.Basis.EstimatedBytes >= basis.CompressedBytes {
+		t.Errorf("basis of a new family member: %s, a delta of %d bytes (compressed %d); want a family member and less",
+			basis.Basis.Path, basis.Basis.EstimatedBytes, basis.CompressedBytes)
+	}
+	t.Logf("basis of a new family member: %s, delta %d bytes of %d (compressed %d)",
+		filepath.Base(basis.Basis.Path), basis.Basis.EstimatedBytes, basis.Size, basis.CompressedBytes)
+
 	// 3. A locale table: the other 299, each holding about 90 % of it.
 	locale := tr.locales[42]
 	out = e.templateQuery(locale)
@@ -117,7 +136,7 @@ func TestTemplateFamilies(t *testing.T) {
 		step = 50
 	}
 	e.requireNoHeaderTemplates(tr, step)
-	body, err := os.ReadFile(own)
+	body, err = os.ReadFile(own)
 	must(t, err)
 	edited := filepath.Join(e.dir, "edited.js")
 	must(t, os.WriteFile(edited, editLines(body, 3), 0o644))
