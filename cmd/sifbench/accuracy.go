@@ -75,8 +75,11 @@ type bucketMetrics struct {
 	Positives []int  `json:"positives"`  // true pairs per relation
 	// Boilerplate counts the queries contained (≥ 50 %) in more than
 	// boilerplateFiles files, such as licence texts, and BoilerplatePairs
-	// their share of the true pairs at containment ≥ 50 %: sif leaves
-	// such fingerprints out by design, and they weigh heavily on F1.
+	// their share of the true pairs at containment ≥ 50 %: members of
+	// families made from one template, or files that are mostly a licence
+	// text. sif answers a file that is mostly such fingerprints with its
+	// family, and leaves them out of one that has more of its own; they
+	// weigh heavily on F1.
 	Boilerplate      int           `json:"boilerplate_queries"`
 	BoilerplatePairs float64       `json:"boilerplate_pairs_share"`
 	Tools            []toolMetrics `json:"tools"`
