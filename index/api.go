@@ -221,9 +221,9 @@ type Match struct {
 	// query's features (QueryOptions.WeakShared).
 	Weak bool
 	// Template is set when the file is one of a template query's family
-	// (Result.Template): it holds more than TemplateShare of the query
-	// through fingerprints held by more than MaxDF files, and is judged
-	// on all of the query's weight.
+	// (Result.Template): it holds more than TemplateShare of the query's
+	// fingerprints held by more than MaxDF files, and is judged on all of
+	// the query's weight.
 	Template bool
 }
 
@@ -256,7 +256,7 @@ type Result struct {
 	Total int
 	// Template is set when the query is mostly features held by more than
 	// MaxDF files (past TemplateShare, by a margin for its sampling error)
-	// and files holding most of it through them were found: its family
+	// and files holding most of those were found: its family
 	// (copies of one template or form), answered and flagged
 	// Match.Template, those features counted for them rather than
 	// skipped. Skipped then counts only those left out to bound the work

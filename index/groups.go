@@ -61,8 +61,8 @@ func (o GroupOptions) withDefaults() (GroupOptions, error) {
 // other template files through them link it to its family: for each such
 // key, its first template holder (the hub) is paired with each other
 // template holder, and a pair's common weight so summed counts for a file
-// of which it is more than TemplateShare (GroupLink and GroupMember say
-// Template). A family of n files thus costs about n pairs, not n², and is
+// when it is more than TemplateShare of the file's common weight (GroupLink
+// and GroupMember say Template). A family of n files thus costs about n pairs, not n², and is
 // one group; a file with more content of its own than boilerplate is
 // linked by its own keys only. Identical files
 // (equal strong hash and size) are folded into one node first, so copies
@@ -719,11 +719,11 @@ func (g *grouping) linkTemplates(shared *pairTable) error {
 	}
 	// How much of node d, compared at level l, the common weight it
 	// shares is: none unless d is a template file there and the other
-	// holds more than TemplateShare of it through its common keys (of its
-	// family, as Similar judges a candidate).
+	// holds more than TemplateShare of its common keys (of its family, as
+	// Similar judges a candidate).
 	ratio := func(d uint32, w *nodeWeights, l int, shared uint64) float64 {
 		wl, common := g.commonAt(d, w, l)
-		if !g.templateAt(wl, common, w.features, 2) || float64(shared) <= TemplateShare*float64(wl) {
+		if !g.templateAt(wl, common, w.features, 2) || float64(shared) <= TemplateShare*float64(common) {
 			return 0 // not of d's family: judged on its distinctive part
 		}
 		return fingerprint.Ratio(shared, wl)

@@ -132,10 +132,10 @@ func (ix *Index) groupsRef(opts GroupOptions) ([]Group, error) {
 			l := int(max(na.rec.Level, nb.rec.Level))
 			ab, ba := fingerprint.Ratio(sh, distinct(a, l)), fingerprint.Ratio(sh, distinct(b, l))
 			if tmpl { // common weight counts only within a template file's family
-				if !templateAt(a, l, 2) || ab <= TemplateShare {
+				if _, bp := weights(a, l); !templateAt(a, l, 2) || float64(sh) <= TemplateShare*float64(bp) {
 					ab = 0
 				}
-				if !templateAt(b, l, 2) || ba <= TemplateShare {
+				if _, bp := weights(b, l); !templateAt(b, l, 2) || float64(sh) <= TemplateShare*float64(bp) {
 					ba = 0
 				}
 			}

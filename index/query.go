@@ -103,7 +103,7 @@ func putQueryState(s *queryState) {
 // files share (one of a family made from a template or a form, or the
 // template itself), and they are counted (up to a bound on the postings,
 // see templatePostings) for the candidates compared there that hold more
-// than TemplateShare of the query through them: its family, judged on all
+// than TemplateShare of them: its family, judged on all
 // of the query's weight and flagged Match.Template, ranked by how much of
 // the query each holds; Result.Template says one was found, and
 // Result.Total how many files passed. Other candidates are judged on the
@@ -227,13 +227,14 @@ func (s *querySearch) templateAt(l int) bool { return s.tmpl[min(l, maxLevel+1)]
 // family reports whether a candidate compared at level l, which shares
 // weight common with the query through its common entries, is one of the
 // query's family: the query is mostly common entries at that level, and
-// the candidate holds more than TemplateShare of it through them. A
-// family member is judged on all of the query's weight; any other
-// candidate on its distinctive part, as when nothing is common (a query
-// made mostly of phrases each found in many files, but no file holding
-// most of them, has no family).
+// the candidate holds more than TemplateShare of them. A family member is
+// judged on all of the query's weight; any other candidate on its
+// distinctive part, as when nothing is common (a query made mostly of
+// phrases each found in many files, but no file holding most of them, has
+// no family).
 func (s *querySearch) family(l int, common uint64) bool {
-	return s.templateAt(l) && float64(common) > TemplateShare*float64(s.fullAt[min(l, maxLevel+1)])
+	l = min(l, maxLevel+1)
+	return s.templateAt(l) && float64(common) > TemplateShare*float64(s.fullAt[l]-s.weightAt[l])
 }
 
 // qweight returns the query's weight at level l for a candidate: all of
@@ -620,8 +621,8 @@ func (s *querySearch) accumulate() error {
 
 // TemplateShare is the share of a file's weight past which its common
 // fingerprints (those held by more than MaxDF files) make it a template
-// file (by the margin templateCut adds), and the share of it a candidate
-// must hold through them to be of its family: the file is then mostly
+// file (by the margin templateCut adds), and the share of them a
+// candidate must hold to be of its family: the file is then mostly
 // what hundreds of files share, a member of a family made from one
 // template or form, and what it shares with them is the answer, not
 // boilerplate (Result.Template).
