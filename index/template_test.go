@@ -44,7 +44,7 @@ func localeText(i int) []byte {
 	fmt.Fprintf(&b, "// locale table %d\nexport default {\n", i)
 	for j := range 60 {
 		if j%10 == 3 {
-			fmt.Fprintf(&b, "  message_%02d: 'translated %d for locale %d: %x',\n", j, j, i, (i+1)*(j+13)*2654435761%1000003)
+			fmt.Fprintf(&b, "  message_%02d: 'translated %d for locale %d: %x',\n", j, j, i, uint64((i+1)*(j+13))*2654435761%1000003)
 			continue
 		}
 		fmt.Fprintf(&b, "  message_%02d: 'The operation %d completed with status {status} at {time}',\n", j, j)
