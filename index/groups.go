@@ -693,29 +693,9 @@ func (g *grouping) linkTemplates(shared *pairTable) error {
 			linked[uint64(l.a)<<32|uint64(l.b)] = i
 		}
 	}
-	var need []uint32
-	shared.each(func(k uint64, ps pairShare) {
-		if int(ps.n) >= g.opts.MinShared {
-			need = append(need, uint32(k>>32), uint32(k))
-		}
-	})
-	slices.Sort(need)
-	need = slices.Compact(need)
-	ws := make([]nodeWeights, len(need))
-	for i, d := range need {
-		var c FileRecord
-		found, err := g.readContent(g.cids[d], &c)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return fmt.Errorf("%w: a posting names content %d, which has no record", ErrCorrupt, g.cids[d])
-		}
-		ws[i] = nodeWeights{c.Type, c.Level, c.Weight, c.LevelWeights, c.Features}
-	}
-	weightsOf := func(d uint32) *nodeWeights {
-		i, _ := slices.BinarySearch(need, d)
-		return &ws[i]
+	weightsOf, err := g.pairWeights(shared)
+	if err != nil {
+		return err
 	}
 	// How much of node d, compared at level l, the common weight it
 	// shares is: none unless d is a template file there and the other
@@ -987,10 +967,10 @@ func (g *grouping) templateAt(wl, common uint64, n uint32, z float64) bool {
 	return float64(common) > templateCut(int(min(uint64(n), wl)), z)*float64(wl)
 }
 
-// link judges the pairs of one pass: it links those that pass, and merges
-// them with union-find. It reads the content records of the nodes of the
-// pairs that share at least MinShared keys.
-func (g *grouping) link(shared *pairTable) error {
+// pairWeights reads the content records of the nodes of the pairs in
+// shared that share at least MinShared keys, in content id order, and
+// returns what judging them needs of each.
+func (g *grouping) pairWeights(shared *pairTable) (func(d uint32) *nodeWeights, error) {
 	var need []uint32
 	shared.each(func(k uint64, ps pairShare) {
 		if int(ps.n) >= g.opts.MinShared {
@@ -1002,19 +982,28 @@ func (g *grouping) link(shared *pairTable) error {
 	ws := make([]nodeWeights, len(need))
 	for i, d := range need {
 		var c FileRecord
-		cid := g.cids[d]
-		found, err := g.readContent(cid, &c)
+		found, err := g.readContent(g.cids[d], &c)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !found {
-			return fmt.Errorf("%w: a posting names content %d, which has no record", ErrCorrupt, cid)
+			return nil, fmt.Errorf("%w: a posting names content %d, which has no record", ErrCorrupt, g.cids[d])
 		}
 		ws[i] = nodeWeights{c.Type, c.Level, c.Weight, c.LevelWeights, c.Features}
 	}
-	weightsOf := func(d uint32) *nodeWeights {
+	return func(d uint32) *nodeWeights {
 		i, _ := slices.BinarySearch(need, d)
 		return &ws[i]
+	}, nil
+}
+
+// link judges the pairs of one pass: it links those that pass, and merges
+// them with union-find. It reads the content records of the nodes of the
+// pairs that share at least MinShared keys.
+func (g *grouping) link(shared *pairTable) error {
+	weightsOf, err := g.pairWeights(shared)
+	if err != nil {
+		return err
 	}
 	// A node's distinctive weight at level l: its weight at that level
 	// without its keys of that level or more held by too many files. Two
