@@ -728,10 +728,7 @@ func (g *grouping) linkTemplates(shared *pairTable) error {
 		if max(ab, ba) < g.opts.Threshold {
 			return
 		}
-		g.links = append(g.links, groupLink{a, b, ab, ba, true})
-		g.nlinks[a]++
-		g.nlinks[b]++
-		g.union(a, b)
+		g.addLink(groupLink{a, b, ab, ba, true})
 	})
 	return nil
 }
@@ -1036,12 +1033,17 @@ func (g *grouping) link(shared *pairTable) error {
 		if max(ab, ba) < g.opts.Threshold {
 			return
 		}
-		g.links = append(g.links, groupLink{a, b, ab, ba, false})
-		g.nlinks[a]++
-		g.nlinks[b]++
-		g.union(a, b)
+		g.addLink(groupLink{a, b, ab, ba, false})
 	})
 	return nil
+}
+
+// addLink adds l and merges its nodes' groups.
+func (g *grouping) addLink(l groupLink) {
+	g.links = append(g.links, l)
+	g.nlinks[l.a]++
+	g.nlinks[l.b]++
+	g.union(l.a, l.b)
 }
 
 func (g *grouping) find(i uint32) uint32 {
