@@ -159,7 +159,7 @@ func TestTemplateFamilies(t *testing.T) {
 	if r.code != 0 {
 		t.Errorf("similar --limit 5 %s: exit %d: %s", member, r.code, r.stderr)
 	}
-	want := fmt.Sprintf("and %d files more (--limit)", familySize-1-5)
+	want := fmt.Sprintf("and %d more files (--limit)", familySize-1-5)
 	if !strings.Contains(r.stdout, "  template: most of this file is found in more than 200 files; 1999 files hold") ||
 		!strings.Contains(r.stdout, want) || strings.Count(r.stdout, "%  ") != 5 || strings.Count(r.stdout, "  template\n") != 5 {
 		t.Errorf("similar --limit 5, text: want a template line, 5 matches each marked template, and %q; got\n%s", want, r.stdout)

@@ -81,7 +81,7 @@ marked "template":
     template: most of this file is found in more than 200 files; 1999 files hold 25% or more of it, the closest first
      97%  /srv/types/op0008.d.ts  1930  template
      ...
-    and 1979 more (--limit)
+    and 1979 more files (--limit)
 
 A file too small, or too common, to carry enough
 fingerprints is reported as such, and only identical files are listed for
@@ -358,7 +358,7 @@ func printSimilar(g *globals, file string, size int64, threshold float64, rep bo
 		fmt.Fprintf(w, "  %3.0f%%  %s  %d%s\n", m.Containment, p, m.Size, note)
 	}
 	if n := r.Total - len(r.Matches); n > 0 && len(r.Matches) > 0 {
-		fmt.Fprintf(w, "  and %s more (--limit)\n", count(n, "file", "files"))
+		fmt.Fprintf(w, "  and %d more %s (--limit)\n", n, plural(n, "file", "files"))
 	}
 }
 
