@@ -693,10 +693,6 @@ func (g *grouping) linkTemplates(shared *pairTable) error {
 			linked[uint64(l.a)<<32|uint64(l.b)] = i
 		}
 	}
-	weightsOf, err := g.pairWeights(shared)
-	if err != nil {
-		return err
-	}
 	// How much of node d, compared at level l, the common weight it
 	// shares is: none unless d is a template file there and the other
 	// holds more than TemplateShare of its common keys (of its family, as
@@ -708,17 +704,8 @@ func (g *grouping) linkTemplates(shared *pairTable) error {
 		}
 		return fingerprint.Ratio(shared, wl)
 	}
-	shared.each(func(k uint64, ps pairShare) {
-		if int(ps.n) < g.opts.MinShared {
-			return
-		}
-		a, b := uint32(k>>32), uint32(k)
-		wa, wb := weightsOf(a), weightsOf(b)
-		if g.opts.SameType && wa.typ != wb.typ {
-			return
-		}
-		l := int(max(wa.level, wb.level))
-		ab, ba := ratio(a, wa, l, ps.weight), ratio(b, wb, l, ps.weight)
+	return g.eachPair(shared, func(k uint64, a, b uint32, wa, wb *nodeWeights, l int, weight uint64) {
+		ab, ba := ratio(a, wa, l, weight), ratio(b, wb, l, weight)
 		if i, ok := linked[k]; ok {
 			lk := &g.links[i]
 			lk.ab, lk.ba, lk.template = min(1, lk.ab+ab), min(1, lk.ba+ba), true
@@ -730,7 +717,6 @@ func (g *grouping) linkTemplates(shared *pairTable) error {
 		}
 		g.addLink(groupLink{a, b, ab, ba, true})
 	})
-	return nil
 }
 
 // pairShare is what two nodes share: weight, and the number of keys.
@@ -964,6 +950,30 @@ func (g *grouping) templateAt(wl, common uint64, n uint32, z float64) bool {
 	return float64(common) > templateCut(int(min(uint64(n), wl)), z)*float64(wl)
 }
 
+// eachPair calls fn for every pair of shared that is to be judged: its
+// nodes share at least MinShared keys and, with SameType, have one type.
+// fn is given the pair's key and nodes, what judging needs of each node,
+// the level they are compared at (the higher of theirs) and their shared
+// weight.
+func (g *grouping) eachPair(shared *pairTable, fn func(k uint64, a, b uint32, wa, wb *nodeWeights, l int, weight uint64)) error {
+	weightsOf, err := g.pairWeights(shared)
+	if err != nil {
+		return err
+	}
+	shared.each(func(k uint64, ps pairShare) {
+		if int(ps.n) < g.opts.MinShared {
+			return
+		}
+		a, b := uint32(k>>32), uint32(k)
+		wa, wb := weightsOf(a), weightsOf(b)
+		if g.opts.SameType && wa.typ != wb.typ {
+			return
+		}
+		fn(k, a, b, wa, wb, int(max(wa.level, wb.level)), ps.weight)
+	})
+	return nil
+}
+
 // pairWeights reads the content records of the nodes of the pairs in
 // shared that share at least MinShared keys, in content id order, and
 // returns what judging them needs of each.
@@ -998,10 +1008,6 @@ func (g *grouping) pairWeights(shared *pairTable) (func(d uint32) *nodeWeights, 
 // them with union-find. It reads the content records of the nodes of the
 // pairs that share at least MinShared keys.
 func (g *grouping) link(shared *pairTable) error {
-	weightsOf, err := g.pairWeights(shared)
-	if err != nil {
-		return err
-	}
 	// A node's distinctive weight at level l: its weight at that level
 	// without its keys of that level or more held by too many files. Two
 	// files are compared at the higher of their levels (fingerprint.Compare);
@@ -1016,26 +1022,16 @@ func (g *grouping) link(shared *pairTable) error {
 		}
 		return wl - min(common, wl)
 	}
-	shared.each(func(k uint64, ps pairShare) {
-		if int(ps.n) < g.opts.MinShared {
-			return
-		}
-		a, b := uint32(k>>32), uint32(k)
-		wa, wb := weightsOf(a), weightsOf(b)
-		if g.opts.SameType && wa.typ != wb.typ {
-			return
-		}
-		l := int(max(wa.level, wb.level))
+	return g.eachPair(shared, func(_ uint64, a, b uint32, wa, wb *nodeWeights, l int, weight uint64) {
 		// At most 1 but for key collisions (doc.go): a key two files share
 		// through two hashes can be of a lower level in one of them.
-		ab := min(1, fingerprint.Ratio(ps.weight, distinct(a, wa, l)))
-		ba := min(1, fingerprint.Ratio(ps.weight, distinct(b, wb, l)))
+		ab := min(1, fingerprint.Ratio(weight, distinct(a, wa, l)))
+		ba := min(1, fingerprint.Ratio(weight, distinct(b, wb, l)))
 		if max(ab, ba) < g.opts.Threshold {
 			return
 		}
 		g.addLink(groupLink{a, b, ab, ba, false})
 	})
-	return nil
 }
 
 // addLink adds l and merges its nodes' groups.
