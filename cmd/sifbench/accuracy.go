@@ -109,8 +109,8 @@ type accuracyResult struct {
 // first scan is done, and the latency of the similar requests.
 type sifCosts struct {
 	// IndexBytesReady sums the files of sifd's index directory when it is
-	// ready; IndexBytes once it has compacted the index its first scan
-	// wrote, before the queries.
+	// ready; IndexBytes once it has stopped cleanly after the queries, as
+	// the index stays on disk.
 	IndexBytesReady int64 `json:"index_bytes_ready"`
 	IndexBytes      int64 `json:"index_bytes"`
 	// Latency is per run ("sif", "sif --fast"): a similar request's time
@@ -241,10 +241,20 @@ func benchAccuracy(ctx context.Context, c *common, af *accFlags) (*accuracyResul
 // with --keep for looking into what a tool got wrong.
 type queryDetail struct {
 	accQuery
-	MaxContainment float64         `json:"max_containment"`
-	Positives      int             `json:"positives_50"` // files of true containment ≥ 50 %
-	Best           []string        `json:"best"`         // the files of maximal containment
-	First          map[string]*hit `json:"first"`
+	MaxContainment float64  `json:"max_containment"`
+	Positives      int      `json:"positives_50"` // files of true containment ≥ 50 %
+	Best           []string `json:"best"`         // the files of maximal containment
+	// Similar are the files of true resemblance ≥ 50 % (at most 20), with
+	// the resemblance each tool gave them (absent: not answered).
+	Similar []similarPair   `json:"similar_50,omitempty"`
+	First   map[string]*hit `json:"first"`
+}
+
+// similarPair is one file of true resemblance ≥ 50 % to a query.
+type similarPair struct {
+	Path        string             `json:"path"`
+	Resemblance float64            `json:"resemblance"`
+	Tools       map[string]float64 `json:"tools"`
 }
 
 // hit is a tool's first answer with its true measures.
@@ -278,6 +288,17 @@ func writeQueryDetails(path string, qs []accQuery, files []string, tr *truth, ru
 			if tr.Containment(qi, fi) >= 0.5 {
 				d.Positives++
 			}
+			if r := tr.Resemblance(qi, fi); r >= 0.5 && len(d.Similar) < 20 {
+				sp := similarPair{Path: files[fi], Resemblance: r, Tools: map[string]float64{}}
+				for _, run := range runs {
+					for _, a := range run.Answers[qi] {
+						if a.File == fi {
+							sp.Tools[run.Name] = a.Res
+						}
+					}
+				}
+				d.Similar = append(d.Similar, sp)
+			}
 		}
 		for _, r := range runs {
 			if as := r.Answers[qi]; len(as) > 0 {
@@ -307,9 +328,10 @@ func writeQueryDetails(path string, qs []accQuery, files []string, tr *truth, ru
 // checks the best candidates against theirs ("sif"), and with the check
 // skipped, the index's estimates alone ("sif --fast").
 //
-// It records in costs the index's size once sifd is ready and once it has
-// compacted the index (the queries wait for that, so they are not timed
-// beside the compaction), and each run's request latency.
+// The queries wait for the compaction after the first scan, so they are not
+// timed beside it. It records in costs the index's size once sifd is ready
+// and once it has stopped cleanly after the queries, and each run's request
+// latency.
 func runSif(ctx context.Context, c *common, af *accFlags, indexRoot string, fileID map[string]int32, queries []string, secs map[string]float64, costs *sifCosts) (checked, fast *toolRun, err error) {
 	sifd, _, err := buildBinaries(c.workDir)
 	if err != nil {
@@ -323,13 +345,17 @@ func runSif(ctx context.Context, c *common, af *accFlags, indexRoot string, file
 	if err != nil {
 		return nil, nil, err
 	}
-	defer d.stop()
+	stopped := false
+	defer func() {
+		if !stopped {
+			d.stop()
+		}
+	}()
 	secs["sifd_ready"] = d.ready.Seconds()
 	costs.IndexBytesReady = dirSize(d.db)
 	if err := d.waitCompacted(ctx); err != nil {
 		return nil, nil, err
 	}
-	costs.IndexBytes = dirSize(d.db)
 	cl := ipc.NewClient(d.socket)
 	info, err := cl.Info(ctx)
 	if err != nil {
@@ -374,6 +400,13 @@ func runSif(ctx context.Context, c *common, af *accFlags, indexRoot string, file
 	for run, ds := range took {
 		costs.Latency[run.Name] = latencyOf(ds)
 	}
+	// The size that lasts: once sifd has stopped cleanly, with nothing
+	// left to flush, compact or delete.
+	stopped = true
+	if _, err := d.stop(); err != nil {
+		return nil, nil, err
+	}
+	costs.IndexBytes = dirSize(d.db)
 	return checked, fast, nil
 }
 
@@ -580,7 +613,7 @@ func printAccuracy(res *accuracyResult, tools int) {
 		}
 	}
 	fmt.Printf("time: %v\n", parts)
-	fmt.Printf("sif: index %.1f MB on disk once ready, %.1f MB once compacted (%.2f bytes per indexed byte)\n",
+	fmt.Printf("sif: index %.1f MB on disk once ready, %.1f MB after a clean stop (%.2f bytes per indexed byte)\n",
 		mb(res.Sif.IndexBytesReady), mb(res.Sif.IndexBytes), float64(res.Sif.IndexBytes)/float64(max(1, res.IndexedBytes)))
 	for _, name := range []string{"sif", "sif --fast"} {
 		if l, ok := res.Sif.Latency[name]; ok {
