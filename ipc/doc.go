@@ -5,6 +5,8 @@
 // nothing heavier), never on the index or Pebble, so that a tool importing
 // it stays small. The daemon's side, the HTTP server, is package
 // ipc/server.
+// API.md, beside this file, is the HTTP reference: every route, its
+// fields, the error codes and the limits, for clients in any language.
 //
 // Vocabulary:
 //
