@@ -18,7 +18,7 @@ import (
 	"github.com/sif-dev/sif/watcher"
 )
 
-// Faults the daemon survives without stopping (see README, "Faults"):
+// Faults the daemon survives without stopping (see packaging/README.md, "Faults"):
 //
 //   - No space left under the index. Before each write the daemon checks
 //     that the index's filesystem has Config.MinFreeSpace free; below it,

@@ -166,7 +166,8 @@ The fingerprint scheme is stored in the index when it is created; later runs
 use the stored one. Naming a different scheme for an existing index is an
 error: move the index aside (or pass another --db) to rebuild it.
 
-Configuration file: --config FILE reads a TOML file (see README.md) that can
+Configuration file: --config FILE reads a TOML file (every key is in the
+operator's guide, /usr/share/doc/sif/packaging/README.md) that can
 set the roots, exclusions, size limits, settle delays, workers, db, socket,
 log level, memory limit and [scheme]. Without --config, ` + daemon.SystemConfigFile + ` (as root)
 or $XDG_CONFIG_HOME/sifd/config.toml (~/.config/sifd/config.toml) is read if
@@ -303,15 +304,16 @@ func newCheckCmd(stdout io.Writer) *cobra.Command {
 		Use:   "check [--db DIR]",
 		Short: "Verify the index's invariants; exit 1 if any is broken",
 		Long: `check opens the index read-only and verifies that every posting belongs to a
-live file whose forward list holds it with the same weight, every forward
-entry has its posting, every record's weight and feature count match its
-forward list, and every path, record, identical-content and inode key
-agrees with the others. It prints what is wrong and
-exits 1, or prints a summary and exits 0. A damaged file of the index (a
-table whose checksum does not match or that was cut short, a broken
+live content whose forward list holds it with the same weight, every forward
+entry has its posting, every content's totals match its forward list, every
+content is held by a file and no two contents are equal, and every path,
+record, copy, hash and inode key agrees with the others. It prints what is
+wrong and exits 1, or prints a summary and exits 0. A damaged file of the
+index (a table whose checksum does not match or that was cut short, a broken
 MANIFEST) also makes it exit 1, naming the file and what was wrong; sifd run
-moves such an index aside and rebuilds it. The daemon must not be running on
-the same index.`,
+moves such an index aside and rebuilds it. A directory that holds no index
+is refused (exit 2, "--db DIR: not a sif index") and nothing is written to
+it. The daemon must not be running on the same index.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ix, db, err := openReadOnly(db, "check")

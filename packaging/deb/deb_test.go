@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
 	"compress/gzip"
@@ -88,6 +89,7 @@ func TestPackage(t *testing.T) {
 		"/usr/lib/sysusers.d/sifd.conf":                    "-rw-r--r-- root/root",
 		"/usr/share/doc/sif/copyright":                     "-rw-r--r-- root/root",
 		"/usr/share/doc/sif/README.md":                     "-rw-r--r-- root/root",
+		"/usr/share/doc/sif/packaging/README.md":           "-rw-r--r-- root/root",
 		"/usr/share/bash-completion/completions/sifd":      "-rw-r--r-- root/root",
 		"/usr/share/bash-completion/completions/sifctl":    "-rw-r--r-- root/root",
 		"/usr/share/zsh/vendor-completions/_sifd":          "-rw-r--r-- root/root",
@@ -112,6 +114,18 @@ func TestPackage(t *testing.T) {
 	for path := range listing {
 		if strings.Contains(path, "gen-docs") {
 			t.Errorf("package has a page for the hidden command: %s", path)
+		}
+	}
+
+	// The documents are the repository's, byte for byte: the README and
+	// the operator's guide, at their paths in the repository.
+	for _, doc := range []string{"README.md", "packaging/README.md"} {
+		want, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(doc)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := debFile(t, deb, "/usr/share/doc/sif/"+doc); got != string(want) {
+			t.Errorf("/usr/share/doc/sif/%s: %d bytes, not the repository's %s (%d bytes)", doc, len(got), doc, len(want))
 		}
 	}
 
@@ -374,6 +388,30 @@ func parseContents(t *testing.T, listing string) map[string]string {
 		m[path] = f[0] + " " + f[1]
 	}
 	return m
+}
+
+// debFile returns the content of the file at path (absolute) in the
+// package deb, read from its data archive.
+func debFile(t *testing.T, deb, path string) string {
+	t.Helper()
+	out, err := exec.Command("dpkg-deb", "--fsys-tarfile", deb).Output()
+	if err != nil {
+		t.Fatalf("dpkg-deb --fsys-tarfile %s: %v", deb, err)
+	}
+	tr := tar.NewReader(bytes.NewReader(out))
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			t.Fatalf("%s: no %s in the package (%v)", deb, path, err)
+		}
+		if strings.TrimPrefix(h.Name, ".") == path {
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatalf("%s: reading %s: %v", deb, path, err)
+			}
+			return string(b)
+		}
+	}
 }
 
 func cmdOut(t *testing.T, name string, args ...string) string {

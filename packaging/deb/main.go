@@ -7,7 +7,8 @@
 // their manual pages and shell completions (their hidden gen-docs
 // command), renders the system unit with systemd.Render, and packs
 // them with the default configuration, the sysusers.d declaration of the
-// sifd user and the maintainer scripts in this directory. The version is
+// sifd user, the maintainer scripts in this directory, and the README and
+// the operator's guide (packaging/README.md) as documentation. The version is
 // -version, else derived from git describe (see debVersion).
 //
 // This directory is a module of its own, so that nfpm and what it pulls in
@@ -50,6 +51,15 @@ const (
 	unitFile   = "/lib/systemd/system/sifd.service"
 	docDir     = "/usr/share/doc/sif"
 )
+
+// docs are the repository's documents the package installs under docDir,
+// at the same paths as in the repository so that the links between them
+// hold: the README and the operator's guide. The keys are their names in
+// the staging directory.
+var docs = map[string]string{
+	"README.md":           "README.md",
+	"packaging-README.md": "packaging/README.md",
+}
 
 // unitArgs follow /usr/bin/sifd on the packaged unit's ExecStart line.
 var unitArgs = []string{"run", "--config", configFile, "--db", daemon.SystemDB, "--socket", "/run/sifd/sifd.sock"}
@@ -176,15 +186,17 @@ func Build(ctx context.Context, o Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	readme, err := os.ReadFile(filepath.Join(o.Src, "README.md"))
-	if err != nil {
-		return "", err
-	}
 	generated := map[string]string{
 		"sifd.service": unit,
 		"sifd.conf":    systemd.SysusersConf,
 		"copyright":    copyright,
-		"README.md":    string(readme),
+	}
+	for name, src := range docs {
+		b, err := os.ReadFile(filepath.Join(o.Src, filepath.FromSlash(src)))
+		if err != nil {
+			return "", err
+		}
+		generated[name] = string(b)
 	}
 	for name, text := range generated {
 		if err := os.WriteFile(stage(name), []byte(text), 0o644); err != nil {
@@ -206,7 +218,9 @@ func Build(ctx context.Context, o Options) (string, error) {
 	add(stage("sifd.conf"), "/usr/lib/sysusers.d/sifd.conf", "", 0o644)
 	add(stage("assets/config.toml"), configFile, files.TypeConfig, 0o644)
 	add(stage("copyright"), docDir+"/copyright", "", 0o644)
-	add(stage("README.md"), docDir+"/README.md", "", 0o644)
+	for name, src := range docs {
+		add(stage(name), docDir+"/"+src, "", 0o644)
+	}
 	pages, err := filepath.Glob(stage("docs/man1/*.1"))
 	if err != nil || len(pages) == 0 {
 		return "", fmt.Errorf("gen-docs wrote no manual pages (%v)", err)
