@@ -70,6 +70,10 @@
 // is answered at all. The tuning set is for choosing parameters, the
 // held-out set (other projects) for reporting. Figures are printed as a
 // table and, with --json, as one JSON object.
+//
+// RESULTS.md, beside this file, holds the current figures, each with the
+// command that measured it; index/fingerprint/SCHEMES.md those of accuracy
+// and manber.
 package main
 
 import (

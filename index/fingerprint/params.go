@@ -53,8 +53,8 @@ type Params struct {
 }
 
 // DefaultParams returns the scheme and density sif uses when none is
-// configured. They were chosen by measurement (see README.md, "Choosing the
-// scheme").
+// configured. They were chosen by measurement (see SCHEMES.md in this
+// directory, "Choosing the scheme").
 func DefaultParams() Params {
 	p, _ := Params{Scheme: Manber}.Normalize()
 	return p
@@ -78,7 +78,7 @@ func (p Params) Normalize() (Params, error) {
 	case Manber:
 		q := Params{Scheme: Manber, Window: p.Window, Bits: p.Bits, ModBits: p.ModBits, MinBits: p.MinBits, Target: p.Target}
 		if q.Window == 0 {
-			q.Window = 40 // the paper's 50 loses recall on scattered edits; see README.md
+			q.Window = 40 // the paper's 50 loses recall on scattered edits; see SCHEMES.md
 		}
 		if q.Bits == 0 {
 			q.Bits = 9
@@ -87,7 +87,7 @@ func (p Params) Normalize() (Params, error) {
 			q.ModBits = 64
 		}
 		if q.MinBits == 0 {
-			q.MinBits = min(2, q.Bits) // see README.md, "Small files"
+			q.MinBits = min(2, q.Bits) // see SCHEMES.md, "Small files"
 		}
 		if q.Target == 0 {
 			q.Target = 16
