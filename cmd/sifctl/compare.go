@@ -60,7 +60,17 @@ cover, side by side (highlighted on a terminal, unless NO_COLOR is set).
 When a sifd answers on the socket, a run whose fingerprints of FILE1 its
 index holds in more than --max-df files (a licence header, boilerplate)
 is marked "~": sifctl similar FILE1 would not count it. With --json the
-runs are in "explain" (see README.md, "Explained matches").
+runs are in "explain":
+  {"a": SIDE, "b": SIDE, "unit": "lines"|"bytes", "runs": [{"a_lines": [FIRST,
+   LAST], "b_lines": [FIRST, LAST], "a_bytes": [OFFSET, LENGTH], "b_bytes":
+   [OFFSET, LENGTH], "boilerplate": BOOL}, ...], "a_share": PCT, "b_share": PCT,
+   "a_boilerplate_share": PCT, "b_boilerplate_share": PCT,
+   "boilerplate_judged": BOOL, "note": TEXT}
+with SIDE {"path", "size", "type": "text"|"binary", "lines"}. Runs are in
+A's order and never overlap in A; lines count from 1 (unit "lines" only);
+a share is the percent of the file its runs cover, a boilerplate share the
+part covered only by boilerplate runs; "note" says why boilerplate was not
+judged (no daemon answered). Files over 64 MiB are not explained.
 
 Exit status: 0 when the files are identical or one contains at least
 --threshold percent of the other, 1 otherwise, 2 on error.`,

@@ -78,7 +78,9 @@ answer comes at the end, not as it is found. With --json, one object:
 DIR, "members": [DIR, ...]}], "elapsed_ns": N}, each DIR {"path", "size",
 "indexed_files", "percent", and for a member "containment",
 "reverse_containment", "resemblance", "shared_bytes", "files":
-{"identical", "similar", "missing"}, "via"?}. Exit status as without --dirs.`,
+{"identical", "similar", "missing"}, "via"?}. Files linked at under 10
+percent count nothing, and a copy whose files moved to other depths is
+found only where its directories line up. Exit status as without --dirs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dirs && !cmd.Flags().Changed("threshold") {

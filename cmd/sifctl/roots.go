@@ -25,7 +25,10 @@ const rootsHelp = `roots lists the directories sifd watches and indexes, one a l
 'sifctl roots add DIR' and 'sifctl roots remove DIR' change the roots of
 the running daemon at once, and print the roots after the change. DIR may be
 relative to the current directory. The change persists across restarts: the
-daemon stores it in its index directory, not in the configuration file.
+daemon stores it in its state directory (DB.state/roots.json, beside the
+index), not in the configuration file, and it wins over the configuration:
+a root removed here stays out even when the configuration names it, until
+it is added again.
 Adding a root starts a scan of it. Removing a root stops watching it and
 drops its files from the index; the files themselves are not touched.
 
@@ -59,7 +62,7 @@ func newRootsCmd(g *globals) *cobra.Command {
 			Short: "Watch and index DIR too, from now on and after restarts",
 			Long: `add makes DIR a root of the running daemon: it is scanned at once, then
 watched for changes. The change persists across restarts: the daemon stores
-it in its index directory. DIR may be relative to the current directory; the
+it in its state directory. DIR may be relative to the current directory; the
 daemon must be able to read it. The roots after the change are printed as by
 'sifctl roots'.`,
 			Args: cobra.ExactArgs(1),

@@ -90,8 +90,7 @@ byte, a short pattern), which is "repetitive" even when the check below
 judges it. FILE must be a regular file: fifos, sockets and devices are
 refused at once. A FILE that changes while sifctl reads it is not
 queried: it is an error (with --json, a line {"query": PATH, "error":
-{"code": "changed", "message": TEXT}}). A directory lists the indexed directories that hold a good part
-of it (see the README's "Directory similarity"). "-" reads the query from
+{"code": "changed", "message": TEXT}}). "-" reads the query from
 standard input (once); it has no path, so an indexed file identical to it
 is listed too.
 
@@ -120,8 +119,32 @@ fingerprints the index holds in more than --max-df files (a licence
 header, boilerplate) is marked "~": it did not count. sifctl reads the
 matches itself: a match it cannot read is said to be so, and one that
 changed since it was indexed is explained as it is now. With --json each
-match gets "explain" (see README.md, "Explained matches") or
-"explain_error".`,
+match gets "explain" (the form 'sifctl compare --help' shows) or
+"explain_error".
+
+A DIR (any argument that is a directory; it need not be indexed) lists the
+indexed directories that hold a good part of it, one line per copy, at its
+top:
+
+  proj (directory, 10 files, 62519 bytes):
+    100%  /srv/src/proj  62519  10 identical, 0 similar, 0 missing; reverse 100%
+     78%  /srv/backup/2024/proj  58120  7 identical, 2 similar, 1 missing; reverse 81%
+
+sifctl walks DIR (symlinks are not followed; special and empty files are
+skipped and counted; a file or directory it cannot read is named on stderr
+and makes the exit status 2 once the answer is printed), fingerprints each
+file as --fast does and asks for its matches. A directory's percentage is
+the share of DIR's bytes found in files under it (an identical file whole,
+a similar one by its containment); "reverse" is the share of the bytes
+indexed under it found in DIR. A directory above a copy that holds nothing
+more of DIR is not listed, nor a part of a listed copy (its src/). The
+numbers are the index's estimates: no candidate is read. With --json, one
+line per DIR: {"query": PATH, "dir": true, "size": N, "files": N, "empty":
+N, "special": N, "unreadable": N, "matches": [{"path", "size",
+"indexed_files", "containment", "reverse_containment", "resemblance",
+"shared_bytes", "files": {"identical", "similar", "missing"}, "measure":
+"estimated", "truncated"?}, ...], "elapsed_ns": N}; "truncated" says the
+directory holds more than 200,000 indexed files, which were not all counted.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSimilar(cmd, g, &f, args)

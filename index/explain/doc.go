@@ -33,6 +33,32 @@
 //     shown, but its bytes did not count in the containment the daemon
 //     reports. A run holding no fingerprint of A is not boilerplate.
 //
+// JSON. An Explanation encodes (MarshalJSON) as the object sifctl prints
+// with --explain --json, for compare and for each match of similar:
+//
+//	{"a": {"path": "draft.c", "size": 1400, "type": "text", "lines": 34},
+//	 "b": {"path": "/srv/src/foo.c", "size": 1151, "type": "text", "lines": 29},
+//	 "unit": "lines",
+//	 "runs": [{"a_lines": [1, 12], "b_lines": [1, 12], "a_bytes": [0, 615], "b_bytes": [0, 615], "boilerplate": true},
+//	          {"a_lines": [25, 34], "b_lines": [20, 29], "a_bytes": [1065, 335], "b_bytes": [816, 335], "boilerplate": false}],
+//	 "a_share": 67.86, "b_share": 82.54, "a_boilerplate_share": 43.93, "b_boilerplate_share": 53.43,
+//	 "boilerplate_judged": true}
+//
+// Its fields:
+//   - "a", "b": the two sides: path (and "path_raw" when it is not valid
+//     UTF-8), size in bytes, type, lines for text; sifctl adds
+//     "changed_since_indexed" to a match of similar.
+//   - "unit": "lines" when both are text, else "bytes".
+//   - "runs", in A's order: "a_lines" and "b_lines", first and last line
+//     counted from 1 (unit lines only); "a_bytes" and "b_bytes", offset
+//     and length (whole lines with their line ends in unit lines);
+//     "boilerplate".
+//   - "a_share", "b_share": percent of each file covered by runs (each
+//     byte of B once); "a_boilerplate_share", "b_boilerplate_share": the
+//     part of that covered only by boilerplate runs.
+//   - "boilerplate_judged": false when no index could be asked, with the
+//     reason in "note".
+//
 // Cost. With n and m the sizes of A and B, splitting and hashing take
 // O(n + m) time and memory. Every A position tries at most MaxCandidates
 // anchors (in unit bytes, a hit also tries the next BlockSize−1

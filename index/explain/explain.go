@@ -92,8 +92,8 @@ type Run struct {
 	Boilerplate bool
 }
 
-// Explanation is what two files share. Its JSON form is documented in
-// README.md ("Explained matches").
+// Explanation is what two files share. Its JSON form (MarshalJSON) is
+// documented in the package doc, "JSON".
 type Explanation struct {
 	Unit Unit
 	A, B Side

@@ -42,7 +42,7 @@ type explanationJSON struct {
 	Note              string    `json:"note,omitempty"`
 }
 
-// MarshalJSON encodes e in the form README.md documents: the two sides,
+// MarshalJSON encodes e in the form the package doc describes: the two sides,
 // the runs (lines first and last from 1, bytes as offset and length), the
 // share of each file the runs cover and the share covered only by
 // boilerplate, in percent.

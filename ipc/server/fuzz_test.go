@@ -22,7 +22,7 @@ import (
 // path (limits, decoding, checks) and require that it never panics, and
 // that every refusal is a 4xx with a JSON error whose code matches its
 // status. Their seed corpora are in testdata/fuzz/. CI runs each briefly
-// (see README.md); for a longer run:
+// (.ci/run lists the runs); for a longer run:
 //
 //	go test -run '^$' -fuzz '^FuzzDecodeSimilar$' -fuzztime 5m ./ipc/server/
 
