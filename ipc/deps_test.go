@@ -72,3 +72,23 @@ func TestClientIsLight(t *testing.T) {
 		}
 	}
 }
+
+// TestDirsimIsLight: package ipc/dirsim, directory similarity for any
+// client, pulls in nothing heavy either, and nothing beyond the client's
+// own dependencies but golang.org/x/sync.
+func TestDirsimIsLight(t *testing.T) {
+	const mod = "github.com/sif-dev/sif/"
+	for _, goos := range []string{"linux", "windows"} {
+		got := deps(t, goos, mod+"ipc/dirsim")
+		if bad := slices.DeleteFunc(slices.Clone(got), func(d string) bool { return !heavy(d) }); len(bad) > 0 {
+			t.Errorf("GOOS=%s: ipc/dirsim depends on %d heavy packages: %s", goos, len(bad), strings.Join(bad, " "))
+		}
+		allowed := deps(t, goos, mod+"ipc")
+		extra := slices.DeleteFunc(got, func(d string) bool {
+			return d == mod+"ipc/dirsim" || slices.Contains(allowed, d) || strings.HasPrefix(d, "golang.org/x/sync/")
+		})
+		if len(extra) > 0 {
+			t.Errorf("GOOS=%s: package ipc/dirsim depends on %s, beyond the client's dependencies and x/sync", goos, strings.Join(extra, " "))
+		}
+	}
+}

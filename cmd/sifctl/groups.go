@@ -11,6 +11,7 @@ import (
 
 	"github.com/sif-dev/sif/cmd/internal/cliflags"
 	"github.com/sif-dev/sif/ipc"
+	"github.com/sif-dev/sif/ipc/dirsim"
 )
 
 func newGroupsCmd(g *globals) *cobra.Command {
@@ -84,7 +85,7 @@ found only where its directories line up. Exit status as without --dirs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dirs && !cmd.Flags().Changed("threshold") {
-				o.Threshold = defaultDirThreshold
+				o.Threshold = dirsim.DefaultGroupsThreshold
 			}
 			if o.Threshold <= 0 || o.Threshold > 100 {
 				return failedf("--threshold %v: want a percentage above 0, at most 100", o.Threshold)
@@ -94,7 +95,7 @@ found only where its directories line up. Exit status as without --dirs.`,
 				return failed(err)
 			}
 			if dirs {
-				return groupsDirs(cmd.Context(), g, o, o.Threshold)
+				return groupsDirs(cmd.Context(), g, o)
 			}
 			var p groupsPrinter
 			if g.json {

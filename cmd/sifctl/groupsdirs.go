@@ -2,111 +2,42 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"time"
 
 	"github.com/sif-dev/sif/ipc"
+	"github.com/sif-dev/sif/ipc/dirsim"
 )
 
 // `sifctl groups --dirs`: groups of directories that are near-copies of
-// each other. sifctl asks the daemon for the groups of similar files with
-// their links (GET /v1/groups?links) and for the sets of identical files
-// (GET /v1/dupes), sums the pairs per pair of directories (dirgroups.go),
-// asks for the totals of the directories that may reach the threshold
-// (POST /v1/dirs/totals), and keeps, folds and links the pairs.
-
-// defaultDirThreshold is --threshold's default with --dirs, percent.
-const defaultDirThreshold = 50
+// each other, found by package ipc/dirsim; this file holds its answer's
+// shape and its printing.
 
 // dirGroupsLine is the answer of `sifctl groups --dirs --json`.
 type dirGroupsLine struct {
 	Threshold float64        `json:"threshold"`
 	Dirs      bool           `json:"dirs"` // always true
-	Groups    []dirGroupJSON `json:"groups"`
+	Groups    []dirsim.Group `json:"groups"`
 	ElapsedNs int64          `json:"elapsed_ns"`
 }
 
-// dirGroupJSON is one group of similar directories.
-type dirGroupJSON struct {
-	Saving    int64         `json:"saving"` // bytes deleting all but the reference would reclaim
-	Reference dirGroupDir   `json:"reference"`
-	Members   []dirGroupDir `json:"members"`
-}
-
-// dirGroupDir is a directory of a group. A member is measured against the
-// reference or, when it is linked to the group only through another
-// member, against that one (Via).
-type dirGroupDir struct {
-	ipc.FilePath
-	Size         int64 `json:"size"`          // bytes indexed under it
-	IndexedFiles int64 `json:"indexed_files"` // files indexed under it
-	// Percent is the resemblance (100 for the reference).
-	Percent            float64       `json:"percent"`
-	Via                *ipc.FilePath `json:"via,omitempty"`
-	Containment        *float64      `json:"containment,omitempty"`         // percent of it found in the other
-	ReverseContainment *float64      `json:"reverse_containment,omitempty"` // percent of the other found in it
-	Resemblance        *float64      `json:"resemblance,omitempty"`         // percent, shared over union
-	SharedBytes        *int64        `json:"shared_bytes,omitempty"`        // bytes of it found in the other
-	Files              *dirFiles     `json:"files,omitempty"`               // its files identical, similar or missing there
-}
-
 // groupsDirs answers `sifctl groups --dirs`: it prints the groups and
-// returns nothing() when there are none. o shapes the file links; thr is
-// the directories' threshold, percent.
-func groupsDirs(ctx context.Context, g *globals, o ipc.GroupsOptions, thr float64) error {
+// returns nothing() when there are none. o shapes the file links; its
+// threshold is the directories', percent.
+func groupsDirs(ctx context.Context, g *globals, o ipc.GroupsOptions) error {
 	start := time.Now()
-	c := g.client()
-	tops := queryRoots(ctx, c)
-	if o.Prefix != "" {
-		tops = append(tops, o.Prefix)
-	}
-	dg := newDirGrouping(tops)
-	o.Threshold = min(dirFileThreshold, thr)
-	o.Links = true
-	add := func(grp ipc.Group) error {
-		if len(grp.Links) == 0 {
-			// Every group has a link: this daemon does not list them.
-			return fmt.Errorf("the daemon's groups have no links (GET /v1/groups?links): it is older than this sifctl")
-		}
-		dg.addGroup(grp)
-		return nil
-	}
-	if _, err := c.GroupsEach(ctx, o, add); err != nil {
-		return failed(fmt.Errorf("groups of similar files: %w", err))
-	}
-	dupes, err := c.Dupes(ctx, o.Prefix)
+	groups, err := dirsim.Groups(ctx, g.client(), &dirsim.GroupsOptions{Threshold: o.Threshold, Prefix: o.Prefix,
+		MaxDF: o.MaxDF, MinShared: o.MinShared, AllTypes: o.AllTypes})
 	if err != nil {
-		return failed(fmt.Errorf("identical files: %w", err))
-	}
-	for _, set := range dupes.Sets {
-		dg.addDupes(set)
-	}
-	dupes = nil
-	dg.sum()
-	need := dg.need(thr / 100)
-	if len(need) > 0 {
-		paths := make([]string, len(need))
-		for i, d := range need {
-			paths[i] = dg.dirs[d].path
+		if errors.Is(err, dirsim.ErrNoLinks) {
+			err = fmt.Errorf("%w: it is older than this sifctl", err)
 		}
-		ts, err := c.DirTotals(ctx, paths, 0)
-		if err != nil {
-			return failed(fmt.Errorf("directory totals: %w", err))
-		}
-		for i, d := range need {
-			t := ts.Dirs[i]
-			dg.setTotal(d, t.Bytes, t.Files, t.Truncated)
-		}
+		return failed(err)
 	}
-	dg.judge(thr / 100)
-	line := dirGroupsLine{Threshold: thr, Dirs: true, Groups: []dirGroupJSON{}}
-	for _, grp := range dg.groups() {
-		line.Groups = append(line.Groups, dg.wireGroup(grp))
-	}
-	line.ElapsedNs = time.Since(start).Nanoseconds()
+	line := dirGroupsLine{Threshold: o.Threshold, Dirs: true, Groups: groups, ElapsedNs: time.Since(start).Nanoseconds()}
 	if g.json {
 		if err := g.printJSON(line); err != nil {
 			return err
@@ -118,37 +49,6 @@ func groupsDirs(ctx context.Context, g *globals, o ipc.GroupsOptions, thr float6
 		return nothing()
 	}
 	return nil
-}
-
-// wireGroup renders a group for the answer.
-func (g *dirGrouping) wireGroup(grp dirGroupOut) dirGroupJSON {
-	out := dirGroupJSON{Saving: int64(math.Round(grp.saving)), Reference: g.wireDir(grp.ref), Members: make([]dirGroupDir, 0, len(grp.members))}
-	out.Reference.Percent = 100
-	for _, m := range grp.members {
-		d := g.wireDir(m.dir)
-		p := &g.pairs[m.pair]
-		s, o := 0, 1 // m's side of the pair, and the other's
-		if p.b == m.dir {
-			s, o = 1, 0
-		}
-		if m.via {
-			v := ipc.NewFilePath(g.dirs[p.dir(o)].path)
-			d.Via = &v
-		}
-		cont, rev, r := pct(p.cont[s]), pct(p.cont[o]), pct(p.res)
-		shared := int64(math.Round(p.shared[s]))
-		files := dirFiles{Identical: p.identical[s], Similar: p.similar[s]}
-		files.Missing = max(0, int(d.IndexedFiles)-files.Identical-files.Similar)
-		d.Percent = pct(m.percent)
-		d.Containment, d.ReverseContainment, d.Resemblance, d.SharedBytes, d.Files = &cont, &rev, &r, &shared, &files
-		out.Members = append(out.Members, d)
-	}
-	return out
-}
-
-func (g *dirGrouping) wireDir(d int32) dirGroupDir {
-	x := &g.dirs[d]
-	return dirGroupDir{FilePath: ipc.NewFilePath(x.path), Size: x.bytes, IndexedFiles: x.nfiles}
 }
 
 // printDirGroups prints the groups as text, one line each: what deleting

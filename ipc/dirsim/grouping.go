@@ -1,4 +1,4 @@
-package main
+package dirsim
 
 import (
 	"cmp"
@@ -9,56 +9,9 @@ import (
 	"github.com/sif-dev/sif/ipc"
 )
 
-// Directory groups, the arithmetic of `sifctl groups --dirs`: from pairs
-// of indexed files that are identical or similar to the groups of
-// directories that are near-copies of each other.
-//
-//   - A file pair is two files f and g and how much of each the other
-//     holds: f's size times the containment of f in g, and the reverse
-//     (both whole sizes when the two are identical).
-//   - The candidates are the pairs of directories at the same depth
-//     offset above the two files of a pair: their own directories, their
-//     parents, and so on, until the two are one directory, or one of them
-//     is a top (its root, or --prefix), or one holds the other: that pair
-//     is the last, a candidate when the two files lie at one relative
-//     path below it, and the holder stands for its files outside the
-//     other (a directory holding a copy of its own files, as a vendored
-//     copy of the project inside it; not a root holding copies of a tree
-//     elsewhere than the tree itself).
-//   - shared(A in B), for a candidate (A, B), sums over the files under A
-//     the most of each found in one file under B, whatever their depths
-//     (a copy nested deeper in A than A's own files counts whole); the
-//     other way likewise. containment(A in B) is that over the bytes
-//     indexed under A (from the daemon); resemblance is the lesser of the
-//     two sums (the bytes they share) over the union (both sizes less it).
-//   - A pair is kept when its resemblance reaches the threshold: each
-//     holds most of the other, and not only as many copies of it (a
-//     directory holding two copies of proj/ contains proj/ and is
-//     contained in it, but resembles it at 50 %).
-//
-// Folding keeps one pair per copied tree:
-//
-//   - A kept pair whose shared bytes are, both ways, no more than those of
-//     a kept pair within it (each directory in the pair's, or one of them)
-//     adds nothing to it: the copy's top is the smaller pair, and this one
-//     is dropped (a copy of proj/ in a directory holding nothing else is
-//     proj/, not its parent).
-//   - A kept pair (A/x, B/y) folds into a kept pair above it at the same
-//     depth offset, (A, B) or higher, that is not dropped: a copied tree
-//     is one pair, at its top, whatever was renamed or moved inside it.
-//   - The pairs left are linked into groups (union-find). A pair whose
-//     ancestors at the same depth offset are both in one group (they may
-//     hold one another) says nothing new, and is dropped: the src/ of two
-//     copies of a tree, one nested inside the other, is part of them. A
-//     folded pair whose two directories are in groups still links them: a
-//     tree duplicated inside each of two copies is one group.
-//
-// The saving of a group is the bytes deleting all its directories but the
-// reference would reclaim and lose nothing the reference holds: for each
-// other member, the bytes of it found in the directory it is linked to
-// (the reference, or its strongest link), less the files whose every
-// match there is a hard link of them; a member inside another member
-// that is not the reference is counted with it.
+// The arithmetic of Groups: from pairs of indexed files that are
+// identical or similar to the groups of directories that are near-copies
+// of each other, summed, kept, folded and linked as the package doc says.
 
 // Bounds of the pairs a set of files yields.
 const (
@@ -71,9 +24,13 @@ const (
 	dirLinkPairs = 256
 )
 
-// dirGrouping is the state of one `groups --dirs`: directories and files
-// by number, the directory pairs, and what each file pair brought them.
-type dirGrouping struct {
+// Grouping sums the file pairs of groups of similar files and of sets of
+// identical files into pairs of directories, and makes the groups of
+// directories of them (see the package doc). Feed it with AddGroup and
+// AddDupes, then call Groups once. It holds directories and files by
+// number, the directory pairs, and what each file pair brought them. It
+// is not safe for concurrent use.
+type Grouping struct {
 	tops   map[string]bool
 	dirs   []gDir
 	dirID  map[string]int32
@@ -139,10 +96,11 @@ const (
 	shareHardLink              // the two files are one file on disk
 )
 
-// newDirGrouping starts a grouping whose pairs climb no higher than the
-// directories tops (the roots and --prefix); a filesystem's root is one.
-func newDirGrouping(tops []string) *dirGrouping {
-	g := &dirGrouping{tops: make(map[string]bool), dirID: make(map[string]int32),
+// NewGrouping starts a grouping whose pairs climb no higher than the
+// directories tops (absolute: the daemon's roots and the prefix asked,
+// if any); a filesystem's root is always one.
+func NewGrouping(tops []string) *Grouping {
+	g := &Grouping{tops: make(map[string]bool), dirID: make(map[string]int32),
 		fileID: make(map[string]int32), pairID: make(map[uint64]int32)}
 	for _, t := range tops {
 		if t != "" {
@@ -154,7 +112,7 @@ func newDirGrouping(tops []string) *dirGrouping {
 
 // dir returns the number of directory path, adding it and the
 // directories above it up to its top.
-func (g *dirGrouping) dir(path string) int32 {
+func (g *Grouping) dir(path string) int32 {
 	if id, ok := g.dirID[path]; ok {
 		return id
 	}
@@ -169,7 +127,7 @@ func (g *dirGrouping) dir(path string) int32 {
 }
 
 // file returns the number of the file at path, of size bytes.
-func (g *dirGrouping) file(path string, size int64) int32 {
+func (g *Grouping) file(path string, size int64) int32 {
 	if id, ok := g.fileID[path]; ok {
 		return id
 	}
@@ -182,13 +140,13 @@ func (g *dirGrouping) file(path string, size int64) int32 {
 // addGroup counts the file pairs of a groups answer's group (asked for
 // with its links): each link pairs every file of one end, its copies
 // included, with every file of the other (up to dirLinkPairs pairs).
-func (g *dirGrouping) addGroup(grp ipc.Group) {
+func (g *Grouping) addGroup(grp ipc.Group) {
 	files := append([]ipc.GroupFile{grp.Reference}, grp.Members...)
 	ids := make([][]int32, len(files))
 	idsOf := func(i int) []int32 {
 		if ids[i] == nil {
 			f := &files[i]
-			ids[i] = append(ids[i], g.file(wirePath(f.Path, f.PathRaw), f.Size))
+			ids[i] = append(ids[i], g.file(ipc.FilePath{Path: f.Path, PathRaw: f.PathRaw}.Exact(), f.Size))
 			for _, c := range f.Copies {
 				ids[i] = append(ids[i], g.file(c.Exact(), f.Size))
 			}
@@ -221,7 +179,7 @@ func (g *dirGrouping) addGroup(grp ipc.Group) {
 // addDupes counts the file pairs of a set of identical files: all of them
 // up to dirSetPairs files, else its first file with each other one. Hard
 // links to one file are pairs that save nothing.
-func (g *dirGrouping) addDupes(set ipc.DupeSet) {
+func (g *Grouping) addDupes(set ipc.DupeSet) {
 	ids := make([]int32, len(set.Files))
 	inode := make([]string, len(set.Files)) // the first path of each file's inode
 	for i, f := range set.Files {
@@ -242,7 +200,7 @@ func (g *dirGrouping) addDupes(set ipc.DupeSet) {
 }
 
 // pair returns the number of the pair of directories x and y, adding it.
-func (g *dirGrouping) pair(x, y int32) int32 {
+func (g *Grouping) pair(x, y int32) int32 {
 	a, b := min(x, y), max(x, y)
 	k := uint64(a)<<32 | uint64(b)
 	if id, ok := g.pairID[k]; ok {
@@ -265,7 +223,7 @@ func (g *dirGrouping) pair(x, y int32) int32 {
 // f h contains, 0..1, hInF the reverse; identical and hardLink say what
 // the two are. It adds the directory pairs at the same depth offset above
 // them, the candidates.
-func (g *dirGrouping) add(f, h int32, fInH, hInF float64, identical, hardLink bool) {
+func (g *Grouping) add(f, h int32, fInH, hInF float64, identical, hardLink bool) {
 	fp := filePair{f: f, h: h, fInH: min(1, fInH), hInF: min(1, hInF)}
 	if identical {
 		fp.flags |= shareIdentical
@@ -305,7 +263,7 @@ type filePair struct {
 // those at the same depth offset: a copy nested deeper in a directory
 // than the directory's own files counts for it. It is called once, after
 // the last add.
-func (g *dirGrouping) sum() {
+func (g *Grouping) sum() {
 	inPair := make([]bool, len(g.dirs))
 	for i := range g.pairs {
 		p := &g.pairs[i]
@@ -384,7 +342,7 @@ func (g *dirGrouping) sum() {
 
 // need returns the directories whose totals decide a pair: those of the
 // pairs that may reach thr (0..1) by the bytes known under them.
-func (g *dirGrouping) need(thr float64) []int32 {
+func (g *Grouping) need(thr float64) []int32 {
 	var out []int32
 	seen := make(map[int32]bool)
 	for i := range g.pairs {
@@ -414,14 +372,14 @@ func resemblance(shared [2]float64, a, b int64) float64 {
 }
 
 // setTotal records directory d's totals from the daemon.
-func (g *dirGrouping) setTotal(d int32, bytes, files int64, truncated bool) {
+func (g *Grouping) setTotal(d int32, bytes, files int64, truncated bool) {
 	x := &g.dirs[d]
 	x.bytes, x.nfiles, x.truncated, x.haveTotal = bytes, files, truncated, true
 }
 
 // bytes returns the bytes indexed under side s of pair p, outside the
 // other side when s holds it.
-func (g *dirGrouping) bytes(p *gPair, s int) int64 {
+func (g *Grouping) bytes(p *gPair, s int) int64 {
 	b := g.dirs[p.dir(s)].bytes
 	if int(p.holder) == s {
 		b -= g.dirs[p.dir(1-s)].bytes
@@ -430,7 +388,7 @@ func (g *dirGrouping) bytes(p *gPair, s int) int64 {
 }
 
 // known is bytes for the bytes known.
-func (g *dirGrouping) known(p *gPair, s int) int64 {
+func (g *Grouping) known(p *gPair, s int) int64 {
 	b := g.dirs[p.dir(s)].known
 	if int(p.holder) == s {
 		b -= g.dirs[p.dir(1-s)].known
@@ -447,8 +405,8 @@ func (p *gPair) dir(s int) int32 {
 }
 
 // judge computes each pair's containments and keeps, drops and folds them
-// (see above); thr is 0..1.
-func (g *dirGrouping) judge(thr float64) {
+// (see the package doc); thr is 0..1.
+func (g *Grouping) judge(thr float64) {
 	for i := range g.pairs {
 		p := &g.pairs[i]
 		da, db := &g.dirs[p.a], &g.dirs[p.b]
@@ -530,7 +488,7 @@ func (g *dirGrouping) judge(thr float64) {
 // within reports whether pair c lies within pair p, whose sides pa and pb
 // hold c's a and b: the side of p that holds p's other side stands for
 // its files outside it, so c's directory there must be outside too.
-func (g *dirGrouping) within(c, p *gPair, pa, pb int) bool {
+func (g *Grouping) within(c, p *gPair, pa, pb int) bool {
 	switch int(p.holder) {
 	case pa:
 		return !inTree(g.dirs[c.a].path, g.dirs[p.dir(pb)].path)
@@ -574,7 +532,7 @@ func (u *dirSets) union(a, b int32) {
 }
 
 // link links the directories of the listed pairs.
-func (g *dirGrouping) link() *dirSets {
+func (g *Grouping) link() *dirSets {
 	u := &dirSets{parent: make(map[int32]int32)}
 	for i := range g.pairs {
 		if p := &g.pairs[i]; p.listed() {
@@ -601,7 +559,7 @@ type dirMemberOut struct {
 
 // groups returns the groups of the listed pairs, by saving, then by the
 // reference's path. judge must have run.
-func (g *dirGrouping) groups() []dirGroupOut {
+func (g *Grouping) groups() []dirGroupOut {
 	// The links: the listed pairs, and the folded pairs both of whose
 	// directories are in listed pairs: a tree duplicated inside each of
 	// two copies is then one group, not one per copy.
@@ -634,7 +592,7 @@ func (g *dirGrouping) groups() []dirGroupOut {
 }
 
 // group builds the group of the links pairs.
-func (g *dirGrouping) group(pairs []int32) dirGroupOut {
+func (g *Grouping) group(pairs []int32) dirGroupOut {
 	links := make(map[int32]int) // member → its links
 	for _, i := range pairs {
 		links[g.pairs[i].a]++
@@ -713,7 +671,7 @@ func (g *dirGrouping) group(pairs []int32) dirGroupOut {
 }
 
 // other returns the directory of pair i that is not d.
-func (g *dirGrouping) other(i, d int32) int32 {
+func (g *Grouping) other(i, d int32) int32 {
 	if p := &g.pairs[i]; p.a != d {
 		return p.a
 	}

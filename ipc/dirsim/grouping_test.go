@@ -1,8 +1,9 @@
 //go:build unix
 
-package main
+package dirsim
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -29,16 +30,20 @@ type dgLink struct {
 	aInB, bInA float64
 }
 
-// run groups c's directories at thr (0..1) under the top /r, as
-// groupsDirs does with the daemon's answers, and returns the grouping and
-// the groups as rendered, one line each.
-func (c *dgCase) run(t *testing.T, thr float64) (*dirGrouping, []dirGroupJSON, []string) {
+// run groups c's directories at thr (0..1) under the top /r, through
+// Grouping's API as Groups does with the daemon's answers (c answers for
+// the totals), and returns the grouping and the groups, also as rendered,
+// one line each.
+func (c *dgCase) run(t *testing.T, thr float64) (*Grouping, []Group, []string) {
 	t.Helper()
-	g := newDirGrouping([]string{"/r"})
+	g := NewGrouping([]string{"/r"})
 	for _, l := range c.links {
-		g.addGroup(ipc.Group{Reference: ipc.GroupFile{Path: l.a, Size: c.size(t, l.a)},
+		err := g.AddGroup(ipc.Group{Reference: ipc.GroupFile{Path: l.a, Size: c.size(t, l.a)},
 			Members: []ipc.GroupFile{{Path: l.b, Size: c.size(t, l.b)}},
 			Links:   []ipc.GroupLink{{A: 0, B: 1, AInB: 100 * l.aInB, BInA: 100 * l.bInA}}})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, set := range c.dupes {
 		ds := ipc.DupeSet{Size: c.size(t, set[0])}
@@ -50,28 +55,34 @@ func (c *dgCase) run(t *testing.T, thr float64) (*dirGrouping, []dirGroupJSON, [
 			}
 			ds.Files = append(ds.Files, df)
 		}
-		g.addDupes(ds)
+		g.AddDupes(ds)
 	}
-	g.sum()
-	for _, d := range g.need(thr) {
+	out, err := g.Groups(context.Background(), c, 100*thr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, grp := range out {
+		lines = append(lines, renderDirGroup(grp))
+	}
+	return g, out, lines
+}
+
+// DirTotals counts the files of c under each directory, as the daemon
+// would.
+func (c *dgCase) DirTotals(_ context.Context, dirs []string, _ int) (*ipc.DirTotalsResponse, error) {
+	out := &ipc.DirTotalsResponse{}
+	for _, d := range dirs {
 		var bytes, n int64
 		for f, size := range c.files {
-			if inTree(f, g.dirs[d].path) {
+			if inTree(f, d) {
 				bytes += size
 				n++
 			}
 		}
-		g.setTotal(d, bytes, n, c.truncated[g.dirs[d].path])
+		out.Dirs = append(out.Dirs, ipc.DirTotal{FilePath: ipc.NewFilePath(d), Files: n, Bytes: bytes, Truncated: c.truncated[d]})
 	}
-	g.judge(thr)
-	var out []dirGroupJSON
-	var lines []string
-	for _, grp := range g.groups() {
-		w := g.wireGroup(grp)
-		out = append(out, w)
-		lines = append(lines, renderDirGroup(w))
-	}
-	return g, out, lines
+	return out, nil
 }
 
 func (c *dgCase) size(t *testing.T, f string) int64 {
@@ -85,7 +96,7 @@ func (c *dgCase) size(t *testing.T, f string) int64 {
 
 // renderDirGroup is a group in short: its saving, its reference and its
 // members with their percentages.
-func renderDirGroup(g dirGroupJSON) string {
+func renderDirGroup(g Group) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d: R %s", g.Saving, g.Reference.Path)
 	for _, m := range g.Members {

@@ -1,10 +1,11 @@
 //go:build unix
 
-package main
+package dirsim
 
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,8 +17,8 @@ import (
 // TestWalkDir: regular files of a byte or more are listed, relative to
 // the directory; symlinks (to files and directories) are not followed,
 // fifos are skipped without being opened, empty files counted; an
-// unreadable subdirectory is named on stderr and skipped, and an
-// unreadable directory asked about is an error.
+// unreadable subdirectory is named (to Options.Skipped) and skipped, and
+// an unreadable directory asked about is an error.
 func TestWalkDir(t *testing.T) {
 	dir := t.TempDir()
 	write := func(rel, content string) {
@@ -38,9 +39,10 @@ func TestWalkDir(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(dir, "sub", "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// stderr is what sifctl prints of the files skipped.
 	var stderr bytes.Buffer
-	g := &globals{stderr: &stderr}
-	w, err := walkDir(context.Background(), g, "shown", dir)
+	skipped := func(path string, err error) { fmt.Fprintf(&stderr, "sifctl: %s: %v (skipped)\n", path, err) }
+	w, err := walkDir(context.Background(), "shown", dir, skipped)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,7 @@ func TestWalkDir(t *testing.T) {
 		t.Errorf("%d empty, %d special, %d unreadable, stderr %q; want 1, 3, 0, none", w.empty, w.special, w.unreadable, stderr.String())
 	}
 
-	if _, err := walkDir(context.Background(), g, "nope", filepath.Join(dir, "nope")); err == nil || err.Error() != "nope: no such file or directory" {
+	if _, err := walkDir(context.Background(), "nope", filepath.Join(dir, "nope"), skipped); err == nil || err.Error() != "nope: no such file or directory" {
 		t.Errorf("missing directory: %v", err)
 	}
 	if os.Geteuid() == 0 {
@@ -63,11 +65,11 @@ func TestWalkDir(t *testing.T) {
 	os.Mkdir(locked, 0)
 	defer os.Chmod(locked, 0o755)
 	stderr.Reset()
-	w, err = walkDir(context.Background(), g, "shown", dir)
+	w, err = walkDir(context.Background(), "shown", dir, skipped)
 	if err != nil || w.unreadable != 1 || !strings.Contains(stderr.String(), filepath.Join("shown", "sub", "locked")+": permission denied (skipped)") {
 		t.Errorf("unreadable subdirectory: %v, %d unreadable, stderr %q", err, w.unreadable, stderr.String())
 	}
-	if _, err := walkDir(context.Background(), g, "locked", locked); err == nil || err.Error() != "locked: permission denied" {
+	if _, err := walkDir(context.Background(), "locked", locked, skipped); err == nil || err.Error() != "locked: permission denied" {
 		t.Errorf("unreadable directory asked about: %v", err)
 	}
 }

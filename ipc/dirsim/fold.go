@@ -1,4 +1,4 @@
-package main
+package dirsim
 
 import (
 	"cmp"
@@ -9,43 +9,11 @@ import (
 	"strings"
 )
 
-// Directory similarity, the arithmetic: from the matches of each file of
-// the directory asked about (the query directory, Q) to the directories
-// that hold a good part of it.
-//
-//   - A pair is one match of a query file f: an indexed file g outside Q,
-//     with the bytes of f found in g (f's size times the containment of f
-//     in g; f's whole size when the two are identical) and the bytes of g
-//     found in f (g's size times the reverse containment).
-//   - Every pair counts for each ancestor directory D of g, from g's
-//     directory up to the top (the root g lies under, or --prefix), except
-//     Q itself, its ancestors and its descendants: those are the candidates.
-//   - shared(D) sums, over the query files, the best bytes each has in any
-//     file under D; containment is shared(D) over Q's bytes. An identical
-//     file under D makes f identical there; a lesser match, similar; no
-//     match, missing.
-//   - revShared(D) sums, over the files under D that match, the best bytes
-//     each has in any query file: reverse containment is revShared(D) over
-//     the bytes indexed under D (from the daemon, dirTotals).
-//
-// Folding keeps one line per copy of Q:
-//
-//   - A directory is listed when it reaches the threshold and adds
-//     something: its shared bytes exceed those of each candidate directly
-//     under it, or its files outside the listed directories under it reach
-//     the threshold on their own (a copy holding a nested copy is listed
-//     beside it). So the ancestors of a copy, up to its root, which hold
-//     nothing more of Q, are not listed: a copied tree is one line at its
-//     top.
-//   - A listed directory under another listed one is a part of it, and
-//     dropped, when its matches sit at the paths they have in Q (g is
-//     A/rel where f is Q/rel) under a directory A that is the other one
-//     or above it, more than in itself: src/ of a copy of Q is a part of
-//     that copy, also when the copy is listed below its top A because A
-//     holds nothing of Q outside it; a copy of Q nested in another copy
-//     is a copy of its own.
+// The arithmetic of Similar: from the matches of each file of the query
+// directory to the directories that hold a good part of it, summed and
+// folded as the package doc says.
 
-// dirPair is one match of a query file (see above).
+// dirPair is one match of a query file (a pair, in the package doc).
 type dirPair struct {
 	f         int    // the query file, an index into dirQuery.files
 	path      string // the indexed file g, absolute
@@ -222,7 +190,7 @@ func (q *dirQuery) totals(c *dirCand) {
 func more(a, b float64) bool { return a > b+0.5+1e-9*math.Abs(b) }
 
 // fold marks the candidates to list, at containment thr (0..1) or more,
-// and returns them (see the package comment above).
+// and returns them (see the package doc).
 func (q *dirQuery) fold(cands []*dirCand, thr float64) []*dirCand {
 	maxChild := make(map[*dirCand]float64)
 	for _, c := range cands { // deepest first: children before parents
