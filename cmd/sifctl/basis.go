@@ -166,11 +166,3 @@ func printBasis(g *globals, file string, rep bool, r *ipc.BasisResponse) {
 		fmt.Fprintf(w, "  %9d  %s  %d%s\n", c.EstimatedBytes, exactPath(c.Path, c.PathRaw), c.Size, note)
 	}
 }
-
-// exactPath returns a wire path's exact bytes.
-func exactPath(p, raw string) string {
-	if e, err := ipc.JoinPath(p, raw); err == nil {
-		return e
-	}
-	return p
-}

@@ -1,11 +1,13 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -158,11 +160,11 @@ func (p *groupsText) group(grp ipc.Group) error {
 	}
 	p.groups++
 	p.files += 1 + len(grp.Reference.Copies)
-	fmt.Fprintf(&b, "\nR100 %s %d\n", wirePath(grp.Reference.Path, grp.Reference.PathRaw), grp.Reference.Size)
+	fmt.Fprintf(&b, "\nR100 %s %d\n", exactPath(grp.Reference.Path, grp.Reference.PathRaw), grp.Reference.Size)
 	printCopies(&b, grp.Reference.Copies)
 	for _, m := range grp.Members {
 		p.files += 1 + len(m.Copies)
-		path := wirePath(m.Path, m.PathRaw)
+		path := exactPath(m.Path, m.PathRaw)
 		note := ""
 		if m.Template {
 			note = "  template" // linked through content shared by many files
@@ -214,176 +216,79 @@ func (p *groupsJSON) cut()          { fmt.Fprintln(p.w) }
 func (p *groupsJSON) started() bool { return p.list.n > 0 }
 func (p *groupsJSON) count() int    { return p.list.n }
 
-// jsonList writes the list of a JSON object as its elements come: the
-// object up to the list's "[" (open) before the first, a comma before each
-// other. The caller writes what follows the list.
-type jsonList struct {
-	open string
-	n    int // the elements written
-}
-
-func (l *jsonList) add(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	sep := ","
-	if l.n == 0 {
-		sep = l.open
-	}
-	l.n++
-	_, err = io.WriteString(w, sep+string(b))
-	return err
-}
-
-func writeJSONLine(w io.Writer, v any) error {
-	b, err := ipc.MarshalJSONLine(v)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
-	return err
-}
-
 func printCopies(w io.Writer, copies []ipc.FilePath) {
 	for _, c := range copies {
 		fmt.Fprintf(w, "      = %s\n", c.Exact())
 	}
 }
 
-func wirePath(p, raw string) string {
-	if exact, err := ipc.JoinPath(p, raw); err == nil {
-		return exact
-	}
-	return p
+// `sifctl groups --dirs`: groups of directories that are near-copies of
+// each other, found by package ipc/dirsim; below, the answer's shape and
+// its printing.
+
+// dirGroupsLine is the answer of `sifctl groups --dirs --json`.
+type dirGroupsLine struct {
+	Threshold float64        `json:"threshold"`
+	Dirs      bool           `json:"dirs"` // always true
+	Groups    []dirsim.Group `json:"groups"`
+	ElapsedNs int64          `json:"elapsed_ns"`
 }
 
-func newDupesCmd(g *globals) *cobra.Command {
-	var prefix string
-	cmd := &cobra.Command{
-		Use:   "dupes [--json]",
-		Short: "List sets of identical files in the index",
-		Long: `dupes lists the sets of indexed files with identical content (equal size and
-SHA-256), largest files first, and the copies each set holds beyond one and
-the bytes they take. Hard links to one file (same device and inode) are
-listed, marked as links, but are one copy on disk: they are not counted as
-redundant. The last line sums the sets:
-
-  3 identical files of 300000 bytes, 2 copies on disk:
-    /srv/a/big.iso
-    /srv/b/big.iso  (hard link of /srv/a/big.iso)
-    /srv/c/big.iso
-  1 set, 3 files: 1 redundant copy, 300000 bytes
-
-With --json, one object: {"sets": [{"size": N, "strong": HEX, "files":
-[{"path": P, "hard_link_of": {"path": P}}, ...], "inodes": N,
-"redundant_files": N, "redundant_bytes": N}, ...], "totals": {"sets": N,
-"files": N, "redundant_files": N, "redundant_bytes": N}}.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			prefix, err := absPrefix(prefix)
-			if err != nil {
-				return failed(err)
-			}
-			// Each set is printed as it arrives, so that neither sifctl
-			// nor the daemon holds the answer whole.
-			var p dupesPrinter = &dupesText{w: g.stdout}
-			if g.json {
-				p = &dupesJSON{w: g.stdout, list: jsonList{open: `{"sets":[`}}
-			}
-			totals, err := g.client().DupesEach(cmd.Context(), prefix, p.set)
-			if err != nil {
-				if p.count() > 0 {
-					p.cut() // what was printed is not the whole answer
-				}
-				return failed(err)
-			}
-			if err := p.end(totals); err != nil {
-				return failed(err)
-			}
-			if p.count() == 0 {
-				return nothing()
-			}
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&prefix, "prefix", "", "only files in this directory tree (whole path components; relative to the current directory)")
-	return cmd
-}
-
-// dupesPrinter prints a dupes answer as its sets arrive.
-type dupesPrinter interface {
-	set(ipc.DupeSet) error
-	end(ipc.DupesTotals) error
-	cut() // the answer stopped midway, after some sets
-	count() int
-}
-
-// dupesText prints each set, then a line summing them.
-type dupesText struct {
-	w    io.Writer
-	sets int
-}
-
-func (p *dupesText) set(s ipc.DupeSet) error {
-	p.sets++
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d identical files of %d bytes", len(s.Files), s.Size)
-	if s.Inodes != len(s.Files) {
-		fmt.Fprintf(&b, ", %s on disk", count(s.Inodes, "copy", "copies"))
-	}
-	b.WriteString(":\n")
-	for _, f := range s.Files {
-		if f.HardLinkOf != nil {
-			fmt.Fprintf(&b, "  %s  (hard link of %s)\n", f.Exact(), f.HardLinkOf.Exact())
-		} else {
-			fmt.Fprintf(&b, "  %s\n", f.Exact())
-		}
-	}
-	_, err := io.WriteString(p.w, b.String())
-	return err
-}
-
-func (p *dupesText) end(t ipc.DupesTotals) error {
-	if p.sets == 0 {
-		_, err := fmt.Fprintln(p.w, "No identical files.")
-		return err
-	}
-	_, err := fmt.Fprintf(p.w, "%s, %s: %s, %d bytes\n", count(t.Sets, "set", "sets"), count(t.Files, "file", "files"),
-		count(t.RedundantFiles, "redundant copy", "redundant copies"), t.RedundantBytes)
-	return err
-}
-
-func (p *dupesText) cut()       { fmt.Fprintln(p.w, "(answer cut short: the sets above are not all)") }
-func (p *dupesText) count() int { return p.sets }
-
-// dupesJSON prints the answer as the daemon sends it, one object
-// (ipc.DupesResponse), writing each set once it arrives.
-type dupesJSON struct {
-	w    io.Writer
-	list jsonList
-}
-
-func (p *dupesJSON) set(s ipc.DupeSet) error { return p.list.add(p.w, s) }
-
-func (p *dupesJSON) end(t ipc.DupesTotals) error {
-	if p.list.n == 0 {
-		return writeJSONLine(p.w, ipc.DupesResponse{Sets: []ipc.DupeSet{}, Totals: t})
-	}
-	b, err := json.Marshal(t)
+// groupsDirs answers `sifctl groups --dirs`: it prints the groups and
+// returns nothing() when there are none. o shapes the file links; its
+// threshold is the directories', percent.
+func groupsDirs(ctx context.Context, g *globals, o ipc.GroupsOptions) error {
+	start := time.Now()
+	groups, err := dirsim.Groups(ctx, g.client(), &dirsim.GroupsOptions{Threshold: o.Threshold, Prefix: o.Prefix,
+		MaxDF: o.MaxDF, MinShared: o.MinShared, AllTypes: o.AllTypes})
 	if err != nil {
-		return err
+		if errors.Is(err, dirsim.ErrNoLinks) {
+			err = fmt.Errorf("%w: it is older than this sifctl", err)
+		}
+		return failed(err)
 	}
-	_, err = io.WriteString(p.w, `],"totals":`+string(b)+"}\n")
-	return err
+	line := dirGroupsLine{Threshold: o.Threshold, Dirs: true, Groups: groups, ElapsedNs: time.Since(start).Nanoseconds()}
+	if g.json {
+		if err := g.printJSON(line); err != nil {
+			return err
+		}
+	} else if err := printDirGroups(g.stdout, &line); err != nil {
+		return failed(err)
+	}
+	if len(line.Groups) == 0 {
+		return nothing()
+	}
+	return nil
 }
 
-// cut leaves the JSON unfinished, so that no decoder takes it for a whole
-// answer.
-func (p *dupesJSON) cut()       { fmt.Fprintln(p.w) }
-func (p *dupesJSON) count() int { return p.list.n }
-
-// count renders n with its noun, e.g. "1 set", "2 sets".
-func count(n int, one, many string) string {
-	return fmt.Sprintf("%d %s", n, plural(n, one, many))
+// printDirGroups prints the groups as text, one line each: what deleting
+// all but the reference would save, then the reference (R) and each
+// member with its percentage, path and size; a member linked only
+// through another member shows "~" and names it.
+func printDirGroups(w io.Writer, l *dirGroupsLine) error {
+	var b strings.Builder
+	if len(l.Groups) == 0 {
+		fmt.Fprintf(&b, "No groups of similar directories. Minimum similarity = %g%%\n", l.Threshold)
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	fmt.Fprintf(&b, "Groups of similar directories, largest saving first. Minimum similarity = %g%%\n\n", l.Threshold)
+	dirs := 0
+	for _, grp := range l.Groups {
+		dirs += 1 + len(grp.Members)
+		fmt.Fprintf(&b, "%d to save: R %s %d", grp.Saving, grp.Reference.Exact(), grp.Reference.Size)
+		for _, m := range grp.Members {
+			if m.Via != nil {
+				fmt.Fprintf(&b, " | ~%.0f %s %d (via %s)", m.Percent, m.Exact(), m.Size, m.Via.Exact())
+			} else {
+				fmt.Fprintf(&b, " | %.0f %s %d", m.Percent, m.Exact(), m.Size)
+			}
+		}
+		b.WriteByte('\n')
+	}
+	// No total of the savings: a group may lie inside a member of another,
+	// whose saving holds its own.
+	fmt.Fprintf(&b, "\n%s of similar directories, %s.\n", count(len(l.Groups), "group", "groups"), count(dirs, "directory", "directories"))
+	_, err := io.WriteString(w, b.String())
+	return err
 }

@@ -1,6 +1,10 @@
 // Command sifctl asks a running sifd which files are similar, grouped, or
 // identical, and compares two files directly. It also manages the daemon's
 // roots and synchronises scripts with it (rescan, wait).
+//
+// sifctl holds the flags and the printing, one file per command
+// (similar.go, groups.go, ...); the client is package ipc, and directory
+// similarity (similar DIR, groups --dirs) is package ipc/dirsim.
 package main
 
 import (

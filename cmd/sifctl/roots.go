@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"text/tabwriter"
 
@@ -102,20 +101,6 @@ by 'sifctl roots'.`,
 		},
 	)
 	return cmd
-}
-
-// absDir makes dir absolute against the current directory, as the daemon
-// has another. It keeps dir's bytes: a name that is not UTF-8 is sent
-// exactly (see ipc.PathFields).
-func absDir(dir string) (string, error) {
-	if dir == "" {
-		return "", fmt.Errorf("empty directory name")
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", dir, err)
-	}
-	return abs, nil
 }
 
 // showRoots prints the roots, as a table or JSON, and returns nothing()
