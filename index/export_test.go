@@ -217,10 +217,3 @@ type PathFilter struct{ f pathFilter }
 func (f *PathFilter) Add(path string)          { f.f.add(pathHash(path)) }
 func (f *PathFilter) MayHold(path string) bool { return f.f.mayHold(pathHash(path)) }
 func (f *PathFilter) Filters() int             { return len(f.f.filters) }
-
-// LevelFiles returns the files counted at each level (counts.Levels).
-func (ix *Index) LevelFiles() []uint64 {
-	ix.countsMu.Lock()
-	defer ix.countsMu.Unlock()
-	return append([]uint64(nil), ix.counts.Levels[:]...)
-}

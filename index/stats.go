@@ -15,11 +15,6 @@ type counts struct {
 	Bytes    uint64 // sum of the records' sizes
 	Contents uint64 // content records
 	Postings uint64 // sum of the contents' Features: the postings stored
-	// Levels counts the files by the level of their content: a fingerprint
-	// key of level h can be held only by the files of level h or less
-	// (index keys are of their file's level or more), so Levels tells
-	// how many files could hold it (commonCut).
-	Levels [maxLevel + 1]uint64
 }
 
 // fileBytes is what a file adds to counts.Bytes.
@@ -28,11 +23,7 @@ func fileBytes(m FileMeta) uint64 { return uint64(max(m.Size, 0)) }
 // scanCounts computes counts from the file and content records in r.
 func scanCounts(r pebble.Reader) (counts, error) {
 	var c counts
-	type content struct {
-		features uint32
-		level    uint8
-	}
-	contents := make(map[uint32]content)
+	features := make(map[uint32]uint32) // content id → its number of features
 	lo, hi := keyspace(prefixContent)
 	err := scan(r, lo, hi, func(k, v []byte) error {
 		cid, err := parseIDKey(k, prefixContent)
@@ -43,7 +34,7 @@ func scanCounts(r pebble.Reader) (counts, error) {
 		if _, err := decodeContent(v, &rec); err != nil {
 			return fmt.Errorf("content %d: %w", cid, err)
 		}
-		contents[cid] = content{rec.Features, rec.Level}
+		features[cid] = rec.Features
 		c.Contents++
 		c.Postings += uint64(rec.Features)
 		return nil
@@ -62,8 +53,7 @@ func scanCounts(r pebble.Reader) (counts, error) {
 			return fmt.Errorf("file id %d: %w", id, err)
 		}
 		c.Files++
-		c.Features += uint64(contents[cid].features)
-		c.Levels[min(int(contents[cid].level), maxLevel)]++
+		c.Features += uint64(features[cid])
 		c.Bytes += fileBytes(meta)
 		return nil
 	})

@@ -305,10 +305,7 @@ func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry,
 		ix.notePath(ph)
 		w.set(pathKey(meta.Path), encodeID(id))
 		w.delta.Files++
-	} else {
-		w.delta.Levels[min(int(old.Level), maxLevel)]--
 	}
-	w.delta.Levels[min(int(rec.Level), maxLevel)]++
 	w.delta.Bytes += int64(fileBytes(rec.FileMeta)) - int64(fileBytes(old.FileMeta))
 	w.delta.Features += int64(rec.Features) - int64(old.Features)
 	if err := w.commit(); err != nil {
@@ -560,10 +557,7 @@ func (ix *Index) endWrite() {
 type batch struct {
 	ix    *Index
 	b     *pebble.Batch
-	delta struct {
-		Files, Features, Bytes, Contents, Postings int64
-		Levels                                     [maxLevel + 1]int64
-	}
+	delta struct{ Files, Features, Bytes, Contents, Postings int64 }
 	// moves are the changes to the number of files of existing contents:
 	// +1 when a file joins one, -1 when one leaves (a new content holds one
 	// file, which needs no entry).
@@ -720,7 +714,6 @@ func (ix *Index) removeFile(w *batch, rec FileRecord, cid uint32) error {
 	w.delete(inodeKey(rec.Dev, rec.Ino, rec.ID))
 	w.delete(recordKey(rec.ID))
 	w.delta.Files--
-	w.delta.Levels[min(int(rec.Level), maxLevel)]--
 	w.delta.Features -= int64(rec.Features)
 	w.delta.Bytes -= int64(fileBytes(rec.FileMeta))
 	return nil
@@ -748,9 +741,6 @@ func (w *batch) commit() error {
 	ix.counts.Bytes = addDelta(ix.counts.Bytes, w.delta.Bytes)
 	ix.counts.Contents = addDelta(ix.counts.Contents, w.delta.Contents)
 	ix.counts.Postings = addDelta(ix.counts.Postings, w.delta.Postings)
-	for l, d := range w.delta.Levels {
-		ix.counts.Levels[l] = addDelta(ix.counts.Levels[l], d)
-	}
 	ix.countsMu.Unlock()
 	if len(w.moves) > 0 {
 		ix.copiesMu.Lock()
