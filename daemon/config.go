@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/user"
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/sif-dev/sif/daemon/config"
 	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/ipc"
 )
@@ -25,57 +24,18 @@ const SystemStateDir = "/var/lib/sifd"
 // SystemDB is where a system-wide sifd keeps its index.
 const SystemDB = SystemStateDir + "/index"
 
-// DefaultMemoryLimit is the soft limit sifd sets on its Go heap when
-// neither memory_limit, --memory-limit nor $GOMEMLIMIT names one: the
-// collector works harder as the heap nears it, rather than let it grow
-// to twice the live heap. The index's cache (index.DefaultCacheSize) and
-// about 30 MB of code and C allocations come on top of it. MinMemoryLimit
-// is the least a configuration may set.
-const (
-	DefaultMemoryLimit = 128 << 20
-	MinMemoryLimit     = 32 << 20
-)
-
 // DefaultMaxFileSize is the largest file indexed when no limit is set.
 const DefaultMaxFileSize = 256 << 20
 
 // DefaultRescanInterval is how often what cannot be watched is rescanned.
 const DefaultRescanInterval = 30 * time.Minute
 
-// Values of Config.NetworkFS.
-const (
-	NetworkFSScan   = "scan"
-	NetworkFSRefuse = "refuse"
-)
-
-// Values of Config.SocketAccess.
-const (
-	SocketAll   = "all"
-	SocketOwner = "owner"
-)
-
 // socketMode returns the socket's permission bits for c.SocketAccess.
 func (c *Config) socketMode() os.FileMode {
-	if c.SocketAccess == SocketAll {
+	if c.SocketAccess == config.SocketAll {
 		return 0o666
 	}
 	return 0o600
-}
-
-// lookupGroup resolves a group name, or a numeric gid, to its gid.
-func lookupGroup(name string) (uint32, error) {
-	if n, err := strconv.ParseUint(name, 10, 32); err == nil {
-		return uint32(n), nil
-	}
-	g, err := user.LookupGroup(name)
-	if err != nil {
-		return 0, fmt.Errorf("group %q: %w", name, err)
-	}
-	n, err := strconv.ParseUint(g.Gid, 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("group %q: gid %q is not a number (groups are not numbered on this system)", name, g.Gid)
-	}
-	return uint32(n), nil
 }
 
 // Config is what sifd runs with. The zero value of a field means its
@@ -113,8 +73,8 @@ type Config struct {
 	// means DefaultRescanInterval.
 	RescanInterval time.Duration
 	// NetworkFS says what to do with a root on a filesystem that sends no
-	// change events (NFS, SMB, FUSE, proc): NetworkFSScan (the default)
-	// rescans it every RescanInterval, NetworkFSRefuse refuses it.
+	// change events (NFS, SMB, FUSE, proc): [config.NetworkFSScan] (the default)
+	// rescans it every RescanInterval, [config.NetworkFSRefuse] refuses it.
 	NetworkFS string
 	// EventBuffer is the capacity of the queue between the kernel's event
 	// reader and the daemon; 0 means the watcher's default. Tests make it
@@ -125,7 +85,7 @@ type Config struct {
 	DropEvents int
 	// MinFreeSpace is the free space, in bytes, kept on the filesystem of
 	// the index: below it, index writes are put on hold until there is
-	// room again. 0 means DefaultMinFreeSpace, or a quarter of the
+	// room again. 0 means [config.DefaultMinFreeSpace], or a quarter of the
 	// filesystem's size where that is less (space.go); negative means none
 	// is kept (writes stop only when they fail).
 	MinFreeSpace int64
@@ -148,11 +108,11 @@ type Config struct {
 	// first scan goes, and when it stops (see Notifier). sifd run sets
 	// one that speaks systemd's notify protocol.
 	Notifier Notifier
-	// SocketAccess says who may connect to the socket: SocketAll, every
+	// SocketAccess says who may connect to the socket: [config.SocketAll], every
 	// local user (mode 0666; each caller's answers name only the files it
-	// may read), or SocketOwner, the daemon's own user and root (0600).
-	// "" means SocketAll for the system socket (ipc.SystemSocket) and
-	// SocketOwner for any other, such as a per-user daemon's.
+	// may read), or [config.SocketOwner], the daemon's own user and root (0600).
+	// "" means [config.SocketAll] for the system socket (ipc.SystemSocket) and
+	// [config.SocketOwner] for any other, such as a per-user daemon's.
 	SocketAccess string
 	// SocketCheckEvery is how often the socket file is checked: if it
 	// was removed or replaced, the daemon listens again on a new one at
@@ -204,14 +164,14 @@ func (c Config) withDefaults() (Config, error) {
 		c.RescanInterval = DefaultRescanInterval
 	}
 	if c.MinFreeSpace == 0 {
-		c.MinFreeSpace = DefaultMinFreeSpace
+		c.MinFreeSpace = config.DefaultMinFreeSpace
 	}
 	switch c.NetworkFS {
 	case "":
-		c.NetworkFS = NetworkFSScan
-	case NetworkFSScan, NetworkFSRefuse:
+		c.NetworkFS = config.NetworkFSScan
+	case config.NetworkFSScan, config.NetworkFSRefuse:
 	default:
-		return c, fmt.Errorf("network_fs %q: want %q or %q", c.NetworkFS, NetworkFSScan, NetworkFSRefuse)
+		return c, fmt.Errorf("network_fs %q: want %q or %q", c.NetworkFS, config.NetworkFSScan, config.NetworkFSRefuse)
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = 10 * time.Second
@@ -224,17 +184,17 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	switch c.SocketAccess {
 	case "":
-		c.SocketAccess = SocketOwner
+		c.SocketAccess = config.SocketOwner
 		if c.Socket == ipc.SystemSocket {
-			c.SocketAccess = SocketAll
+			c.SocketAccess = config.SocketAll
 		}
-	case SocketAll, SocketOwner:
+	case config.SocketAll, config.SocketOwner:
 	default:
 		return c, fmt.Errorf("socket_access %q: want %q (every local user, answers filtered by their rights) or %q (the daemon's user and root)",
-			c.SocketAccess, SocketAll, SocketOwner)
+			c.SocketAccess, config.SocketAll, config.SocketOwner)
 	}
 	if c.OperatorGroup != "" {
-		if _, err := lookupGroup(c.OperatorGroup); err != nil {
+		if _, err := config.LookupGroup(c.OperatorGroup); err != nil {
 			return c, fmt.Errorf("operator_group: %w", err)
 		}
 	}
@@ -272,7 +232,7 @@ func cleanRoots(in []string) ([]string, error) {
 		if !st.IsDir() {
 			return nil, fmt.Errorf("root %s: not a directory", r)
 		}
-		if err := checkRootFS(r, real); err != nil {
+		if err := config.CheckRootFS(r, real); err != nil {
 			return nil, err
 		}
 		roots = append(roots, real)

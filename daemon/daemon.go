@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sif-dev/sif/daemon/config"
 	"github.com/sif-dev/sif/ipc"
 	"github.com/sif-dev/sif/ipc/server"
 	"github.com/sif-dev/sif/watcher"
@@ -131,9 +132,9 @@ func open(cfg Config) (*Daemon, error) {
 
 // access returns who may see and change what through the socket.
 func (d *Daemon) access() (*server.Access, error) {
-	a := &server.Access{Owner: uint32(os.Geteuid()), Private: d.cfg.SocketAccess == SocketOwner}
+	a := &server.Access{Owner: uint32(os.Geteuid()), Private: d.cfg.SocketAccess == config.SocketOwner}
 	if d.cfg.OperatorGroup != "" {
-		gid, err := lookupGroup(d.cfg.OperatorGroup)
+		gid, err := config.LookupGroup(d.cfg.OperatorGroup)
 		if err != nil {
 			return nil, fmt.Errorf("operator_group: %w", err)
 		}

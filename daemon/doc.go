@@ -19,7 +19,7 @@
 //     which win over the configuration. Each root's source is logged at
 //     start and shown in the status, as are configured roots left out. A
 //     root on a kernel pseudo-filesystem (proc, sysfs, devtmpfs...) is
-//     refused wherever it is named (rootfs.go).
+//     refused wherever it is named (config.CheckRootFS).
 //   - A scan walks a root without following symlinks and hands every regular
 //     file to the workers. A file whose size, modification time, device and
 //     inode equal its index record is unchanged and costs one stat; others

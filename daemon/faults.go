@@ -73,12 +73,6 @@ const (
 // reasonNoSpace is the reason of a hold on writes for want of room.
 const reasonNoSpace = "no space left on device"
 
-// DefaultMinFreeSpace is the free space kept on the index's filesystem
-// when Config.MinFreeSpace is 0: room for Pebble to flush a memtable and
-// compact. On a filesystem of less than four times as much, a quarter of
-// its size is kept instead (space.go).
-const DefaultMinFreeSpace = 64 << 20
-
 // faults is the daemon's fault state.
 type faults struct {
 	minFree uint64

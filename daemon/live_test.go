@@ -15,6 +15,7 @@ import (
 
 	"log/slog"
 
+	"github.com/sif-dev/sif/daemon/config"
 	"github.com/sif-dev/sif/ipc"
 	"github.com/sif-dev/sif/watcher"
 )
@@ -93,7 +94,7 @@ func fakeFS(t *testing.T, kind watcher.FSKind, name string) {
 func TestNetworkRootRefused(t *testing.T) {
 	fakeFS(t, watcher.NetworkFS, "nfs")
 	root := t.TempDir()
-	d, err := open(Config{Roots: []string{root}, DB: filepath.Join(t.TempDir(), "db"), Socket: filepath.Join(t.TempDir(), "s"), NetworkFS: NetworkFSRefuse})
+	d, err := open(Config{Roots: []string{root}, DB: filepath.Join(t.TempDir(), "db"), Socket: filepath.Join(t.TempDir(), "s"), NetworkFS: config.NetworkFSRefuse})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sif-dev/sif/daemon/config"
 	"github.com/sif-dev/sif/ipc/server"
 )
 
@@ -26,7 +27,7 @@ func TestPseudoFSRootRefused(t *testing.T) {
 			continue
 		}
 		_, err := Config{Roots: []string{tc.root}}.withDefaults()
-		var pe *pseudoFSError
+		var pe *config.PseudoFSError
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "root "+tc.root) || !strings.Contains(err.Error(), "on "+tc.fs+",") {
 			t.Errorf("--root %s: %v, want it refused as on %s", tc.root, err, tc.fs)
 		}
@@ -34,10 +35,10 @@ func TestPseudoFSRootRefused(t *testing.T) {
 		dir := t.TempDir()
 		file := filepath.Join(dir, "config.toml")
 		os.WriteFile(file, []byte("# sif\nroots = [\""+tc.root+"\"]\n"), 0o644)
-		_, err = LoadConfigFile(file)
-		var ce *ConfigError
+		_, err = config.Load(file)
+		var ce *config.Error
 		if !errors.As(err, &ce) || ce.Line != 2 || ce.Key != "roots" || !strings.Contains(ce.Reason, tc.root) || !strings.Contains(ce.Reason, tc.fs) {
-			t.Errorf("roots = [%q] in a file: %v, want a ConfigError on line 2 naming the root and %s", tc.root, err, tc.fs)
+			t.Errorf("roots = [%q] in a file: %v, want a config.Error on line 2 naming the root and %s", tc.root, err, tc.fs)
 		}
 	}
 

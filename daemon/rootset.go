@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sif-dev/sif/daemon/config"
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/ipc"
 	"github.com/sif-dev/sif/watcher"
@@ -286,9 +287,9 @@ func (d *Daemon) classifyRoot(r *rootState) error {
 	case watcher.LocalFS:
 		return nil
 	case watcher.VirtualFS:
-		return &pseudoFSError{root: r.path, real: r.path, fs: name}
+		return &config.PseudoFSError{Root: r.path, Real: r.path, FS: name}
 	}
-	if d.cfg.NetworkFS == NetworkFSRefuse {
+	if d.cfg.NetworkFS == config.NetworkFSRefuse {
 		return fmt.Errorf("root %s: on a %s filesystem (%s), which sends no change events; "+
 			"network_fs = \"refuse\" in the configuration refuses such roots (\"scan\" rescans them every rescan_interval)",
 			r.path, kind, name)

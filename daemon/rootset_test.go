@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sif-dev/sif/daemon/config"
 	"github.com/sif-dev/sif/watcher"
 )
 
@@ -25,7 +26,7 @@ func TestAddRoot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d := &Daemon{log: slog.New(slog.NewTextHandler(io.Discard, nil)), cfg: Config{NetworkFS: NetworkFSRefuse}}
+	d := &Daemon{log: slog.New(slog.NewTextHandler(io.Discard, nil)), cfg: Config{NetworkFS: config.NetworkFSRefuse}}
 	ctx := context.Background()
 	for _, p := range []string{c, a} {
 		r, err := d.addRoot(ctx, p, sourceConfig)

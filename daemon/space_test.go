@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sif-dev/sif/daemon/config"
 )
 
 // On a filesystem where the default free space kept would be more than a
@@ -22,11 +24,11 @@ func TestMinFreeOnSmallFilesystem(t *testing.T) {
 		want  uint64
 	}{
 		{90e6, 0, 90e6 / 4},
-		{90e6, DefaultMinFreeSpace, DefaultMinFreeSpace},
+		{90e6, config.DefaultMinFreeSpace, config.DefaultMinFreeSpace},
 		{90e6, 1 << 20, 1 << 20},
 		{90e6, -1, 0},
-		{1 << 40, 0, DefaultMinFreeSpace},
-		{4 * DefaultMinFreeSpace, 0, DefaultMinFreeSpace},
+		{1 << 40, 0, config.DefaultMinFreeSpace},
+		{4 * config.DefaultMinFreeSpace, 0, config.DefaultMinFreeSpace},
 	} {
 		total.Store(tc.total)
 		d, logs := startDaemon(t, Config{Roots: []string{t.TempDir()}, MinFreeSpace: tc.set})
@@ -34,7 +36,7 @@ func TestMinFreeOnSmallFilesystem(t *testing.T) {
 			t.Errorf("filesystem of %d bytes, min free space %d: keeps %d, want %d", tc.total, tc.set, d.faults.minFree, tc.want)
 		}
 		line := lineOf(logs.String(), "the index's filesystem is small")
-		if scaled := tc.set == 0 && tc.want != DefaultMinFreeSpace; scaled != (line != "") || scaled && !strings.Contains(line, "--min-free-space") {
+		if scaled := tc.set == 0 && tc.want != config.DefaultMinFreeSpace; scaled != (line != "") || scaled && !strings.Contains(line, "--min-free-space") {
 			t.Errorf("filesystem of %d bytes, min free space %d: log line %q", tc.total, tc.set, line)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sif-dev/sif/daemon"
+	"github.com/sif-dev/sif/daemon/config"
 	"github.com/sif-dev/sif/index/fingerprint"
 )
 
@@ -78,8 +79,60 @@ bits = 7
 		t.Fatal(err)
 	}
 	cfg, level = f.apply(fl, fc)
-	if !reflect.DeepEqual(cfg, fc.Config) || level != "debug" {
-		t.Errorf("no flags: got %+v, %q; want the file's %+v, debug", cfg, level, fc.Config)
+	want = daemon.Config{
+		Roots: []string{filepath.Join(dir, "a"), filepath.Join(dir, "b")}, DB: filepath.Join(dir, "index"),
+		Socket: filepath.Join(dir, "s.sock"), Workers: 2, MaxFileSize: 1 << 20, MinFileSize: 10,
+		Params: fingerprint.Params{Scheme: fingerprint.Manber, Window: 32, Bits: 7},
+	}
+	if !reflect.DeepEqual(cfg, want) || level != "debug" {
+		t.Errorf("no flags: got %+v, %q; want the file's %+v, debug", cfg, level, want)
+	}
+}
+
+// TestApplyCopiesEveryKey: each value of a configuration file reaches the
+// daemon.Config field of the same name when no flag replaces it, so a key
+// added to config.File and forgotten in apply fails here.
+func TestApplyCopiesEveryKey(t *testing.T) {
+	var fc config.File
+	fv := reflect.ValueOf(&fc).Elem()
+	for i := range fv.NumField() {
+		switch fd := fv.Field(i); fd.Kind() {
+		case reflect.String:
+			fd.SetString(fv.Type().Field(i).Name)
+		case reflect.Int, reflect.Int64:
+			fd.SetInt(int64(i + 1))
+		case reflect.Slice:
+			fd.Set(reflect.ValueOf([]string{fv.Type().Field(i).Name}))
+		case reflect.Struct:
+			fd.Set(reflect.ValueOf(fingerprint.Params{Scheme: fingerprint.Chunks, AvgChunk: 512}))
+		default:
+			t.Fatalf("config.File.%s: a %s; teach this test to fill it", fv.Type().Field(i).Name, fd.Kind())
+		}
+	}
+	var f runFlags
+	fl := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	addRunFlags(fl, &f)
+	cfg, level := f.apply(fl, fc)
+	cv := reflect.ValueOf(cfg)
+	for i := range fv.NumField() {
+		name := fv.Type().Field(i).Name
+		switch name {
+		case "Path", "MemoryLimit": // where the file is; sifd sets the heap's limit itself
+			continue
+		case "LogLevel":
+			if level != fc.LogLevel {
+				t.Errorf("log level %q, want the file's %q", level, fc.LogLevel)
+			}
+			continue
+		}
+		got := cv.FieldByName(name)
+		if !got.IsValid() {
+			t.Errorf("config.File.%s has no daemon.Config field of that name", name)
+			continue
+		}
+		if !reflect.DeepEqual(got.Interface(), fv.Field(i).Interface()) {
+			t.Errorf("daemon.Config.%s = %v, want the file's %v", name, got, fv.Field(i))
+		}
 	}
 }
 

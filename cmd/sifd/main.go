@@ -30,6 +30,7 @@ import (
 	"github.com/sif-dev/sif/cmd/internal/cliflags"
 	"github.com/sif-dev/sif/cmd/internal/gendocs"
 	"github.com/sif-dev/sif/daemon"
+	"github.com/sif-dev/sif/daemon/config"
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/watcher"
@@ -169,7 +170,7 @@ error: move the index aside (or pass another --db) to rebuild it.
 Configuration file: --config FILE reads a TOML file (every key is in the
 operator's guide, /usr/share/doc/sif/packaging/README.md) that can
 set the roots, exclusions, size limits, settle delays, workers, db, socket,
-log level, memory limit and [scheme]. Without --config, ` + daemon.SystemConfigFile + ` (as root)
+log level, memory limit and [scheme]. Without --config, ` + config.SystemFile + ` (as root)
 or $XDG_CONFIG_HOME/sifd/config.toml (~/.config/sifd/config.toml) is read if
 it exists; --config "" reads none. Relative paths in the file are relative
 to the file's directory. Flags given on the command line override the file;
@@ -248,7 +249,7 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVar(&f.sockAcc, "socket-access", "", `who may connect: "all" local users, each answered with only the files they may read (default for the system socket /run/sifd/sifd.sock), or "owner": the daemon's user and root (default otherwise)`)
 	fl.StringVar(&f.operators, "operator-group", "", "group (name or gid) whose members may add and remove roots and ask for rescans, besides root and the daemon's user")
 	fl.StringVar(&f.networkFS, "network-fs", "", `roots on filesystems without change events (NFS, SMB, FUSE): "scan" them periodically (default) or "refuse" them`)
-	fl.Int64Var(&f.minFree, "min-free-space", 0, fmt.Sprintf("bytes kept free on the index's filesystem: below it, index writes wait for room; -1 for none (default %d)", daemon.DefaultMinFreeSpace))
+	fl.Int64Var(&f.minFree, "min-free-space", 0, fmt.Sprintf("bytes kept free on the index's filesystem: below it, index writes wait for room; -1 for none (default %d)", config.DefaultMinFreeSpace))
 	fl.BoolVar(&f.noWatch, "no-watch", false, "do not watch for changes: scan at start and every rescan interval")
 	fl.UintVar(&f.eventBuf, "event-buffer", 0, "events buffered between the kernel and the daemon (default: fsnotify's)")
 	fl.IntVar(&f.dropEv, "debug-drop-events", 0, "drop every Nth change event and reconcile as if the kernel had lost it")
@@ -260,7 +261,7 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.MarkHidden("socket-check-interval") // for tests of SIGHUP's
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "text or json")
-	fl.StringVar(&f.memLimit, "memory-limit", "", fmt.Sprintf(`soft limit of the Go heap, e.g. "128MiB", or "unlimited": the collector works harder near it; the index's %d MiB cache comes on top (default %d MiB, or $GOMEMLIMIT)`, index.DefaultCacheSize>>20, daemon.DefaultMemoryLimit>>20))
+	fl.StringVar(&f.memLimit, "memory-limit", "", fmt.Sprintf(`soft limit of the Go heap, e.g. "128MiB", or "unlimited": the collector works harder near it; the index's %d MiB cache comes on top (default %d MiB, or $GOMEMLIMIT)`, index.DefaultCacheSize>>20, config.DefaultMemoryLimit>>20))
 	cliflags.AddParams(fl, &f.params, `fingerprint scheme for a new index: "manber" or "chunks" (default: the stored one, else `+string(fingerprint.DefaultParams().Scheme)+`)`)
 }
 
@@ -425,28 +426,34 @@ func openReadOnly(db, verb string) (*index.Index, string, error) {
 
 // loadConfigFile reads the configuration file named by --config or, when
 // --config is absent, the default one if it exists. It returns a zero
-// FileConfig when there is no file to read.
-func loadConfigFile(fl *pflag.FlagSet, name string) (daemon.FileConfig, error) {
+// config.File when there is no file to read.
+func loadConfigFile(fl *pflag.FlagSet, name string) (config.File, error) {
 	if !fl.Changed("config") {
-		name = daemon.DefaultConfigFile()
+		name = config.DefaultFile()
 		if name == "" {
-			return daemon.FileConfig{}, nil
+			return config.File{}, nil
 		}
 		if _, err := os.Stat(name); errors.Is(err, fs.ErrNotExist) {
-			return daemon.FileConfig{}, nil
+			return config.File{}, nil
 		}
 	}
 	if name == "" {
-		return daemon.FileConfig{}, nil
+		return config.File{}, nil
 	}
-	return daemon.LoadConfigFile(name)
+	return config.Load(name)
 }
 
 // apply returns the configuration to run with and the log level: the
 // file's values, each replaced by its flag if that was given on the command
 // line.
-func (f *runFlags) apply(fl *pflag.FlagSet, fc daemon.FileConfig) (daemon.Config, string) {
-	cfg := fc.Config
+func (f *runFlags) apply(fl *pflag.FlagSet, fc config.File) (daemon.Config, string) {
+	cfg := daemon.Config{
+		Roots: fc.Roots, Exclude: fc.Exclude, MinFileSize: fc.MinFileSize, MaxFileSize: fc.MaxFileSize,
+		SettleDelay: fc.SettleDelay, MaxSettleDelay: fc.MaxSettleDelay, RescanInterval: fc.RescanInterval,
+		NetworkFS: fc.NetworkFS, Workers: fc.Workers, DB: fc.DB, Socket: fc.Socket,
+		SocketAccess: fc.SocketAccess, OperatorGroup: fc.OperatorGroup, MinFreeSpace: fc.MinFreeSpace,
+		Params: fc.Params,
+	}
 	set := func(name string, apply func()) {
 		if fl.Changed(name) {
 			apply()
