@@ -20,6 +20,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sif-dev/sif/daemon/config"
 )
 
 // liveFlags are the flags of the live benchmarks.
@@ -32,30 +34,20 @@ type liveFlags struct {
 
 // register adds the live benchmarks' flags to fs.
 func (lf *liveFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&lf.size, "size", "1MB", "freshness: size of the edited file; load: size of the tree, default 1GiB (B, KB, MB, GB, KiB, MiB, GiB)")
+	fs.StringVar(&lf.size, "size", "1MB", "freshness: size of the edited file; load: size of the tree, default 1GiB (units B, KB, MB, GB, KiB, MiB, GiB..., as sifd's sizes)")
 	fs.DurationVar(&lf.settle, "settle", 500*time.Millisecond, "freshness, churn: sifd's --settle-delay")
 	fs.IntVar(&lf.files, "files", 0, "restart, churn, million: files in the tree (default 100000 for restart, 20000 for churn, 1000000 for million)")
 	fs.Float64Var(&lf.seconds, "seconds", 20, "churn: seconds of edits at each rate")
 }
 
-// parseSize reads a size such as 1MB, 512KiB or 4096.
+// parseSize reads --size: a positive size in config.ParseSize's syntax,
+// such as 1MB, 512KiB, 1.5GiB or 4096.
 func parseSize(s string) (int64, error) {
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
-	num, mult := strings.TrimSpace(s), int64(1)
-	for _, u := range units {
-		if rest, ok := strings.CutSuffix(num, u.suffix); ok {
-			num, mult = strings.TrimSpace(rest), u.mult
-			break
-		}
+	n, err := config.ParseSize(s)
+	if err == nil && n <= 0 {
+		err = fmt.Errorf("%q: want a positive size", s)
 	}
-	n, err := strconv.ParseFloat(num, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("size %q: want a positive number with an optional unit (KB, MB, KiB, MiB)", s)
-	}
-	return int64(n * float64(mult)), nil
+	return n, err
 }
 
 // randomText returns n bytes of random lowercase words in lines of about

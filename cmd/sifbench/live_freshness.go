@@ -38,7 +38,7 @@ type freshnessResult struct {
 func benchFreshness(ctx context.Context, c *common, lf *liveFlags) (*freshnessResult, error) {
 	size, err := parseSize(lf.size)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--size: %w", err)
 	}
 	sifd, sifctl, err := buildBinaries(c.workDir)
 	if err != nil {

@@ -2,8 +2,7 @@ package config
 
 import (
 	"fmt"
-	"math"
-	"strconv"
+	"math/big"
 	"strings"
 	"time"
 )
@@ -18,10 +17,13 @@ var sizeUnits = map[string]int64{
 	"t": 1 << 40, "tib": 1 << 40, "tb": 1e12,
 }
 
-// ParseSize parses a number of bytes: a non-negative integer followed by
-// an optional unit, case-insensitively: B; K, KiB, M, MiB, G, GiB, T, TiB
-// (powers of 1024); KB, MB, GB, TB (powers of 1000). "unlimited" is -1, no
-// limit. Spaces between the number and the unit are allowed.
+// ParseSize parses a number of bytes: a non-negative number followed by an
+// optional unit, case-insensitively: B; K, KiB, M, MiB, G, GiB, T, TiB
+// (powers of 1024); KB, MB, GB, TB (powers of 1000). Spaces between the
+// number and the unit are allowed. The number may have a fraction, as in
+// "1.5GiB", rounded down to whole bytes; a size in bytes must be whole.
+// "unlimited" is -1, no limit. It is the one size syntax of sif: the
+// configuration file, sifd's --memory-limit and sifbench's --size.
 func ParseSize(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	if strings.EqualFold(t, "unlimited") {
@@ -31,15 +33,26 @@ func ParseSize(s string) (int64, error) {
 	if i == 0 {
 		return 0, fmt.Errorf("%q: want a size such as 4096, \"64KiB\", \"256MiB\", \"1G\" or \"unlimited\"", s)
 	}
+	if i < len(t) && t[i] == '.' && digits(t, i+1) > i+1 {
+		i = digits(t, i+1)
+	}
 	unit, ok := sizeUnits[strings.ToLower(strings.TrimSpace(t[i:]))]
 	if !ok {
 		return 0, fmt.Errorf("%q: unknown unit %q: want B, K, KiB, KB, M, MiB, MB, G, GiB, GB, T, TiB or TB", s, strings.TrimSpace(t[i:]))
 	}
-	n, err := strconv.ParseInt(t[:i], 10, 64)
-	if err != nil || n > math.MaxInt64/unit {
+	// n = whole.frac × unit, exactly, rounded down.
+	whole, frac, _ := strings.Cut(t[:i], ".")
+	n, _ := new(big.Int).SetString(whole+frac, 10)
+	n.Mul(n, big.NewInt(unit))
+	scale := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(len(frac))), nil)
+	n, rem := n.QuoRem(n, scale, new(big.Int))
+	if unit == 1 && rem.Sign() != 0 {
+		return 0, fmt.Errorf("%q: want a whole number of bytes", s)
+	}
+	if !n.IsInt64() {
 		return 0, fmt.Errorf("%q: too large", s)
 	}
-	return n * unit, nil
+	return n.Int64(), nil
 }
 
 // digits returns the end of the run of decimal digits in s from i.
