@@ -190,9 +190,9 @@ func TestParseDuration(t *testing.T) {
 	}
 }
 
-// TestKeyLines checks the lines the TOML library gives for keys hidden in
+// TestKeyPositions checks the lines the TOML library gives for keys hidden in
 // strings, arrays, inline tables, dotted keys and comments.
-func TestKeyLines(t *testing.T) {
+func TestKeyPositions(t *testing.T) {
 	src := `a = 1 # b = 2
 "quoted key" = "c = 3"
 d = [
@@ -207,7 +207,7 @@ o = 10
 [ "t2" . u ]
 p = "x\"q = 11"
 `
-	k := newKeyLines(src)
+	k := newKeyPositions(src)
 	for key, want := range map[string]int{
 		"a": 1, "quoted key": 2, "d": 3, "h": 6, "h.i": 6, "h.i.j": 6, "h.i.k.l": 6,
 		"t": 8, "t.m": 9, "arr": 10, "t2": 12, "t2.u": 12, "t2.u.p": 13,

@@ -135,13 +135,13 @@ func parse(name, dir, text string) (File, error) {
 
 type parser struct {
 	name, dir, text string
-	keys            *keyLines // made on the first error after decoding
+	keys            *keyPositions // made on the first error after decoding
 }
 
 // errAt returns an Error for key at the line where the file sets it.
 func (p *parser) errAt(key toml.Key, format string, args ...any) *Error {
 	if p.keys == nil {
-		p.keys = newKeyLines(p.text)
+		p.keys = newKeyPositions(p.text)
 	}
 	return &Error{File: p.name, Line: p.keys.line(key), Key: key.String(), Reason: fmt.Sprintf(format, args...)}
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// keyLines finds the line of a key of a valid file, for the errors found
+// keyPositions finds the line of a key of a valid file, for the errors found
 // after decoding: unknown keys and settings that contradict each other.
 // The TOML decoder knows where every key is, but tells only in a
 // toml.ParseError; and it makes one, with the key's position, when a
@@ -16,13 +16,13 @@ import (
 //
 // The position is the library's: the key's line, except for a multi-line
 // string value, where it is the line on which the value ends.
-type keyLines struct {
+type keyPositions struct {
 	md  toml.MetaData
 	top map[string]toml.Primitive
 }
 
-func newKeyLines(text string) *keyLines {
-	k := &keyLines{}
+func newKeyPositions(text string) *keyPositions {
+	k := &keyPositions{}
 	k.md, _ = toml.Decode(text, &k.top) // the text was decoded once already
 	return k
 }
@@ -31,7 +31,7 @@ func newKeyLines(text string) *keyLines {
 // table that only dotted keys or [a.b] headers make, the line of its first
 // key. It returns 0 if the library does not say (a key inside an array of
 // tables).
-func (k *keyLines) line(key toml.Key) int {
+func (k *keyPositions) line(key toml.Key) int {
 	if n := k.at(key); n > 0 {
 		return n
 	}
@@ -46,7 +46,7 @@ func (k *keyLines) line(key toml.Key) int {
 }
 
 // at returns the position the library keeps for key, 0 if none.
-func (k *keyLines) at(key toml.Key) int {
+func (k *keyPositions) at(key toml.Key) int {
 	prim, ok := k.top[key[0]]
 	for _, part := range key[1:] {
 		var table map[string]toml.Primitive
