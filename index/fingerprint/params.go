@@ -30,7 +30,7 @@ type Params struct {
 	// paper used 50).
 	Window int `json:"window,omitempty" toml:"window"`
 	// Bits is k: a window is kept when the low k bits of its hash are zero,
-	// about one window in 2^k (manber). Default 8.
+	// about one window in 2^k (manber). Default 9.
 	Bits int `json:"bits,omitempty" toml:"bits"`
 	// ModBits selects the Karp-Rabin modulus 2^ModBits: 30 as in the paper,
 	// or 64 (manber). Default 64.
@@ -42,7 +42,8 @@ type Params struct {
 	MinBits int `json:"min_bits,omitempty" toml:"min_bits"`
 	// Target is the number of windows a file is sampled for, at least, when
 	// Bits would give it fewer (manber): its level is the largest k in
-	// MinBits..Bits with Target·2^k at most its number of windows. Default 8.
+	// MinBits..Bits with Target·2^k at most its number of windows, so it
+	// gets about Target to 2·Target fingerprints. Default 16.
 	Target int `json:"target,omitempty" toml:"target"`
 
 	// MinChunk, AvgChunk and MaxChunk bound the chunk lengths in bytes
