@@ -97,8 +97,11 @@
 //     (licence blocks, templates, boilerplate) carry little evidence:
 //     queries and groups skip those above MaxDF, and leave their weight out
 //     of the weight of each file holding them at the levels they are of
-//     (a query knows the levels of its fingerprints; Groups, which reads
-//     keys only, bounds them by the levels of the files holding them).
+//     (a query knows the levels of its fingerprints, and leaves out of a
+//     candidate's weight those of its skipped fingerprints the candidate
+//     holds, so that all three measures are of the distinctive parts;
+//     Groups, which reads keys only, bounds them by the levels of the files
+//     holding them).
 //   - A template file is one whose fingerprints above MaxDF are most of
 //     its weight (past TemplateShare by the sampling error of its number
 //     of fingerprints, templateCut): one of a family of files made from
