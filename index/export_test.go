@@ -46,11 +46,21 @@ func importEntries(es []Entry) []entry {
 // ForwardList returns the stored forward list of the file at path (nil when
 // empty).
 func (ix *Index) ForwardList(path string) ([]Entry, error) {
-	_, _, es, found, err := ix.loadFile(ix.db, path)
+	rec, cid, found, err := ix.lookup(ix.db, path)
 	if err == nil && !found {
 		err = ErrNotFound
 	}
-	return exportEntries(es), err
+	if err != nil {
+		return nil, err
+	}
+	es, found, err := readForward(ix.db, cid)
+	if err == nil && !found {
+		err = fmt.Errorf("%w: content %d of file id %d (%q) has no forward list", ErrCorrupt, cid, rec.ID, path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return exportEntries(es), nil
 }
 
 // EntriesOf returns the canonical entries of features under p.

@@ -762,20 +762,3 @@ func addDelta(v uint64, d int64) uint64 {
 	}
 	return v + uint64(d)
 }
-
-// loadFile reads the record, content id and forward list of the file at
-// path.
-func (ix *Index) loadFile(r pebble.Reader, path string) (FileRecord, uint32, []entry, bool, error) {
-	rec, cid, found, err := ix.lookup(r, path)
-	if err != nil || !found {
-		return rec, 0, nil, found, err
-	}
-	es, found, err := readForward(r, cid)
-	if err == nil && !found {
-		err = fmt.Errorf("%w: content %d of file id %d (%q) has no forward list", ErrCorrupt, cid, rec.ID, path)
-	}
-	if err != nil {
-		return rec, 0, nil, false, err
-	}
-	return rec, cid, es, true, nil
-}

@@ -292,14 +292,3 @@ func (t *table) insert(i int, h uint64, v int32) bool {
 	}
 	return false
 }
-
-func (t *table) copyFrom(o *table) {
-	if cap(t.keys) >= len(o.keys) {
-		t.keys, t.vals = t.keys[:len(o.keys)], t.vals[:len(o.keys)]
-	} else {
-		t.keys, t.vals = make([]uint64, len(o.keys)), make([]int32, len(o.keys))
-	}
-	copy(t.keys, o.keys)
-	copy(t.vals, o.vals)
-	t.shift, t.n = o.shift, o.n
-}

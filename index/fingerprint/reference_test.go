@@ -59,27 +59,6 @@ func naiveLevel(size int64, p Params) int {
 	return best
 }
 
-// naiveCandidates returns the start of every window whose hash has its low k
-// bits zero, overlapping or not.
-func naiveCandidates(data []byte, p Params) []int {
-	pr, mod := uint64(manberPrime64), ^uint64(0)
-	if p.ModBits == 30 {
-		pr, mod = manberPrime30, 1<<30-1
-	}
-	sel := uint64(1)<<p.Bits - 1
-	var out []int
-	for i := 0; i+p.Window <= len(data); i++ {
-		var f uint64
-		for _, t := range data[i : i+p.Window] {
-			f = (f*pr + uint64(t)) & mod
-		}
-		if f&sel == 0 {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
 // naiveChunks cuts data one chunk at a time, exactly as the chunking is
 // defined: a chunk starting at s ends just after the first byte p in
 // [s+MinChunk, s+MaxChunk) whose gear hash passes the mask for p−s (strict

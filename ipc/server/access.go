@@ -132,12 +132,6 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, c *caller, wh
 	return false
 }
 
-// canList reports whether c may list dir: always for a caller who sees
-// everything.
-func (c *caller) canList(v *peer.View, dir string) bool {
-	return v == nil || v.CanList(dir)
-}
-
 // redactStatus leaves in st only what a caller who does not see every file
 // may know: the daemon's state and the roots it can list, without counts of
 // files (which would count files it cannot read) and without error lines

@@ -237,13 +237,6 @@ func (l *connLimiter) credOf(c net.Conn) (cred peer.Cred, ok bool, err error) {
 	return ci.cred, true, ci.credErr
 }
 
-// open returns the number of open connections.
-func (l *connLimiter) open() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.conns)
-}
-
 // Close closes the listener and makes a waiting Accept return.
 func (l *connLimiter) Close() error {
 	l.once.Do(func() { close(l.done) })
