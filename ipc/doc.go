@@ -1,9 +1,10 @@
 // Package ipc is sif's local API as a client sees it: the wire types of
 // HTTP/1.1 with JSON bodies over a Unix socket, and the Go client that
 // sifctl and sync or backup tools use. It depends only on the standard
-// library and sif's own index/fingerprint and index/exact (which depend on
-// nothing heavier), never on the index or Pebble, so that a tool importing
-// it stays small. The daemon's side, the HTTP server, is package
+// library, sif's own index/fingerprint and index/exact, and the two small
+// libraries those use: github.com/zeebo/xxh3 and, through it,
+// github.com/klauspost/cpuid/v2; never on the index or Pebble, so that a
+// tool importing it stays small (deps_test.go holds it to that). The daemon's side, the HTTP server, is package
 // ipc/server.
 // API.md, beside this file, is the HTTP reference: every route, its
 // fields, the error codes and the limits, for clients in any language.
@@ -51,16 +52,17 @@
 //
 // Routes:
 //
-//	GET  /v1/info     scheme, parameters and counts
-//	POST /v1/similar  one against all: SimilarRequest → SimilarResponse
-//	POST /v1/basis    the best basis for a delta of a file: BasisRequest → BasisResponse
-//	GET  /v1/groups   all against all: ?threshold=PCT&max_df=N&min_shared=N&all_types=1&prefix=P
-//	GET  /v1/dupes    identical files: ?prefix=P
-//	GET  /v1/status   what the daemon is doing: roots, queue, counters
-//	GET  /v1/roots    the roots and their states
-//	POST /v1/roots    RootsRequest (add or remove a root, persisted) → RootsResponse
-//	POST /v1/rescan   RescanRequest (a directory, or every root) → RescanResponse
-//	POST /v1/wait     WaitRequest → WaitResponse once every earlier change is applied
+//	GET  /v1/info         scheme, parameters and counts
+//	POST /v1/similar      one against all: SimilarRequest → SimilarResponse
+//	POST /v1/basis        the best basis for a delta of a file: BasisRequest → BasisResponse
+//	GET  /v1/groups       all against all: ?threshold=PCT&max_df=N&min_shared=N&all_types=1&prefix=P
+//	GET  /v1/dupes        identical files: ?prefix=P
+//	POST /v1/dirs/totals  indexed files and bytes per directory tree: DirTotalsRequest → DirTotalsResponse
+//	GET  /v1/status       what the daemon is doing: roots, queue, counters
+//	GET  /v1/roots        the roots and their states
+//	POST /v1/roots        RootsRequest (add or remove a root, persisted) → RootsResponse
+//	POST /v1/rescan       RescanRequest (a directory, or every root) → RescanResponse
+//	POST /v1/wait         WaitRequest → WaitResponse once every earlier change is applied
 //
 // The limits the daemon puts on requests (body size, fingerprints per
 // query, slots, timeouts, connections) are described in package
