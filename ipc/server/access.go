@@ -119,7 +119,7 @@ func (s *Server) identify(w http.ResponseWriter, r *http.Request) *caller {
 
 // authorize answers 403 and returns false unless the caller may change the
 // daemon.
-func (s *Server) authorize(w http.ResponseWriter, r *http.Request, c *caller, what string) bool {
+func (s *Server) authorize(w http.ResponseWriter, c *caller, what string) bool {
 	if c.admin {
 		return true
 	}

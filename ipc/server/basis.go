@@ -14,16 +14,8 @@ import (
 	"github.com/sif-dev/sif/ipc"
 )
 
-func (s *Server) basis(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	c := s.identify(w, r)
-	if c == nil {
-		return
-	}
-	var req ipc.BasisRequest
-	if !s.decode(w, r, &req) {
-		return
-	}
+func (s *Server) basis(w http.ResponseWriter, r *http.Request, c *caller, req *ipc.BasisRequest) {
+	start := received(r)
 	thr := ipc.BasisThreshold * 100
 	sreq := ipc.SimilarRequest{Params: req.Params, Path: req.Path, PathRaw: req.PathRaw, Size: req.Size, Strong: req.Strong,
 		Type: req.Type, Features: req.Features, Threshold: &thr, PathPrefix: req.PathPrefix, MaxDF: req.MaxDF}

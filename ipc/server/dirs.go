@@ -13,19 +13,11 @@ import (
 // each directory tree asked, counting only the files the caller may read
 // (as every answer does), each count bounded by the request's max_files.
 // A backend whose Query does not implement index.DirTotaler answers 404.
-func (s *Server) dirTotals(w http.ResponseWriter, r *http.Request) {
+func (s *Server) dirTotals(w http.ResponseWriter, r *http.Request, c *caller, req *ipc.DirTotalsRequest) {
 	start := received(r)
-	c := s.identify(w, r)
-	if c == nil {
-		return
-	}
-	var req ipc.DirTotalsRequest
-	if !s.decode(w, r, &req) {
-		return
-	}
 	dt, ok := s.q.(index.DirTotaler)
 	if !ok {
-		writeError(w, http.StatusNotFound, ipc.CodeNotFound, fmt.Sprintf("%s %s: not supported by this daemon", r.Method, r.URL.Path))
+		notSupported(w, r)
 		return
 	}
 	if n := len(req.Dirs); n > ipc.MaxDirTotals {

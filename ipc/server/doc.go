@@ -21,6 +21,12 @@
 //     who may change the daemon; any other caller is answered with only
 //     the files it could read (a peer.View) and with no counts that would
 //     include others.
+//   - A route is a method and a path (routes.go lists them, as ipc's doc
+//     and API.md do). Every route's handler is reached through one
+//     prologue: the caller is identified (403 forbidden when it cannot
+//     be), refused a change it may not make (403), told 404 not_found for
+//     a control route the backend cannot serve, and the request's body,
+//     if the route takes one, is decoded (400, 408 or 413).
 //   - A slot is the right to be served now; a request waits for one in a
 //     short queue, first come first served, or is answered 503 busy.
 //   - The socket is a Listener: a Unix socket file that, when it is

@@ -15,11 +15,7 @@ import (
 // converted, encoded and sent in turn (see stream), and let go of once
 // sent, so neither the wire form of the answer nor its JSON is held whole.
 // The bytes are those of one ipc.DupesResponse encoded at once.
-func (s *Server) dupes(w http.ResponseWriter, r *http.Request) {
-	c := s.identify(w, r)
-	if c == nil {
-		return
-	}
+func (s *Server) dupes(w http.ResponseWriter, r *http.Request, c *caller) {
 	prefix, err := absPath("prefix", r.URL.Query().Get("prefix"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, err.Error())

@@ -21,12 +21,8 @@ import (
 // errors before it get their status and code as usual; an error after it
 // cuts the connection, so a client cannot take a truncated answer for a
 // whole one.
-func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
+func (s *Server) groups(w http.ResponseWriter, r *http.Request, c *caller) {
 	start := received(r)
-	c := s.identify(w, r)
-	if c == nil {
-		return
-	}
 	opts, thr, ok := groupOptions(w, r)
 	if !ok {
 		return

@@ -195,17 +195,9 @@ func New(b Backend, opts Options) *Server {
 	} else {
 		s.access = Access{Owner: uint32(os.Geteuid())}
 	}
-	s.mux.HandleFunc("GET /v1/info", s.info)
-	s.mux.HandleFunc("POST /v1/similar", s.similar)
-	s.mux.HandleFunc("POST /v1/basis", s.basis)
-	s.mux.HandleFunc("GET /v1/groups", s.groups)
-	s.mux.HandleFunc("GET /v1/dupes", s.dupes)
-	s.mux.HandleFunc("POST /v1/dirs/totals", s.dirTotals)
-	s.mux.HandleFunc("GET /v1/status", s.status)
-	s.mux.HandleFunc("GET /v1/roots", s.roots)
-	s.mux.HandleFunc("POST /v1/roots", s.changeRoots)
-	s.mux.HandleFunc("POST /v1/rescan", s.rescan)
-	s.mux.HandleFunc("POST /v1/wait", s.wait)
+	for _, rt := range s.routes() {
+		s.mux.HandleFunc(rt.pattern, s.handle(rt))
+	}
 	s.mux.HandleFunc("/", s.noRoute)
 	return s
 }
@@ -281,11 +273,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-func (s *Server) info(w http.ResponseWriter, r *http.Request) {
-	c := s.identify(w, r)
-	if c == nil {
-		return
-	}
+func (s *Server) info(w http.ResponseWriter, r *http.Request, c *caller) {
 	info := ipc.Info{Version: s.opts.Version, Params: s.q.Params()}
 	if c.all { // the totals count every file
 		st, err := s.q.Stats()
@@ -302,17 +290,9 @@ func statsOf(st index.Stats) ipc.IndexStats {
 	return ipc.IndexStats{Files: st.Files, Bytes: st.Bytes, Contents: st.Contents, Postings: st.Postings, Fingerprints: st.Fingerprints, DiskBytes: st.DiskBytes}
 }
 
-func (s *Server) similar(w http.ResponseWriter, r *http.Request) {
+func (s *Server) similar(w http.ResponseWriter, r *http.Request, c *caller, req *ipc.SimilarRequest) {
 	start := received(r)
-	c := s.identify(w, r)
-	if c == nil {
-		return
-	}
-	var req ipc.SimilarRequest
-	if !s.decode(w, r, &req) {
-		return
-	}
-	q, opts, err := s.parseSimilar(&req)
+	q, opts, err := s.parseSimilar(req)
 	var eq *checkSide
 	if err == nil && !req.Fast {
 		eq, err = checkQuery(req.Size, req.Content, req.Windows, s.opts.MaxFeatures)
@@ -519,16 +499,8 @@ func matchOf(m index.Match) ipc.Match {
 // pct converts a share in 0..1 to a percentage rounded to 0.01.
 func pct(x float64) float64 { return math.Round(x*10000) / 100 }
 
-func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	c := s.identify(w, r)
-	if c == nil {
-		return
-	}
-	ctl, ok := s.controller(w, r)
-	if !ok {
-		return
-	}
-	st := ctl.Status()
+func (s *Server) status(w http.ResponseWriter, r *http.Request, c *caller) {
+	st := s.ctl.Status()
 	if v := c.view(); v != nil {
 		st = redactStatus(st, v)
 	}
@@ -578,14 +550,19 @@ func isSyntaxError(err error) bool {
 	return errors.As(err, &se)
 }
 
-// controller returns the backend's Controller, or answers 404 and returns
-// false when it has none.
-func (s *Server) controller(w http.ResponseWriter, r *http.Request) (Controller, bool) {
+// controlled reports whether the backend has a Controller, and answers
+// 404 when it has none.
+func (s *Server) controlled(w http.ResponseWriter, r *http.Request) bool {
 	if s.ctl == nil {
-		writeError(w, http.StatusNotFound, ipc.CodeNotFound, fmt.Sprintf("%s %s: not supported by this daemon", r.Method, r.URL.Path))
-		return nil, false
+		notSupported(w, r)
+		return false
 	}
-	return s.ctl, true
+	return true
+}
+
+// notSupported answers 404 for a route this daemon's backend cannot serve.
+func notSupported(w http.ResponseWriter, r *http.Request) {
+	writeError(w, http.StatusNotFound, ipc.CodeNotFound, fmt.Sprintf("%s %s: not supported by this daemon", r.Method, r.URL.Path))
 }
 
 // reqPath decodes the path of a request (field names the JSON field, for
@@ -606,16 +583,8 @@ func rootsResponse(roots []ipc.RootStatus) ipc.RootsResponse {
 	return ipc.RootsResponse{Roots: roots}
 }
 
-func (s *Server) roots(w http.ResponseWriter, r *http.Request) {
-	who := s.identify(w, r)
-	if who == nil {
-		return
-	}
-	c, ok := s.controller(w, r)
-	if !ok {
-		return
-	}
-	writeJSON(w, s.rootsFor(who, c.Roots()))
+func (s *Server) roots(w http.ResponseWriter, r *http.Request, who *caller) {
+	writeJSON(w, s.rootsFor(who, s.ctl.Roots()))
 }
 
 // rootsFor answers a roots request: every root for a caller who sees every
@@ -627,19 +596,8 @@ func (s *Server) rootsFor(who *caller, roots []ipc.RootStatus) ipc.RootsResponse
 	return rootsResponse(roots)
 }
 
-func (s *Server) changeRoots(w http.ResponseWriter, r *http.Request) {
-	who := s.identify(w, r)
-	if who == nil || !s.authorize(w, r, who, "changing the roots") {
-		return
-	}
-	c, ok := s.controller(w, r)
-	if !ok {
-		return
-	}
-	var req ipc.RootsRequest
-	if !s.decode(w, r, &req) {
-		return
-	}
+func (s *Server) changeRoots(w http.ResponseWriter, r *http.Request, who *caller, req *ipc.RootsRequest) {
+	c := s.ctl
 	var change func(string) error
 	switch req.Action {
 	case "add":
@@ -671,19 +629,8 @@ func (s *Server) changeRoots(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, s.rootsFor(who, c.Roots()))
 }
 
-func (s *Server) rescan(w http.ResponseWriter, r *http.Request) {
-	who := s.identify(w, r)
-	if who == nil || !s.authorize(w, r, who, "asking for a rescan") {
-		return
-	}
-	c, ok := s.controller(w, r)
-	if !ok {
-		return
-	}
-	var req ipc.RescanRequest
-	if !s.decode(w, r, &req) {
-		return
-	}
+func (s *Server) rescan(w http.ResponseWriter, r *http.Request, who *caller, req *ipc.RescanRequest) {
+	c := s.ctl
 	path, err := reqPath("path", req.Path, req.PathRaw)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, err.Error())
@@ -727,20 +674,9 @@ func (s *Server) rescan(w http.ResponseWriter, r *http.Request) {
 // wait holds the request until the backend has caught up with the disk. It
 // passes on the request's context, so a client that hangs up stops the
 // wait, as does the daemon stopping.
-func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	who := s.identify(w, r)
-	if who == nil {
-		return
-	}
-	c, ok := s.controller(w, r)
-	if !ok {
-		return
-	}
-	var req ipc.WaitRequest
-	if !s.decode(w, r, &req) {
-		return
-	}
+func (s *Server) wait(w http.ResponseWriter, r *http.Request, who *caller, req *ipc.WaitRequest) {
+	start := received(r)
+	c := s.ctl
 	timeout := ipc.DefaultWait
 	switch {
 	case req.TimeoutMs < 0:
