@@ -144,8 +144,10 @@ type IndexStats struct {
 	Compacting bool `json:"compacting,omitempty"`
 }
 
-// SimilarRequest is a one-against-all query.
-type SimilarRequest struct {
+// QuerySketch is the query as SimilarRequest and BasisRequest carry it:
+// its sketch on the wire, with its path. Embedded, its fields are theirs
+// in JSON too.
+type QuerySketch struct {
 	// Params are the parameters the features were made with; they must equal
 	// the index's (see Info). Required: a request without them, or with
 	// them empty ({}), is refused with CodeBadRequest.
@@ -160,6 +162,11 @@ type SimilarRequest struct {
 	Strong   string           `json:"strong"`
 	Type     fingerprint.Type `json:"type"`
 	Features []Feature        `json:"features"`
+}
+
+// SimilarRequest is a one-against-all query.
+type SimilarRequest struct {
+	QuerySketch
 
 	// Threshold is the least containment of the query in a match, in
 	// percent; absent means 25.

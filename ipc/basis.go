@@ -29,19 +29,13 @@ const (
 )
 
 // BasisRequest asks which indexed file a delta of the query would best be
-// made from (POST /v1/basis). Its query fields are SimilarRequest's; the
-// daemon needs Content (files up to MaxContent) or Windows to estimate a
-// delta from the bytes.
+// made from (POST /v1/basis). Its query, and Content, Windows, PathPrefix
+// and MaxDF, are as in SimilarRequest; the daemon needs Content (files up
+// to MaxContent) or Windows to estimate a delta from the bytes.
 type BasisRequest struct {
-	Params   fingerprint.Params `json:"params"`
-	Path     string             `json:"path,omitempty"`
-	PathRaw  string             `json:"path_raw,omitempty"`
-	Size     int64              `json:"size"`
-	Strong   string             `json:"strong"`
-	Type     fingerprint.Type   `json:"type"`
-	Features []Feature          `json:"features"`
-	Content  []byte             `json:"content,omitempty"`
-	Windows  *Windows           `json:"windows,omitempty"`
+	QuerySketch
+	Content []byte   `json:"content,omitempty"`
+	Windows *Windows `json:"windows,omitempty"`
 	// CompressedSize is what sending the query without a basis costs
 	// (its size compressed as by gzip -6; see exact.CompressedSize); 0
 	// means unknown: the daemon computes it from Content, else takes Size.
@@ -100,9 +94,7 @@ func (c *Client) Basis(ctx context.Context, req *BasisRequest) (*BasisResponse, 
 // NewBasisRequest builds a basis request from a sketch and what ReadQuery
 // kept of the file (d may be nil). path may be empty.
 func NewBasisRequest(path string, sk *fingerprint.Sketch, d *QueryData) *BasisRequest {
-	s := NewSimilarRequest(path, sk)
-	r := &BasisRequest{Params: s.Params, Path: s.Path, PathRaw: s.PathRaw, Size: s.Size, Strong: s.Strong,
-		Type: s.Type, Features: s.Features}
+	r := &BasisRequest{QuerySketch: NewSimilarRequest(path, sk).QuerySketch}
 	if d != nil {
 		r.Content, r.Windows, r.CompressedSize = d.Content, d.Windows, d.Compressed
 	}

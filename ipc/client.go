@@ -432,7 +432,7 @@ func (c *Client) Wait(ctx context.Context, timeout time.Duration) (*WaitResponse
 // NewSimilarRequest builds a query from a sketch. path may be empty.
 func NewSimilarRequest(path string, sk *fingerprint.Sketch) *SimilarRequest {
 	p, raw := PathFields(path)
-	return &SimilarRequest{
+	return &SimilarRequest{QuerySketch: QuerySketch{
 		Params:   sk.Params,
 		Path:     p,
 		PathRaw:  raw,
@@ -440,7 +440,7 @@ func NewSimilarRequest(path string, sk *fingerprint.Sketch) *SimilarRequest {
 		Strong:   hex.EncodeToString(sk.Strong[:]),
 		Type:     sk.Type,
 		Features: EncodeFeatures(sk.Features),
-	}
+	}}
 }
 
 // SketchFile reads and fingerprints the regular file at path with p for

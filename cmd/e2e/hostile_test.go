@@ -193,7 +193,7 @@ func TestHostileKeys(t *testing.T) {
 		{"similar windows", func(ks []uint64) any { return windowsReq(ks) }},
 		{"basis windows", func(ks []uint64) any {
 			s := windowsReq(ks)
-			return &ipc.BasisRequest{Params: s.Params, Size: s.Size, Strong: s.Strong, Type: s.Type, Features: s.Features, Windows: s.Windows}
+			return &ipc.BasisRequest{QuerySketch: ipc.QuerySketch{Params: s.Params, Size: s.Size, Strong: s.Strong, Type: s.Type, Features: s.Features}, Windows: s.Windows}
 		}},
 		{"similar features", func(ks []uint64) any {
 			fs := make([]fingerprint.Feature, len(ks))

@@ -17,8 +17,7 @@ import (
 func (s *Server) basis(w http.ResponseWriter, r *http.Request, c *caller, req *ipc.BasisRequest) {
 	start := received(r)
 	thr := ipc.BasisThreshold * 100
-	sreq := ipc.SimilarRequest{Params: req.Params, Path: req.Path, PathRaw: req.PathRaw, Size: req.Size, Strong: req.Strong,
-		Type: req.Type, Features: req.Features, Threshold: &thr, PathPrefix: req.PathPrefix, MaxDF: req.MaxDF}
+	sreq := ipc.SimilarRequest{QuerySketch: req.QuerySketch, Threshold: &thr, PathPrefix: req.PathPrefix, MaxDF: req.MaxDF}
 	q, opts, err := s.parseSimilar(&sreq)
 	var eq *checkSide
 	if err == nil {

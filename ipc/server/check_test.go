@@ -190,7 +190,7 @@ func TestCheckWireErrors(t *testing.T) {
 		if !errors.As(err, &e) || e.Code != tc.code || !strings.Contains(e.Message, tc.msg) {
 			t.Errorf("%s: %v, want code %s mentioning %q", tc.name, err, tc.code, tc.msg)
 		}
-		br := &ipc.BasisRequest{Params: r.Params, Size: r.Size, Strong: r.Strong, Features: r.Features, Content: r.Content, Windows: r.Windows}
+		br := &ipc.BasisRequest{QuerySketch: ipc.QuerySketch{Params: r.Params, Size: r.Size, Strong: r.Strong, Features: r.Features}, Content: r.Content, Windows: r.Windows}
 		_, err = c.Basis(context.Background(), br)
 		if !errors.As(err, &e) || e.Code != tc.code || !strings.Contains(e.Message, tc.msg) {
 			t.Errorf("basis, %s: %v, want code %s mentioning %q", tc.name, err, tc.code, tc.msg)
