@@ -98,15 +98,15 @@
 //     ready); a root shows as scanning while a full scan of it is queued
 //     or running, and Wait counts every scan registered before it was
 //     called, so a wait made during the first scan returns after it.
-//     A first scan into a root with nothing indexed (a fresh scan) joins
-//     a copy of bytes it has met to their content by the content's id
-//     (index.PutCopyOf), and leaves the postings of new contents for the
-//     index to write many at a time (index.PutBulk); the fault loop
+//     A first scan into a root with nothing indexed (a fresh scan) asks
+//     the index to leave the postings of new contents, to be written many
+//     at a time (index.FileWrite Deferred); the fault loop
 //     writes those pending every tick, the scan before it ends, and Wait
 //     before it returns, so what a wait promises is found by queries.
 //     Its walk lists files without an lstat: each worker stats its file
 //     once open. Into an index that held nothing at all, the scan keeps
-//     the strong hashes it has met (index.Bulk), so a new content is
+//     the strong hashes it has met (index.Bulk), so a copy of bytes it has
+//     met joins their content by the content's id, a new content is
 //     written without the index searching for an equal one, and a file
 //     without the index looking up a record of its path (the Bulk's
 //     filter holds every path given one since the scan began).

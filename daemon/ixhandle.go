@@ -117,20 +117,10 @@ func (h *ixHandle) Files(prefix string, fn func(index.FileRecord) error) error {
 	return err
 }
 
-func (h *ixHandle) Put(meta index.FileMeta, sk *fingerprint.Sketch) (index.FileRecord, error) {
-	var rec index.FileRecord
-	err := h.write("put", func(ix *index.Index) (err error) { rec, err = ix.Put(meta, sk); return err }, meta.Path)
-	return rec, err
-}
-
-// PutBulk is Put for a first scan (index.Index.PutBulk): the postings of
-// a new content are written later, with many others, by Flush; b, if not
-// nil, spares the index the search for an equal content and the lookup of
-// the path while it can.
-func (h *ixHandle) PutBulk(meta index.FileMeta, sk *fingerprint.Sketch, b *index.Bulk) (index.FileRecord, error) {
-	var rec index.FileRecord
-	err := h.write("put", func(ix *index.Index) (err error) { rec, err = ix.PutBulk(meta, sk, b); return err }, meta.Path)
-	return rec, err
+// PutFile brings a file into the current index (index.Index.PutFile).
+// Only its error matters to the daemon.
+func (h *ixHandle) PutFile(w index.FileWrite) error {
+	return h.write("put", func(ix *index.Index) error { _, err := ix.PutFile(w); return err }, w.Meta.Path)
 }
 
 // NewBulk is index.Index.NewBulk on the current index; it returns nil when
@@ -140,27 +130,13 @@ func (h *ixHandle) NewBulk() *index.Bulk {
 	return b
 }
 
-// Flush writes the postings PutBulk left pending. After a swap to a
+// Flush writes the postings a first scan's PutFile left pending. After a swap to a
 // reopened index there are none: Open wrote them.
 func (h *ixHandle) Flush() error {
 	if h.cur().PendingPostings() == 0 {
 		return nil
 	}
 	return h.write("flush", func(ix *index.Index) error { return ix.Flush() })
-}
-
-func (h *ixHandle) PutCopy(meta index.FileMeta, size int64, strong [32]byte) (index.FileRecord, bool, error) {
-	var rec index.FileRecord
-	var ok bool
-	err := h.write("put", func(ix *index.Index) (err error) { rec, ok, err = ix.PutCopy(meta, size, strong); return err }, meta.Path)
-	return rec, ok, err
-}
-
-func (h *ixHandle) PutCopyOf(meta index.FileMeta, cid uint32, size int64, strong [32]byte, b *index.Bulk) (index.FileRecord, bool, error) {
-	var rec index.FileRecord
-	var ok bool
-	err := h.write("put", func(ix *index.Index) (err error) { rec, ok, err = ix.PutCopyOf(meta, cid, size, strong, b); return err }, meta.Path)
-	return rec, ok, err
 }
 
 func (h *ixHandle) Remove(path string) error {

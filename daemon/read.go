@@ -29,7 +29,7 @@ var (
 //
 // A file of at most wholeMax bytes is read whole into the buffer and
 // hashed (SHA-256) first, so that a copy of a content the index holds
-// already joins it without being fingerprinted (index.PutCopy); it is
+// already joins it without being fingerprinted (index.Index.PutFile); it is
 // sketched from the buffer only when it is new. A larger file is hashed
 // and sketched in one pass as it is read.
 type reader struct {

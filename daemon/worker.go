@@ -165,12 +165,12 @@ func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path
 		}
 	}
 	r.maxSize = d.filter().maxSize
-	// A file is first offered to the index as a copy of a content it
-	// holds; one read whole is fingerprinted only when it is new. In a
-	// first scan into an empty index, a file whose bytes the scan has
-	// not met yet is new without asking (and Put still joins it to an
-	// equal content, should one have been written meanwhile), and a copy
-	// of bytes it has met joins their content by its id.
+	// The index chooses how the file is written (index.Index.PutFile): a
+	// copy of a content it holds joins it without being fingerprinted, so
+	// the sketch of a file read whole is made only when it is new. A first
+	// scan passes its Bulk, which tells the copies of bytes the scan has
+	// met, and leaves the postings of new contents for the index to write
+	// many at a time; the scan writes the last of them before it ends.
 	meta, strong, sketch, err := r.load(ctx, path, info)
 	if min := d.filter().minSize; err == nil && info == nil && min > 0 && meta.Size < min {
 		d.count.tooSmall.Add(1) // not stat'ed before: see syncPath
@@ -178,37 +178,11 @@ func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path
 		return meta.Size
 	}
 	if err == nil {
-		var err error
-		var rec index.FileRecord
-		copied, first := false, false
-		var cid uint32
-		seen := t.scan != nil && t.scan.contents != nil
-		if seen {
-			cid, first = t.scan.contents.Add(strong)
+		w := index.FileWrite{Meta: meta, Strong: strong, Sketch: sketch, MakeSketch: r.sketch, Deferred: fresh}
+		if t.scan != nil {
+			w.Bulk = t.scan.contents
 		}
-		if cid != 0 {
-			rec, copied, err = d.ix.PutCopyOf(meta, cid, meta.Size, strong, t.scan.contents)
-		}
-		if err == nil && !copied && !first {
-			rec, copied, err = d.ix.PutCopy(meta, meta.Size, strong)
-		}
-		if err == nil && !copied && sketch == nil {
-			sketch = r.sketch()
-		}
-		switch {
-		case err != nil || copied:
-		case fresh:
-			// The postings of a first scan's new contents are written
-			// many at a time (index.Index.PutBulk); the scan writes the
-			// last of them before it ends.
-			rec, err = d.ix.PutBulk(meta, sketch, t.scan.contents)
-		default:
-			rec, err = d.ix.Put(meta, sketch)
-		}
-		if err == nil && seen && rec.Content != cid {
-			t.scan.contents.SetContent(strong, rec.Content)
-		}
-		if err != nil {
+		if err := d.ix.PutFile(w); err != nil {
 			d.count.errors.Add(1)
 			if errors.Is(err, errWritesHeld) || errors.Is(err, index.ErrClosed) {
 				return meta.Size // kept, or rescanned into the rebuilt index

@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/bits-and-blooms/bloom/v3"
-	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/zeebo/xxh3"
 )
 
@@ -15,17 +14,19 @@ import (
 // it has met, by their first 8 bytes, each with the content the index holds
 // for it once known.
 //
-// It serves the loader, which asks Add whether a file's bytes are new to
-// the load (and reads no sketch for a copy, which joins its content by id
-// through PutCopyOf), and the index: PutBulk skips the search for an equal
-// content (a seek in the hash keys, under the write lock) when it can tell
-// that the index holds none. It can while every content made or rewritten
-// in place since the Bulk was taken was made by a PutBulk with this Bulk:
-// each such write records its strong hash here under the write lock, so a
-// hash not recorded is held by no content. One write by anything else (a
-// Put, another Bulk) and PutBulk searches as Put does from then on.
+// The loader takes it with NewBulk, passes it to PutFile with every file
+// of the load (FileWrite.Bulk), and ends it with End. PutFile asks it
+// whether a file's bytes are new to the load: a copy of bytes met before
+// joins their content by id, without a search or a sketch. And it skips
+// the search for an equal content of a new file (a seek in the hash keys,
+// under the write lock) when it can tell that the index holds none. It
+// can while every content made or rewritten in place since the Bulk was
+// taken was made by a PutFile with this Bulk: each such write records its
+// strong hash here under the write lock, so a hash not recorded is held
+// by no content. One write by anything else (a Put, another Bulk) and
+// PutFile searches as Put does from then on.
 //
-// A Bulk also spares PutBulk and PutCopyOf the lookup of the file's path
+// A Bulk also spares PutFile the lookup of the file's path
 // (a read of its path key, under the write lock), for a path the index
 // can tell has no record: the index held no file when the Bulk was taken,
 // and until End every write that gives a path a record, by whichever
@@ -34,7 +35,7 @@ import (
 type Bulk struct {
 	ix   *Index
 	gen0 uint64 // ix.contentGen when taken
-	own  uint64 // guarded by ix.wmu: contents made or rewritten by PutBulk with b since
+	own  uint64 // guarded by ix.wmu: contents made or rewritten by a put with b since
 
 	// paths holds every path given a record since the Bulk was taken,
 	// while it is ix.bulk. Guarded by ix.wmu.
@@ -66,8 +67,7 @@ func (ix *Index) NewBulk() (*Bulk, error) {
 }
 
 // End ends the load: the index stops adding paths to b's filter, and
-// PutBulk and PutCopyOf with b look up every path from then on. b may be
-// nil.
+// PutFile with b looks up every path from then on. b may be nil.
 func (b *Bulk) End() {
 	if b == nil || b.ix.acquire() != nil {
 		return // closed: nothing adds to the filter any more
@@ -140,11 +140,11 @@ func (f *pathFilter) mayHold(h pathKeyHash) bool {
 
 func strongKey(h [32]byte) uint64 { return binary.LittleEndian.Uint64(h[:8]) }
 
-// Add records that the load met a file whose strong hash is h, and reports
+// add records that the load met a file whose strong hash is h, and reports
 // whether no file met before shared h's first 8 bytes; when one did, it
 // returns the content recorded for them (0 while unknown), which may be
-// another's whose hash begins alike: PutCopyOf checks the whole hash.
-func (b *Bulk) Add(h [32]byte) (cid uint32, first bool) {
+// another's whose hash begins alike: putCopy checks the whole hash.
+func (b *Bulk) add(h [32]byte) (cid uint32, first bool) {
 	k := strongKey(h)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -155,8 +155,8 @@ func (b *Bulk) Add(h [32]byte) (cid uint32, first bool) {
 	return 0, true
 }
 
-// SetContent records cid as the content of the files with strong hash h.
-func (b *Bulk) SetContent(h [32]byte, cid uint32) {
+// setContent records cid as the content of the files with strong hash h.
+func (b *Bulk) setContent(h [32]byte, cid uint32) {
 	b.mu.Lock()
 	b.m[strongKey(h)] = cid
 	b.mu.Unlock()
@@ -171,16 +171,4 @@ func (b *Bulk) unheld(ix *Index, h [32]byte) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.m[strongKey(h)] == 0
-}
-
-// PutBulk is PutDeferred for a file of the load b remembers (b may be
-// nil, or of another index: then it is PutDeferred). It searches for an
-// equal content only when the index may hold one (see Bulk), and records
-// the file's content in b.
-func (ix *Index) PutBulk(meta FileMeta, sk *fingerprint.Sketch, b *Bulk) (FileRecord, error) {
-	rec, err := ix.put(meta, sk, true, b)
-	if err != nil {
-		return FileRecord{}, fmt.Errorf("index.PutBulk %q: %w", meta.Path, err)
-	}
-	return rec, nil
 }

@@ -20,7 +20,7 @@
 //     files hold it. Files are identical, and share a content, when
 //     their strong hashes (SHA-256), summaries and entries are equal; a
 //     file whose strong hash is unknown (all zero) has a content of its
-//     own; [Index.PutCopy] joins a file to the content of its size and
+//     own; [Index.PutFile] joins a file to the content of its size and
 //     strong hash without its sketch. A content id is a 32-bit number
 //     naming a content, handed out in increasing order apart from file
 //     ids and never reused while the content lives. Adding or removing
@@ -36,9 +36,9 @@
 //   - The hash key of a content joins the first 4 bytes of its strong hash
 //     and its content id; a content whose strong hash is unknown has none.
 //     It finds the contents of a strong hash without reading any posting
-//     (for PutCopy, Put's identical contents, the identical files of a
-//     query, Dupes): the contents its hash keys name, about one, whose
-//     records then confirm the whole hash.
+//     (for PutFile's copies, Put's identical contents, the identical
+//     files of a query, Dupes): the contents its hash keys name, about
+//     one, whose records then confirm the whole hash.
 //   - The fingerprint key of a 64-bit fingerprint hash is the high 32 bits of
 //     murmur3's fmix64 finalizer of it: a fixed bijective mixer, so the key
 //     draws on every bit of the hash (manber with mod_bits=30 makes hashes of
@@ -77,16 +77,16 @@
 //     folds the operands, newest first, when it reads or compacts them,
 //     and drops a tombstone once the merge reaches the bucket's oldest
 //     operand. A list left empty is deleted by Compact.
-//   - Deferred postings: [Index.PutDeferred], for bulk loads such as a
-//     first scan, writes a new content's records and forward list at once
-//     and keeps its postings in memory, to be written with those of many
-//     other contents, sorted, one merge operand per bucket, by
-//     [Index.Flush], by the deferred write that would keep too many, by a
-//     write that changes or removes such a content (before its own
-//     batch), or by Close. The pending key ('m' "pending") names the first
-//     content whose postings may be missing; a read-write Open that finds
-//     it writes the postings of every content from there on from their
-//     forward lists. See pending.go.
+//   - Deferred postings: [Index.PutFile] with [FileWrite] Deferred, for
+//     bulk loads such as a first scan, writes a new content's records and
+//     forward list at once and keeps its postings in memory, to be
+//     written with those of many other contents, sorted, one merge
+//     operand per bucket, by [Index.Flush], by the deferred write that
+//     would keep too many, by a write that changes or removes such a
+//     content (before its own batch), or by Close. The pending key ('m'
+//     "pending") names the first content whose postings may be missing; a
+//     read-write Open that finds it writes the postings of every content
+//     from there on from their forward lists. See pending.go.
 //   - The document frequency of a fingerprint key is the number of files
 //     that hold it: over its run of postings, the number of files of each
 //     content, which queries and groups count as they read it; it is not
@@ -173,8 +173,8 @@
 // key as its own prefix; its merge operator ("sif.postings.v1") is the
 // posting lists'.
 //
-// Every change to one file (Put, Remove, Rename) is one atomic batch
-// carrying all the keys it touches, its content's among them, so after a
+// Every change to one file (PutFile, Put, Remove, Rename) is one atomic
+// batch carrying all the keys it touches, its content's among them, so after a
 // crash the index holds each file and each content as it was before or
 // after a change, never between. A change reads only the file's path key
 // and records, the hash keys of the strong hash it looks for, the copy

@@ -54,7 +54,7 @@ type Index struct {
 	wmu     sync.Mutex
 	nextID  uint64  // guarded by wmu; > math.MaxUint32 when file ids are exhausted
 	nextCID uint64  // guarded by wmu; > math.MaxUint32 when content ids are exhausted
-	pend    pending // guarded by wmu: the postings PutDeferred left to write (pending.go)
+	pend    pending // guarded by wmu: the postings deferred puts left to write (pending.go)
 	// contentGen counts the contents made or rewritten in place since
 	// Open, for Bulk. Guarded by wmu.
 	contentGen uint64

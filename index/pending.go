@@ -10,15 +10,15 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// Deferred postings (PutDeferred).
+// Deferred postings (PutFile with FileWrite.Deferred).
 //
 // A bulk load, such as the first scan of a root, adds thousands of new
 // contents, each of whose postings would be one merge operand in its own
 // bucket: most of the cost of a write is then inserting those operands
-// into Pebble's memtable, and compacting them later. PutDeferred writes a
-// new content's records and forward list at once, but keeps its postings
-// in memory; Flush writes those of many contents together, sorted, one
-// operand per bucket.
+// into Pebble's memtable, and compacting them later. A deferred put
+// writes a new content's records and forward list at once, but keeps its
+// postings in memory; Flush writes those of many contents together,
+// sorted, one operand per bucket.
 //
 // The pending postings are recoverable from the forward lists, which are
 // written with their contents: the batch of the first deferred content
@@ -57,7 +57,7 @@ type pending struct {
 	scratch []postingEntry
 }
 
-// Flush writes the postings PutDeferred left pending, in one batch, and
+// Flush writes the postings deferred puts left pending, in one batch, and
 // returns once they are committed: every query then sees them. It does
 // nothing when none are pending. The memory that held them is let go: a
 // Flush ends a bulk load, or a part of one.
@@ -76,7 +76,7 @@ func (ix *Index) Flush() error {
 	return nil
 }
 
-// PendingPostings returns the number of postings PutDeferred left
+// PendingPostings returns the number of postings deferred puts left
 // pending. It does not wait for writes in progress.
 func (ix *Index) PendingPostings() int { return int(ix.pendingN.Load()) }
 

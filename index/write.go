@@ -30,7 +30,8 @@ import (
 // forward lists of the contents it compares or replaces; the postings are written blind. sk's
 // features need not be sorted (they are mapped to fingerprint keys, sorted
 // and merged); sk.Params must be zero or equal the index's, else the error
-// wraps ErrParamsMismatch. Put does not retain sk.
+// wraps ErrParamsMismatch. Put does not retain sk. A writer that has a
+// file's strong hash, and may spare the sketch of a copy, calls PutFile.
 func (ix *Index) Put(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) {
 	rec, err := ix.put(meta, sk, false, nil)
 	if err != nil {
@@ -39,21 +40,9 @@ func (ix *Index) Put(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) 
 	return rec, nil
 }
 
-// PutDeferred is Put for a bulk load: when the file gets a new content,
-// the postings of that content are kept in memory and written later,
-// together with those of other new contents (see pending.go): by Flush,
-// by a deferred write that finds too many pending, by a write that
-// changes or removes that content, or by Close. Until then a query finds
-// the file as an identical file, not as a similar one. Everything else
-// is written as Put writes it, at once and atomically.
-func (ix *Index) PutDeferred(meta FileMeta, sk *fingerprint.Sketch) (FileRecord, error) {
-	rec, err := ix.put(meta, sk, true, nil)
-	if err != nil {
-		return FileRecord{}, fmt.Errorf("index.PutDeferred %q: %w", meta.Path, err)
-	}
-	return rec, nil
-}
-
+// put is Put, leaving the postings of a new content pending when deferred
+// (see pending.go), with b, the Bulk of a load (or nil), sparing the
+// search for an equal content and the lookup of the path while it can.
 func (ix *Index) put(meta FileMeta, sk *fingerprint.Sketch, deferred bool, b *Bulk) (FileRecord, error) {
 	if meta.Path == "" {
 		return FileRecord{}, errors.New("empty path")
@@ -90,110 +79,6 @@ func (ix *Index) put(meta FileMeta, sk *fingerprint.Sketch, deferred bool, b *Bu
 		}
 	}
 	return ix.store(rec, cid, shared, entries, deferred, b)
-}
-
-// PutCopy adds the file at meta.Path, or replaces it when the path is
-// indexed already, as a copy of a content the index holds: one whose
-// size is size and whose strong hash (SHA-256) is strong. Bytes with the
-// same size and SHA-256 are taken to be the same bytes, whose sketch is
-// the content's: the file joins the content as Put would, without being
-// sketched, in one atomic batch, and PutCopy returns its record and true.
-// When the index holds no such content, or strong is all zero (unknown),
-// nothing is written and PutCopy returns false: the caller sketches the
-// file and calls Put.
-//
-// PutCopy reads the hash keys of strong and a content's record for each
-// content they name until one has the size and the whole strong hash
-// (before it takes the write lock), then does what PutCopyOf does.
-func (ix *Index) PutCopy(meta FileMeta, size int64, strong [32]byte) (FileRecord, bool, error) {
-	rec, ok, err := ix.putCopy(meta, 0, size, strong, nil)
-	if err != nil {
-		return FileRecord{}, false, fmt.Errorf("index.PutCopy %q: %w", meta.Path, err)
-	}
-	return rec, ok, nil
-}
-
-// PutCopyOf is PutCopy for a caller that knows which content the file is
-// a copy of, from the Content of the record Put or PutCopy returned for
-// another file with the same bytes: it skips the search by strong hash.
-// The file joins content cid if the index still holds it with size bytes
-// and strong hash strong; otherwise nothing is written and PutCopyOf
-// returns false. It reads content cid's record, and the file's old path
-// key and records unless b, the Bulk of a load (or nil), tells that the
-// path has none.
-func (ix *Index) PutCopyOf(meta FileMeta, cid uint32, size int64, strong [32]byte, b *Bulk) (FileRecord, bool, error) {
-	if cid == 0 {
-		return FileRecord{}, false, nil // no content has id 0
-	}
-	rec, ok, err := ix.putCopy(meta, cid, size, strong, b)
-	if err != nil {
-		return FileRecord{}, false, fmt.Errorf("index.PutCopyOf %q: %w", meta.Path, err)
-	}
-	return rec, ok, nil
-}
-
-// putCopy joins the file meta to content cid, or, when cid is 0, to the
-// content of size and strong it finds. b is as for store.
-func (ix *Index) putCopy(meta FileMeta, cid uint32, size int64, strong [32]byte, b *Bulk) (FileRecord, bool, error) {
-	if meta.Path == "" {
-		return FileRecord{}, false, errors.New("empty path")
-	}
-	if strong == ([32]byte{}) {
-		return FileRecord{}, false, nil
-	}
-	if cid == 0 {
-		// The content is looked for before the write lock is taken, so
-		// that a new content (the usual miss) costs writers no wait, and
-		// confirmed under it by its record alone: a content lives as long
-		// as its record.
-		if err := ix.acquire(); err != nil {
-			return FileRecord{}, false, err
-		}
-		var found bool
-		var err error
-		cid, found, err = ix.findCopy(size, strong)
-		ix.release()
-		if err != nil || !found {
-			return FileRecord{}, false, err
-		}
-	}
-	if err := ix.beginWrite(); err != nil {
-		return FileRecord{}, false, err
-	}
-	defer ix.endWrite()
-	var rec FileRecord
-	ok, err := readContent(ix.db, cid, &rec)
-	if err != nil || !ok || rec.Summary.Size != size || rec.Strong != strong {
-		return FileRecord{}, false, err // gone meanwhile: the caller puts a sketch
-	}
-	rec.FileMeta = meta
-	rec, err = ix.store(rec, cid, true, nil, false, b)
-	return rec, err == nil, err
-}
-
-// findCopy returns the id of a content of size bytes whose strong hash is
-// strong, if the index holds one. It reads the hash keys of strong, and a
-// content's record for each content they name until one has the size and
-// the strong hash.
-func (ix *Index) findCopy(size int64, strong [32]byte) (cid uint32, found bool, err error) {
-	prefix := hashPrefix(nil, strong)
-	err = scanUntil(ix.db, prefix, prefixEnd(prefix), func(k, _ []byte) (bool, error) {
-		_, c, err := parseHashKey(k)
-		if err != nil {
-			return false, err
-		}
-		var have FileRecord
-		ok, err := readContent(ix.db, c, &have)
-		if err != nil {
-			return false, err
-		}
-		if ok && have.Summary.Size == size && have.Strong == strong {
-			cid, found = c, true
-			return false, nil
-		}
-		return true, nil
-	})
-	return cid, found, err
 }
 
 // store writes the file rec.FileMeta.Path, whose content is rec's, in one
@@ -327,7 +212,7 @@ func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry,
 		}
 	}
 	if b != nil && b.ix == ix && rec.Strong != ([32]byte{}) {
-		b.SetContent(rec.Strong, cid)
+		b.setContent(rec.Strong, cid)
 	}
 	return rec, nil
 }
