@@ -88,133 +88,187 @@ func (ix *Index) put(meta FileMeta, sk *fingerprint.Sketch, deferred bool, b *Bu
 // the file's old record is not looked up when b tells there is none. It
 // must be called with the write lock held; rec.ID and rec.Content are set
 // here.
+//
+// It plans the write (planStore), adds the content's keys (storeContent)
+// and the file's (storeFile) to one batch, commits it, and then moves the
+// index's counters on (stored).
 func (ix *Index) store(rec FileRecord, cid uint32, shared bool, entries []entry, deferred bool, b *Bulk) (FileRecord, error) {
-	meta := rec.FileMeta
-	var (
-		old    FileRecord
-		oldCID uint32
-		found  bool
-		err    error
-	)
-	var ph pathKeyHash
-	if ix.bulk != nil {
-		ph = pathHash(meta.Path)
+	p, err := ix.planStore(rec.FileMeta.Path, cid, shared, b)
+	if err != nil {
+		return FileRecord{}, err
 	}
-	if !b.pathUnheld(ix, ph) {
-		ix.pathLookups.Add(1)
-		if old, oldCID, found, err = ix.lookup(ix.db, meta.Path); err != nil {
-			return FileRecord{}, err
-		}
-	}
-	id := old.ID
-	if !found {
-		if ix.nextID > math.MaxUint32 {
-			return FileRecord{}, errors.New("file ids exhausted: rebuild the index")
-		}
-		id = uint32(ix.nextID)
-	}
-	rec.ID = id
-
-	changes := !found || !shared || cid != oldCID // the file's content changes
-	last := false                                 // the file held its old content alone
-	var oldEntries []entry
-	if changes && found {
-		if last, err = ix.lastCopy(oldCID, id); err != nil {
-			return FileRecord{}, err
-		}
-		if last {
-			// Its postings are about to be rewritten or removed: those
-			// still pending go first.
-			if err := ix.flushPendingOf(oldCID); err != nil {
-				return FileRecord{}, err
-			}
-			if oldEntries, err = ix.readForward(oldCID); err != nil {
-				return FileRecord{}, err
-			}
-		}
-	}
-	newContent := changes && !shared && !last
-	deferred = deferred && newContent
-	if deferred && len(ix.pend.postings)+len(entries) > maxPending {
+	rec.ID = p.id
+	p.deferred = deferred && p.newContent
+	if p.deferred && len(ix.pend.postings)+len(entries) > maxPending {
 		if err := ix.flushPending(); err != nil {
 			return FileRecord{}, err
 		}
 	}
-
 	w := ix.newBatch()
 	defer w.close()
-	if changes {
-		switch {
-		case shared:
-			if found {
-				w.moves = append(w.moves, copyMove{oldCID, -1})
-			}
-			if last {
-				w.removeContent(oldCID, old.Strong, oldEntries)
-			}
-			w.moves = append(w.moves, copyMove{cid, +1})
-		case last:
-			// The file changed and nothing else held its content: keep the
-			// content id (and the copy key) and rewrite only the postings
-			// that differ.
-			cid = oldCID
-			w.setContent(cid, &rec, old.Strong, oldEntries, entries)
-		default:
-			if ix.nextCID > math.MaxUint32 {
-				return FileRecord{}, errors.New("content ids exhausted: rebuild the index")
-			}
-			if found {
-				w.moves = append(w.moves, copyMove{oldCID, -1})
-			}
-			cid = uint32(ix.nextCID)
-			if deferred {
-				w.setContentDeferred(cid, &rec, entries)
-			} else {
-				w.setContent(cid, &rec, [32]byte{}, nil, entries)
-			}
-		}
-		if found && cid != oldCID {
-			w.delete(copyKey(oldCID, id))
-		}
-		if !found || cid != oldCID {
-			w.set(copyKey(cid, id), nil)
+	if p.changes {
+		if cid, err = w.storeContent(&p, &rec, cid, entries); err != nil {
+			return FileRecord{}, err
 		}
 	}
 	rec.Content = cid
-	if found && (old.Dev != rec.Dev || old.Ino != rec.Ino) {
-		w.delete(inodeKey(old.Dev, old.Ino, id))
+	w.storeFile(&p, &rec)
+	if err := w.commit(); err != nil {
+		return FileRecord{}, err
 	}
-	w.set(inodeKey(rec.Dev, rec.Ino, id), nil)
-	w.set(recordKey(id), encodeRecord(nil, &rec.FileMeta, cid))
-	if !found {
-		ix.notePath(ph)
-		w.set(pathKey(meta.Path), encodeID(id))
+	ix.stored(&p, &rec, entries, b)
+	return rec, nil
+}
+
+// A storePlan is what store learns before it writes: the file's old
+// record, if any, and what becomes of the content it held.
+type storePlan struct {
+	ph         pathKeyHash // the path's hash, while a Bulk takes paths
+	id         uint32      // the file's id: its old one, else the next
+	old        FileRecord  // the file's old record, if found
+	oldCID     uint32      // the content it held
+	found      bool        // the path had a record
+	shared     bool        // the file joins an existing content
+	changes    bool        // the file's content changes
+	last       bool        // the file held its old content alone
+	oldEntries []entry     // that content's entries, when last
+	newContent bool        // a content id is handed out
+	deferred   bool        // the new content's postings are left pending
+}
+
+// planStore looks up the old record of the file at path (unless b tells
+// there is none) and gives the file its id, and, when its content
+// changes, finds whether it held its old content alone: then that
+// content's pending postings are written first, and its entries read, to
+// be rewritten or removed.
+func (ix *Index) planStore(path string, cid uint32, shared bool, b *Bulk) (storePlan, error) {
+	p := storePlan{shared: shared}
+	if ix.bulk != nil {
+		p.ph = pathHash(path)
+	}
+	if !b.pathUnheld(ix, p.ph) {
+		ix.pathLookups.Add(1)
+		var err error
+		if p.old, p.oldCID, p.found, err = ix.lookup(ix.db, path); err != nil {
+			return p, err
+		}
+	}
+	p.id = p.old.ID
+	if !p.found {
+		if ix.nextID > math.MaxUint32 {
+			return p, errors.New("file ids exhausted: rebuild the index")
+		}
+		p.id = uint32(ix.nextID)
+	}
+	p.changes = !p.found || !shared || cid != p.oldCID
+	if p.changes && p.found {
+		var err error
+		if p.last, err = ix.lastCopy(p.oldCID, p.id); err != nil {
+			return p, err
+		}
+		if p.last {
+			// Its postings are about to be rewritten or removed: those
+			// still pending go first.
+			if err := ix.flushPendingOf(p.oldCID); err != nil {
+				return p, err
+			}
+			if p.oldEntries, err = ix.readForward(p.oldCID); err != nil {
+				return p, err
+			}
+		}
+	}
+	p.newContent = p.changes && !shared && !p.last
+	return p, nil
+}
+
+// storeContent adds to w the change of the file's content that p plans:
+// joining content cid when shared (and deleting the old content it held
+// alone), rewriting its old content in place when it held it alone, or
+// writing a new one with entries. It moves the file's copy key and
+// returns the content the file holds now.
+func (w *batch) storeContent(p *storePlan, rec *FileRecord, cid uint32, entries []entry) (uint32, error) {
+	ix := w.ix
+	switch {
+	case p.shared:
+		if p.found {
+			w.moves = append(w.moves, copyMove{p.oldCID, -1})
+		}
+		if p.last {
+			w.removeContent(p.oldCID, p.old.Strong, p.oldEntries)
+		}
+		w.moves = append(w.moves, copyMove{cid, +1})
+	case p.last:
+		// The file changed and nothing else held its content: keep the
+		// content id (and the copy key) and rewrite only the postings
+		// that differ.
+		cid = p.oldCID
+		w.setContent(cid, rec, p.old.Strong, p.oldEntries, entries)
+	default:
+		if ix.nextCID > math.MaxUint32 {
+			return 0, errors.New("content ids exhausted: rebuild the index")
+		}
+		if p.found {
+			w.moves = append(w.moves, copyMove{p.oldCID, -1})
+		}
+		cid = uint32(ix.nextCID)
+		if p.deferred {
+			w.setContentDeferred(cid, rec, entries)
+		} else {
+			w.setContent(cid, rec, [32]byte{}, nil, entries)
+		}
+	}
+	if p.found && cid != p.oldCID {
+		w.delete(copyKey(p.oldCID, p.id))
+	}
+	if !p.found || cid != p.oldCID {
+		w.set(copyKey(cid, p.id), nil)
+	}
+	return cid, nil
+}
+
+// storeFile adds to w the file's own keys: its inode key, its record,
+// and, for a path new to the index, its path key (noted in the Bulk's
+// filter first); and the change to the counts.
+func (w *batch) storeFile(p *storePlan, rec *FileRecord) {
+	old := &p.old
+	if p.found && (old.Dev != rec.Dev || old.Ino != rec.Ino) {
+		w.delete(inodeKey(old.Dev, old.Ino, rec.ID))
+	}
+	w.set(inodeKey(rec.Dev, rec.Ino, rec.ID), nil)
+	w.set(recordKey(rec.ID), encodeRecord(nil, &rec.FileMeta, rec.Content))
+	if !p.found {
+		w.ix.notePath(p.ph)
+		w.set(pathKey(rec.Path), encodeID(rec.ID))
 		w.delta.Files++
 	}
 	w.delta.Bytes += int64(fileBytes(rec.FileMeta)) - int64(fileBytes(old.FileMeta))
 	w.delta.Features += int64(rec.Features) - int64(old.Features)
-	if err := w.commit(); err != nil {
-		return FileRecord{}, err
-	}
-	if !found {
+}
+
+// stored moves the index on once the batch of p has committed: the next
+// file and content ids, the pending postings of a deferred content, the
+// count of contents made (which a Bulk compares with its own), and b's
+// record of the file's content.
+func (ix *Index) stored(p *storePlan, rec *FileRecord, entries []entry, b *Bulk) {
+	if !p.found {
 		ix.nextID++
 	}
-	if newContent {
+	if p.newContent {
 		ix.nextCID++
 	}
-	if deferred {
-		ix.keepPending(cid, entries)
+	if p.deferred {
+		ix.keepPending(rec.Content, entries)
 	}
-	if changes && !shared { // a content made, or rewritten in place
+	mine := b != nil && b.ix == ix
+	if p.changes && !p.shared { // a content made, or rewritten in place
 		ix.contentGen++
-		if b != nil && b.ix == ix {
+		if mine {
 			b.own++
 		}
 	}
-	if b != nil && b.ix == ix && rec.Strong != ([32]byte{}) {
-		b.setContent(rec.Strong, cid)
+	if mine && rec.Strong != ([32]byte{}) {
+		b.setContent(rec.Strong, rec.Content)
 	}
-	return rec, nil
 }
 
 // findContent returns the content the index holds that equals rec's (same
