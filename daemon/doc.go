@@ -111,6 +111,92 @@
 //     without the index looking up a record of its path (the Bulk's
 //     filter holds every path given one since the scan began).
 //
+// # The life of a change
+//
+// A file written under a watched root reaches the index along one chain:
+// from fsnotify's goroutine over three of the daemon's (the watcher's
+// event goroutine, the settler's, a worker) and two queues (file:
+// function at each step):
+//
+//  1. fsnotify's reader goroutine puts the kernel's event on the Events
+//     channel of its watcher.
+//  2. watcher/watch.go: Watcher.Run, on the watcher's event goroutine
+//     (under Run's errgroup), takes the event, and Watcher.event sorts
+//     it: a write, chmod or new file is Changed, a removal or a rename
+//     away Removed, a new directory goes to the adder goroutine (see
+//     the variants below).
+//  3. daemon/daemon.go: watchHandler.Changed (or Removed) counts it, and
+//     daemon/changes.go: Daemon.touch registers it at the tracker's
+//     current epoch and hands it to watcher/settle.go: Settler.Touch.
+//     Queue 1: the settler's pending bursts, one per path.
+//  4. watcher/settle.go: Settler.Run, on the settler's goroutine, emits
+//     the burst once the path has been quiet for the settle delay (a
+//     removal a little longer). Past Config.MaxSettling paths the burst
+//     is its directory's, which daemon/changes.go: Daemon.rescanSettled
+//     has scanned instead.
+//  5. daemon/changes.go: Daemon.settled puts an item for the path on the
+//     live lane (daemon/queue.go: lanes.push). Queue 2: the live lane.
+//  6. daemon/worker.go: Daemon.worker, on one of the worker goroutines,
+//     takes it (daemon/queue.go: lanes.next, live items first), and
+//     Daemon.handle claims the path (daemon/claims.go), looking again
+//     while changes to it arrive.
+//  7. daemon/worker.go: Daemon.syncPath lstats the path. A path gone is
+//     forgotten (Daemon.gone, Daemon.forget: index.Index.Remove); a
+//     directory, symlink or special file loses its record; a regular file
+//     goes on.
+//  8. daemon/worker.go: Daemon.indexFile stops at a file whose record
+//     matches it (index.Index.Lookup), moves the record of a file renamed
+//     to the path without reading it (Daemon.renamed: LookupInode,
+//     RenameIf), and otherwise reads the file (daemon/read.go:
+//     reader.load: its SHA-256, and the sketch of a file too large to
+//     keep whole) and hands what it read to the index in one call:
+//     daemon/ixhandle.go: ixHandle.PutFile, which applies the hold on
+//     writes and follows a swap of the index, calls index.Index.PutFile.
+//  9. index/putfile.go: Index.PutFile joins a copy of a content the index
+//     holds to it without a sketch (putCopy); otherwise it has the
+//     reader make the sketch (index.FileWrite MakeSketch: reader.sketch)
+//     and calls index/write.go: Index.put, which maps the sketch to
+//     entries, takes the write lock, looks for an equal content
+//     (findContent) and calls store.
+//  10. index/write.go: Index.store plans the write (planStore: the old
+//     record, and the content it leaves), adds the content's keys
+//     (batch.storeContent, batch.setContent, batch.diffPostings,
+//     batch.mergePostings: one Pebble merge operand per posting bucket)
+//     and the file's (batch.storeFile) to one batch, and commits it
+//     (batch.commit): the postings are in Pebble.
+//
+// Variants:
+//
+//   - A new directory: Watcher.event hands it to the adder goroutine
+//     (watcher/watch.go: Watcher.addTree), which watches it and reports
+//     it; daemon/daemon.go: watchHandler.DirAdded queues a scan of it on
+//     the live scanner (daemon/scan.go: Daemon.requestScan), whose
+//     goroutine walks it (Daemon.runScan) and puts its files on the live
+//     lane: steps 6 to 10.
+//   - The first scan: daemon/daemon.go: Daemon.firstScan has
+//     daemon/rootset.go: Daemon.startRoot watch each root and queue its
+//     full scan on the bulk scanner. daemon/scan.go: Daemon.runScan, on
+//     that scanner's goroutine, walks the root (watcher.Walk) and puts
+//     each file on the bulk lane, which workers take when the live lane
+//     is empty: steps 6 to 10. Into a root with nothing indexed (a fresh
+//     scan) the walk leaves the lstat out, so step 7 goes straight to
+//     step 8, and step 8 sets index.FileWrite Deferred: a new content's
+//     postings stay in memory (index/pending.go) after step 10 until
+//     index.Index.Flush writes them (runScan once the files are done,
+//     the fault loop every tick in daemon/faults.go, Wait in
+//     daemon/wait.go, or the deferred write that finds too many). Into an
+//     empty index runScan also takes an index.Bulk, which step 8 passes
+//     (FileWrite Bulk): in step 9 a copy of bytes the scan met joins
+//     their content by its id, with neither a search nor a sketch.
+//   - A reconcile: lost events (watchHandler.Overflow, then
+//     daemon/reconcile.go: Daemon.overflow after its back-off), a root
+//     back, an index rebuilt or a rescan asked for queue a full scan on
+//     the bulk scanner. Its walk (daemon/scan.go: Daemon.runScan) is
+//     merged with the records under the root (daemon/reconcile.go:
+//     recordMerge): only files new or differing from their records go on
+//     the bulk lane, and the records the walk did not meet follow
+//     (Daemon.queueUnmet), for step 7 to remove.
+//
 // Time: the daemon reads the real clock. Its unit tests of timing (Wait,
 // the tracker, overflow back-off) run in testing/synctest bubbles, where
 // time is virtual and "still waiting" is checked once every goroutine is

@@ -130,8 +130,8 @@ func (h *ixHandle) NewBulk() *index.Bulk {
 	return b
 }
 
-// Flush writes the postings a first scan's PutFile left pending. After a swap to a
-// reopened index there are none: Open wrote them.
+// Flush writes the postings a first scan's PutFile left pending. After a
+// swap to a reopened index there are none: Open wrote them.
 func (h *ixHandle) Flush() error {
 	if h.cur().PendingPostings() == 0 {
 		return nil
