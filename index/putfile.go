@@ -39,11 +39,11 @@ type FileWrite struct {
 //  1. When w.Bulk has met the file's bytes before and knows their
 //     content, the file joins that content by its id, without a search
 //     or a sketch, if the index still holds it (putCopy).
-//  2. Otherwise, unless w.Bulk meets these bytes for the first time (no
-//     content holds them then, but for one an overlapping write made,
-//     which step 3 finds), the file joins a content of its size and
-//     strong hash if the index holds one, still without a sketch
-//     (putCopy).
+//  2. Otherwise, unless w.Bulk meets these bytes for the first time, the
+//     file joins a content of its size and strong hash if the index holds
+//     one, still without a sketch (putCopy). Bytes the load meets first
+//     have no content yet, but for one a concurrent write of the same
+//     bytes may be making, which step 3 finds.
 //  3. Otherwise the file is sketched (w.Sketch, else w.MakeSketch) and
 //     put as Put puts it, its postings left pending when w.Deferred, with
 //     w.Bulk sparing the search for an equal content and the lookup of
