@@ -163,7 +163,7 @@
 //	                       key), the content id in cb bits, and the
 //	                       weight: 0 for 1, 10 and Elias gamma of
 //	                       weight−1, or 11 for a tombstone (in merge
-//	                       operands only); see postings.go
+//	                       operands only); see postings_codec.go
 //	'h' strong(4) content  hash key, empty value: the first 4 bytes of
 //	                       the content's strong hash
 //	's' content id         copy key, empty value
