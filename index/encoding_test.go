@@ -208,64 +208,6 @@ func TestForwardRoundTrip(t *testing.T) {
 	}
 }
 
-func TestPostingListRoundTrip(t *testing.T) {
-	const b = 0x1234
-	key := func(low uint32) uint32 { return b<<lowBits | low }
-	for _, es := range [][]postingEntry{
-		{{key(0), 1, 1}},
-		{{key(1<<lowBits - 1), math.MaxUint32, math.MaxUint64}},
-		{{key(5), 1, 1}, {key(5), 2, 2}, {key(5), 9, 77}, {key(6), 1, 1}, {key(900), 3, 1 << 20}},
-		{{key(7), 3, tombstone}, {key(8), 3, 1}},
-	} {
-		v, _ := encodePostingList(nil, es, nil)
-		tomb := slices.ContainsFunc(es, func(e postingEntry) bool { return e.weight == tombstone })
-		got, err := decodePostingList(nil, b, v, true)
-		if err != nil || !slices.Equal(got, es) {
-			t.Fatalf("list %v: encoded %x, decoded %v, %v", es, v, got, err)
-		}
-		if _, err := decodePostingList(nil, b, v, false); tomb != (err != nil) {
-			t.Fatalf("list %v read as merged: %v", es, err)
-		}
-		if _, err := decodePostingList(nil, b, append(v, 0), true); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("list with a trailing byte: %v", err)
-		}
-		if _, err := decodePostingList(nil, b, v[:len(v)-1], true); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("truncated list: %v", err)
-		}
-	}
-	// Two postings of weight 1 whose keys differ by 1, ids of 1 bit:
-	// n=2, k, cb=1, then 0 (gap 0 in unary) + k zero bits, id 1, weight 0;
-	// new key 1, gap 0 again, id 1, weight 0.
-	v, _ := encodePostingList(nil, []postingEntry{{key(0), 1, 1}, {key(1), 1, 1}}, nil)
-	if want := []byte{2, 0, 1, 0b0_1_0_1_0_1_0_0}; !bytes.Equal(v, want) {
-		t.Fatalf("encoded %08b, want %08b", v, want)
-	}
-	if es, err := decodePostingList(nil, b, nil, false); err != nil || len(es) != 0 {
-		t.Fatalf("empty list: %v, %v", es, err)
-	}
-	for _, bad := range [][]byte{
-		{0, 0, 1},                    // no postings, not stored empty
-		{1, 0, 0, 0},                 // ids of 0 bits
-		{1, 0, 33, 0},                // ids of 33 bits
-		{1, lowBits + 1, 1, 0},       // Rice parameter above the low bits
-		{1, 0, 1, 0b1111_1111},       // truncated unary
-		{1, 0, 1, 0b0_1_0_0_0001},    // stray bits after the last posting
-		{2, 0, 1, 0b0_1_0_0_1_1_0_0}, // second posting of the same key and id
-	} {
-		if es, err := decodePostingList(nil, b, bad, true); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("decode %x: %v, %v; want ErrCorrupt", bad, es, err)
-		}
-	}
-	if got, err := parseBucketKey(appendBucketKey(nil, b)); err != nil || got != b {
-		t.Fatalf("bucket key: %x, %v", got, err)
-	}
-	for _, bad := range [][]byte{{prefixPosting}, {prefixPosting, 1, 2, 3}, {prefixContent, 1, 2}} {
-		if _, err := parseBucketKey(bad); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("bucket key %x: %v", bad, err)
-		}
-	}
-}
-
 // TestPostingMerger: operands merge newest first, tombstones stay until the
 // oldest operand is in the merge, and a bucket left with no posting has an
 // empty list; merging in either direction agrees.
@@ -561,32 +503,6 @@ func FuzzDecodeForward(f *testing.F) {
 		}
 	})
 }
-
-func FuzzDecodePostingList(f *testing.F) {
-	f.Add([]byte{1, 0, 1, 0b0_1_0_00000})
-	f.Add([]byte{2, 3, 4, 0xff, 0x01, 0x80})
-	f.Fuzz(func(t *testing.T, v []byte) {
-		const b = 3
-		es, err := decodePostingList(nil, b, v, true)
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("error %v does not wrap ErrCorrupt", err)
-			}
-			return
-		}
-		for i, e := range es {
-			if bucketOf(e.key) != b || i > 0 && comparePostings(es[i-1], e) >= 0 {
-				t.Fatalf("decoded list %v is not canonical", es)
-			}
-		}
-		again, err := decodePostingList(nil, b, encodePostingListOf(es), true)
-		if err != nil || !slices.Equal(again, es) {
-			t.Fatalf("re-encoding: %v, %v; want %v", again, err, es)
-		}
-	})
-}
-
-func encodePostingListOf(es []postingEntry) []byte { v, _ := encodePostingList(nil, es, nil); return v }
 
 // mergeOperands starts the posting merger on the operands ops of bucket
 // key bk, oldest first, handing them over newest first (MergeOlder) or
