@@ -114,24 +114,48 @@ type goal struct {
 // clients asking it all along (T1), and reports the time to ready, the
 // clients' latencies and errors, and the daemon's CPU and memory.
 func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*loadResult, error) {
+	res, sifd, work, err := loadSetup(c, lf, lo)
+	if err != nil {
+		return nil, err
+	}
+	reqs, alone, err := loadUnloaded(ctx, res, sifd, work)
+	if err != nil {
+		return nil, err
+	}
+	samples, loadSecs, err := loadLoaded(ctx, res, lo, sifd, work, reqs)
+	if err != nil {
+		return nil, err
+	}
+	firstErr, errs := loadSum(res, samples, alone, loadSecs)
+	if !c.json {
+		loadReport(res, lo, loadSecs, firstErr, errs)
+	}
+	return res, nil
+}
+
+// loadSetup checks the flags, builds sifd and writes the load tree, or
+// reuses the one in --dir, of at least --size bytes. It returns the
+// result to fill in, with the tree and its size, the path of sifd and the
+// working directory.
+func loadSetup(c *common, lf *liveFlags, lo *loadFlags) (*loadResult, string, string, error) {
 	size, err := parseSize(lf.size)
 	if err != nil {
-		return nil, fmt.Errorf("--size: %w", err)
+		return nil, "", "", fmt.Errorf("--size: %w", err)
 	}
 	if lo.clients <= 0 {
-		return nil, fmt.Errorf("--clients %d: want at least 1", lo.clients)
+		return nil, "", "", fmt.Errorf("--clients %d: want at least 1", lo.clients)
 	}
 	sifd, _, err := buildBinaries(c.workDir)
 	if err != nil {
-		return nil, err
+		return nil, "", "", err
 	}
 	work, err := filepath.EvalSymlinks(c.workDir)
 	if err != nil {
-		return nil, err
+		return nil, "", "", err
 	}
 	res := &loadResult{Clients: lo.clients, ThinkMs: ms(lo.think), Cores: runtime.NumCPU(), Errors: map[string]int{}, Kinds: map[string]*loadKind{}}
 	if res.Tree, res.CreateSecs, err = loadTree(c, lo.dir, work, size); err != nil {
-		return nil, err
+		return nil, "", "", err
 	}
 	all := regularFiles(res.Tree, 0, 1<<62)
 	res.Files = len(all)
@@ -141,13 +165,20 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 		}
 	}
 	if res.Bytes < size {
-		return nil, fmt.Errorf("the tree %s holds %d bytes, less than --size %d: remove it or give another --dir", res.Tree, res.Bytes, size)
+		return nil, "", "", fmt.Errorf("the tree %s holds %d bytes, less than --size %d: remove it or give another --dir", res.Tree, res.Bytes, size)
 	}
 	fmt.Fprintf(os.Stderr, "sifbench: tree %s: %d files, %.1f MB\n", res.Tree, res.Files, mb(res.Bytes))
+	return res, sifd, work, nil
+}
 
-	// T0: alone.
+// loadUnloaded is the unloaded run (T0): sifd to ready alone on a fresh
+// index, then each kind of request alone on the ready daemon (loadAlone).
+// It fills in res.Unloaded and returns the queries the clients will send,
+// the fingerprints of up to 1000 files of the tree, and what each kind
+// took alone.
+func loadUnloaded(ctx context.Context, res *loadResult, sifd, work string) ([]*ipc.SimilarRequest, map[string]*loadKind, error) {
 	if err := warm(res.Tree); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res.LoadAvg = append(res.LoadAvg, loadAvg())
 	fmt.Fprintf(os.Stderr, "sifbench: unloaded run\n")
@@ -155,7 +186,7 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 	os.MkdirAll(w0, 0o755)
 	d, err := startDaemon(ctx, sifd, res.Tree, w0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res.Unloaded.ReadySecs = d.ready.Seconds()
 	res.Unloaded.CPUSecs, _ = cpuSeconds(d.cmd.Process.Pid)
@@ -163,7 +194,7 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 	info, err := client.Info(ctx)
 	if err != nil {
 		d.stop()
-		return nil, err
+		return nil, nil, err
 	}
 	if st, err := client.Status(ctx); err == nil {
 		res.Unloaded.Files = st.Index.Files
@@ -176,14 +207,14 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 		sk, err := ipc.SketchFile(p, info.Params)
 		if err != nil {
 			d.stop()
-			return nil, err
+			return nil, nil, err
 		}
 		reqs = append(reqs, ipc.NewSimilarRequest(p, sk))
 	}
 	res.Queries = len(reqs)
 	if len(reqs) == 0 {
 		d.stop()
-		return nil, fmt.Errorf("no file of the tree to query with")
+		return nil, nil, fmt.Errorf("no file of the tree to query with")
 	}
 	// Each kind alone, on the ready daemon: every query once, and a few of
 	// the others.
@@ -193,31 +224,42 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 	alone := loadAlone(ctx, client, reqs, d.cmd.Process.Pid)
 	kb, err := d.stop()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res.Unloaded.PeakRSSMB = float64(kb) / 1024
 	os.RemoveAll(w0)
 	res.LoadAvg = append(res.LoadAvg, loadAvg())
+	return reqs, alone, nil
+}
 
-	// T1: the same with the clients.
+// loadLoaded is the loaded run (T1): sifd to ready on a fresh index with
+// --clients clients (loadClient) asking it reqs and the rest from the
+// moment it answers on its socket until it is ready, and with --profile
+// its profiles taken meanwhile. It fills in res.Loaded, res.BenchCPU and
+// res.Ratio, and returns each client's samples and how long the clients
+// ran, in seconds.
+func loadLoaded(ctx context.Context, res *loadResult, lo *loadFlags, sifd, work string, reqs []*ipc.SimilarRequest) ([][]loadSample, float64, error) {
 	if err := warm(res.Tree); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	res.LoadAvg = append(res.LoadAvg, loadAvg())
 	fmt.Fprintf(os.Stderr, "sifbench: loaded run, %d clients\n", lo.clients)
 	w1 := filepath.Join(work, "loaded")
 	os.MkdirAll(w1, 0o755)
-	var extra []string
+	var (
+		extra []string
+		err   error
+	)
 	pprofAddr := ""
 	if lo.profile != "" {
 		if pprofAddr, err = freeLoopbackAddr(); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		extra = append(extra, "--pprof", pprofAddr)
 	}
-	d, err = launchDaemon(sifd, res.Tree, w1, extra...)
+	d, err := launchDaemon(sifd, res.Tree, w1, extra...)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	// The clients start once the daemon answers on its socket.
 	probe := ipc.NewClient(d.socket)
@@ -227,10 +269,10 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 		}
 		select {
 		case err := <-d.done:
-			return nil, fmt.Errorf("sifd exited before it listened: %v", err)
+			return nil, 0, fmt.Errorf("sifd exited before it listened: %v", err)
 		case <-ctx.Done():
 			d.cmd.Process.Kill()
-			return nil, ctx.Err()
+			return nil, 0, ctx.Err()
 		case <-time.After(time.Millisecond):
 		}
 	}
@@ -266,22 +308,28 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 	cpuBench1, _ := cpuSeconds(os.Getpid())
 	res.BenchCPU = cpuBench1 - cpuBench0
 	if readyErr != nil {
-		return nil, readyErr
+		return nil, 0, readyErr
 	}
 	res.Loaded.ReadySecs = d.ready.Seconds()
 	res.Loaded.CPUSecs, _ = cpuSeconds(d.cmd.Process.Pid)
 	if st, err := ipc.NewClient(d.socket).Status(ctx); err == nil {
 		res.Loaded.Files = st.Index.Files
 	}
-	kb, err = d.stop()
+	kb, err := d.stop()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	res.Loaded.PeakRSSMB = float64(kb) / 1024
 	os.RemoveAll(w1)
 	res.Ratio = res.Loaded.ReadySecs / res.Unloaded.ReadySecs
+	return samples, loadSecs, nil
+}
 
-	// Sum up.
+// loadSum sums up the clients' samples and what each kind took alone into
+// res: requests, errors, latencies by kind, the CPU floor of T1, what
+// was unexpected and the goals. It returns the first message of each
+// kind of error and the number of errors.
+func loadSum(res *loadResult, samples [][]loadSample, alone map[string]*loadKind, loadSecs float64) (map[string]string, int) {
 	daemon, e2e := map[string][]float64{}, map[string][]float64{}
 	firstErr := map[string]string{}
 	for _, ss := range samples {
@@ -336,68 +384,72 @@ func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*l
 		{"memory bounded: peak RSS T1 - T0 <= 128 MiB (the daemon's request-body budget)",
 			f0(res.Loaded.PeakRSSMB-res.Unloaded.PeakRSSMB) + " MB", res.Loaded.PeakRSSMB-res.Unloaded.PeakRSSMB <= 128},
 	}
+	return firstErr, errs
+}
 
-	if !c.json {
-		fmt.Printf("load: %s, %d files, %.1f MB, page cache warm; %d cores; sifd to ready on a fresh index, alone (T0) and with %d clients (T1)\n",
-			res.Tree, res.Files, mb(res.Bytes), res.Cores, res.Clients)
-		fmt.Printf("each client: its own connection, one request at a time, a pause of 0-%s between them (mean %s); similar with the fingerprints of %d files of the tree, 2%% status, 0.5%% dupes, 0.2%% groups\n",
-			2*lo.think, lo.think, res.Queries)
-		fmt.Print(table([][]string{
-			{"", "to ready s", "sifd CPU s", "peak RSS MB", "indexed files"},
-			{"T0 alone", f2(res.Unloaded.ReadySecs), f1(res.Unloaded.CPUSecs), f0(res.Unloaded.PeakRSSMB), strconv.FormatUint(res.Unloaded.Files, 10)},
-			{fmt.Sprintf("T1 with %d clients", res.Clients), f2(res.Loaded.ReadySecs), f1(res.Loaded.CPUSecs), f0(res.Loaded.PeakRSSMB), strconv.FormatUint(res.Loaded.Files, 10)},
-		}))
-		fmt.Printf("T1/T0 = %.2f; clients started %.2f s after sifd (when it answered), sent %d requests in %.1f s (%.0f/s), using %.1f s of CPU in sifbench (%.2f cores)\n",
-			res.Ratio, res.Loaded.ListenSecs, res.Requests, loadSecs, res.ReqPerSec, res.BenchCPU, res.BenchCPU/loadSecs)
-		fmt.Printf("the requests answered, each at its CPU cost alone (shared groups answers cost less), take %.1f s of sifd CPU (%.2f cores over T1); with the scan's %.1f s of T0 and sifbench's %.1f s, T1 is at least %.1f s on %d cores (T1/T0 >= %.2f)\n",
-			res.DemandCPU, res.DemandCPU/res.Loaded.ReadySecs, res.Unloaded.CPUSecs, res.BenchCPU, res.Floor, res.Cores, res.Floor/res.Unloaded.ReadySecs)
-		if len(res.LoadAvg) == 4 {
-			fmt.Printf("machine load average (1, 5, 15 min): before T0 %s; after T0 %s; before T1 %s; after T1 %s\n", res.LoadAvg[0], res.LoadAvg[1], res.LoadAvg[2], res.LoadAvg[3])
+// loadReport prints res for a reader: the tree, the two runs, the
+// clients' throughput and CPU, the latencies by kind, the errors and the
+// goals. loadSecs is how long the clients ran; firstErr and errs are
+// loadSum's.
+func loadReport(res *loadResult, lo *loadFlags, loadSecs float64, firstErr map[string]string, errs int) {
+	fmt.Printf("load: %s, %d files, %.1f MB, page cache warm; %d cores; sifd to ready on a fresh index, alone (T0) and with %d clients (T1)\n",
+		res.Tree, res.Files, mb(res.Bytes), res.Cores, res.Clients)
+	fmt.Printf("each client: its own connection, one request at a time, a pause of 0-%s between them (mean %s); similar with the fingerprints of %d files of the tree, 2%% status, 0.5%% dupes, 0.2%% groups\n",
+		2*lo.think, lo.think, res.Queries)
+	fmt.Print(table([][]string{
+		{"", "to ready s", "sifd CPU s", "peak RSS MB", "indexed files"},
+		{"T0 alone", f2(res.Unloaded.ReadySecs), f1(res.Unloaded.CPUSecs), f0(res.Unloaded.PeakRSSMB), strconv.FormatUint(res.Unloaded.Files, 10)},
+		{fmt.Sprintf("T1 with %d clients", res.Clients), f2(res.Loaded.ReadySecs), f1(res.Loaded.CPUSecs), f0(res.Loaded.PeakRSSMB), strconv.FormatUint(res.Loaded.Files, 10)},
+	}))
+	fmt.Printf("T1/T0 = %.2f; clients started %.2f s after sifd (when it answered), sent %d requests in %.1f s (%.0f/s), using %.1f s of CPU in sifbench (%.2f cores)\n",
+		res.Ratio, res.Loaded.ListenSecs, res.Requests, loadSecs, res.ReqPerSec, res.BenchCPU, res.BenchCPU/loadSecs)
+	fmt.Printf("the requests answered, each at its CPU cost alone (shared groups answers cost less), take %.1f s of sifd CPU (%.2f cores over T1); with the scan's %.1f s of T0 and sifbench's %.1f s, T1 is at least %.1f s on %d cores (T1/T0 >= %.2f)\n",
+		res.DemandCPU, res.DemandCPU/res.Loaded.ReadySecs, res.Unloaded.CPUSecs, res.BenchCPU, res.Floor, res.Cores, res.Floor/res.Unloaded.ReadySecs)
+	if len(res.LoadAvg) == 4 {
+		fmt.Printf("machine load average (1, 5, 15 min): before T0 %s; after T0 %s; before T1 %s; after T1 %s\n", res.LoadAvg[0], res.LoadAvg[1], res.LoadAvg[2], res.LoadAvg[3])
+	}
+	if lo.profile != "" {
+		fmt.Printf("profiles of the loaded daemon in %s (block and mutex profiling on: its figures are not for the record)\n", lo.profile)
+	}
+	fmt.Println("latencies in ms, p50 / p90 / p99 / max; alone: one request at a time on T0's daemon once ready")
+	rows := [][]string{{"request", "done", "alone in daemon", "alone end to end", "under load in daemon", "under load end to end"}}
+	lat := func(l latencyStats) string {
+		if l.N == 0 {
+			return "-"
 		}
-		if lo.profile != "" {
-			fmt.Printf("profiles of the loaded daemon in %s (block and mutex profiling on: its figures are not for the record)\n", lo.profile)
-		}
-		fmt.Println("latencies in ms, p50 / p90 / p99 / max; alone: one request at a time on T0's daemon once ready")
-		rows := [][]string{{"request", "done", "alone in daemon", "alone end to end", "under load in daemon", "under load end to end"}}
-		lat := func(l latencyStats) string {
-			if l.N == 0 {
-				return "-"
-			}
-			return f2(l.MedianMs) + " / " + f2(l.P90Ms) + " / " + f2(l.P99Ms) + " / " + f2(l.MaxMs)
-		}
-		for _, k := range []string{"similar", "status", "dupes", "groups"} {
-			if x := res.Kinds[k]; x != nil {
-				rows = append(rows, []string{k, strconv.Itoa(x.Done), lat(x.AloneDaemon), lat(x.AloneE2E), lat(x.Daemon), lat(x.E2E)})
-			}
-		}
-		fmt.Print(table(rows))
-		if x := res.Kinds["similar"]; x != nil && x.AloneDaemon.N > 0 {
-			fmt.Printf("alone, %d of %d queries (%.1f%%) took 50 ms or more in the daemon; mean %.2f ms, %.2f ms of sifd CPU\n",
-				x.AloneSlow, x.AloneDaemon.N, 100*float64(x.AloneSlow)/float64(x.AloneDaemon.N), x.AloneMeanMs, x.AloneCPUMs)
-		}
-		var kinds []string
-		for k := range res.Errors {
-			kinds = append(kinds, k)
-		}
-		sort.Strings(kinds)
-		fmt.Printf("errors: %d", errs)
-		for _, k := range kinds {
-			fmt.Printf("; %s: %d (first: %s)", k, res.Errors[k], firstErr[k])
-		}
-		fmt.Printf("\nbusy answers not absorbed by the client's retries: %d; answered only after a retry (a second or more spent outside the daemon): %d\n",
-			res.Errors["busy"], res.Retried)
-		for _, g := range res.Goals {
-			mark := "met"
-			if !g.Met {
-				mark = "MISSED"
-			}
-			fmt.Printf("goal %s: %s, %s\n", g.What, g.Got, mark)
-		}
-		for _, u := range res.Unexpected {
-			fmt.Printf("UNEXPECTED: %s\n", u)
+		return f2(l.MedianMs) + " / " + f2(l.P90Ms) + " / " + f2(l.P99Ms) + " / " + f2(l.MaxMs)
+	}
+	for _, k := range []string{"similar", "status", "dupes", "groups"} {
+		if x := res.Kinds[k]; x != nil {
+			rows = append(rows, []string{k, strconv.Itoa(x.Done), lat(x.AloneDaemon), lat(x.AloneE2E), lat(x.Daemon), lat(x.E2E)})
 		}
 	}
-	return res, nil
+	fmt.Print(table(rows))
+	if x := res.Kinds["similar"]; x != nil && x.AloneDaemon.N > 0 {
+		fmt.Printf("alone, %d of %d queries (%.1f%%) took 50 ms or more in the daemon; mean %.2f ms, %.2f ms of sifd CPU\n",
+			x.AloneSlow, x.AloneDaemon.N, 100*float64(x.AloneSlow)/float64(x.AloneDaemon.N), x.AloneMeanMs, x.AloneCPUMs)
+	}
+	var kinds []string
+	for k := range res.Errors {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	fmt.Printf("errors: %d", errs)
+	for _, k := range kinds {
+		fmt.Printf("; %s: %d (first: %s)", k, res.Errors[k], firstErr[k])
+	}
+	fmt.Printf("\nbusy answers not absorbed by the client's retries: %d; answered only after a retry (a second or more spent outside the daemon): %d\n",
+		res.Errors["busy"], res.Retried)
+	for _, g := range res.Goals {
+		mark := "met"
+		if !g.Met {
+			mark = "MISSED"
+		}
+		fmt.Printf("goal %s: %s, %s\n", g.What, g.Got, mark)
+	}
+	for _, u := range res.Unexpected {
+		fmt.Printf("UNEXPECTED: %s\n", u)
+	}
 }
 
 // loadAlone asks the ready daemon of c (process pid) each query of reqs
