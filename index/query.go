@@ -48,7 +48,6 @@ func (o QueryOptions) withDefaults() (QueryOptions, error) {
 type queryState struct {
 	shared   map[uint32]uint64 // candidate content id → shared weight
 	common   map[uint32]uint64 // of it, through common fingerprints (a template query)
-	held     map[uint32]uint64 // of a candidate, the weight of the query's skipped entries it holds
 	postings []posting
 	list     []postingEntry // the posting list of one bucket
 	ids      []uint32       // candidate content ids
@@ -71,16 +70,15 @@ type posting struct {
 }
 
 var queryStates = sync.Pool{New: func() any {
-	return &queryState{shared: make(map[uint32]uint64, 256), common: make(map[uint32]uint64), held: make(map[uint32]uint64), key: make([]byte, 0, hashKeyLen)}
+	return &queryState{shared: make(map[uint32]uint64, 256), common: make(map[uint32]uint64), key: make([]byte, 0, hashKeyLen)}
 }}
 
 func putQueryState(s *queryState) {
-	if len(s.shared) > 1<<16 || len(s.common) > 1<<16 || len(s.held) > 1<<16 || cap(s.postings) > 1<<16 || cap(s.list) > 1<<16 || cap(s.stash) > 1<<16 {
+	if len(s.shared) > 1<<16 || len(s.common) > 1<<16 || cap(s.postings) > 1<<16 || cap(s.list) > 1<<16 || cap(s.stash) > 1<<16 {
 		return // do not keep the scratch of an unusual query alive
 	}
 	clear(s.shared)
 	clear(s.common)
-	clear(s.held)
 	s.stash, s.spans = s.stash[:0], s.spans[:0]
 	queryStates.Put(s)
 }
@@ -288,9 +286,6 @@ func (s *querySearch) run() error {
 	if s.hasSelf && s.selfAlone {
 		delete(s.st.shared, s.selfCID) // the query's own content, and no copy of it
 	}
-	if err := s.holdings(); err != nil {
-		return err
-	}
 	s.res.Candidates = s.candidates()
 	identical, done, err := s.identical()
 	if err != nil {
@@ -348,11 +343,11 @@ func (s *querySearch) run() error {
 			continue // too few of the query's fingerprints at its level
 		}
 		m := s.match(c, shared, false, family)
-		if !family {
-			s.distinctive(&m, l)
-		}
 		if m.Containment < s.opts.Threshold {
 			continue
+		}
+		if !family {
+			s.distinctive(&m, l)
 		}
 		m.Weak = isWeak
 		m.Template = family
@@ -805,9 +800,9 @@ func (s *querySearch) match(rec FileRecord, shared uint64, identical, family boo
 // query, the header left out of the query's weight but not the
 // candidate's, would seem to resemble the query less than it does. The
 // weight it holds at level l is estimated from that at the query's level
-// (holdings), in the share of the query's skipped weight there.
+// (heldBy), in the share of the query's skipped weight there.
 func (s *querySearch) distinctive(m *Match, l int) {
-	held := s.st.held[m.Content]
+	held := s.heldBy(m.Content)
 	skipAt, skipAll := s.fullAt[l]-s.weightAt[l], s.fullAt[s.lvl]-s.weightAt[s.lvl]
 	if held == 0 || skipAt == 0 {
 		return
@@ -822,26 +817,20 @@ func (s *querySearch) distinctive(m *Match, l int) {
 	m.Resemblance = fingerprint.Ratio(m.SharedWeight, qw+fw-m.SharedWeight)
 }
 
-// holdings sums, for every candidate, the weight of the query's skipped
-// entries it holds, of those whose postings accumulate kept, into
-// s.st.held (distinctive).
-func (s *querySearch) holdings() error {
-	st := s.st
-	if len(st.spans) == 0 || len(st.shared) == 0 {
-		return nil
-	}
-	for _, sp := range st.spans {
-		e := &s.entries[sp.i]
-		if err := s.poll.tick(); err != nil {
-			return err
-		}
-		for _, p := range st.stash[sp.lo:sp.hi] {
-			if _, ok := st.shared[p.cid]; ok {
-				st.held[p.cid] += min(e.weight, p.weight)
-			}
+// heldBy returns the weight of the query's skipped entries that content
+// cid holds, of those whose postings accumulate kept: each entry's
+// postings are in content id order (postings_codec.go), so it costs a
+// binary search per skipped entry, and only for the matches measured.
+func (s *querySearch) heldBy(cid uint32) uint64 {
+	var held uint64
+	for _, sp := range s.st.spans {
+		ps := s.st.stash[sp.lo:sp.hi]
+		i, found := slices.BinarySearchFunc(ps, cid, func(p posting, c uint32) int { return cmp.Compare(p.cid, c) })
+		if found {
+			held += min(s.entries[sp.i].weight, ps[i].weight)
 		}
 	}
-	return nil
+	return held
 }
 
 // isIdentical reports whether two summaries have equal, known strong hashes
