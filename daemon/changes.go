@@ -45,7 +45,7 @@ func (d *Daemon) settled(ctx context.Context, s watcher.Settled) {
 		d.rescanSettled(s.Path, s.Tag)
 		return
 	}
-	d.settledAfter(s.Path, time.Since(s.First))
+	d.changing.settled(s.Path, time.Since(s.First))
 	if !d.lanes.push(ctx, true, item{path: s.Path, t: ticket{epoch: s.Tag}}) {
 		d.track.done(s.Tag)
 	}

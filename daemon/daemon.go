@@ -27,15 +27,17 @@ import (
 // per-path claim. A tracker counts the work each moment caused, so Wait can
 // tell when every change made before it was called has been applied.
 type Daemon struct {
-	cfg     Config
-	log     *slog.Logger
-	ix      *ixHandle
-	faults  faults
-	started time.Time
-	count   counters
-	errs    errorLog
-	ready   chan struct{} // closed when every root's first scan has ended
-	unclean bool          // the previous run did not shut down cleanly
+	cfg    Config
+	log    *slog.Logger
+	ix     *ixHandle
+	faults faults
+	// changing lists the files found still changing.
+	changing *changing
+	started  time.Time
+	count    counters
+	errs     errorLog
+	ready    chan struct{} // closed when every root's first scan has ended
+	unclean  bool          // the previous run did not shut down cleanly
 
 	runCtx context.Context
 	// group is Run's errgroup, and groupCtx its context: spawn runs the
@@ -110,6 +112,7 @@ func open(cfg Config) (*Daemon, error) {
 	}
 	d.filt.Store(f)
 	d.notes = notifier{n: cfg.Notifier, log: cfg.Logger}
+	d.changing = newChanging(cfg.MaxSettleDelay, cfg.Logger)
 	d.settle = watcher.NewSettler(watcher.SettleOptions{Delay: cfg.SettleDelay, MaxDelay: cfg.MaxSettleDelay, MaxPending: cfg.MaxSettling})
 
 	if err := os.MkdirAll(cfg.DB, 0o700); err != nil {
@@ -472,6 +475,7 @@ func (d *Daemon) Status() ipc.Status {
 		st.Index.Compacting = d.compacting.Load()
 	}
 	d.faultStatus(&st)
+	st.StillChanging = d.changing.list()
 	return st
 }
 

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/ipc"
-	"github.com/sif-dev/sif/watcher"
 )
 
 // Faults the daemon survives without stopping (see packaging/README.md, "Faults"):
@@ -51,7 +49,8 @@ import (
 //     its files stay in the index but are not answered; when it is back it
 //     is watched again and reconciled (unchanged files cost a stat).
 //   - A file that never stops changing: read at most once per max settle
-//     delay, counted, and named in the status as still changing.
+//     delay, counted, and named in the status as still changing
+//     (changing.go).
 
 const (
 	// faultPoll is how often the index directory and the roots are
@@ -61,13 +60,6 @@ const (
 	maxHeldPaths   = 10000
 	minHoldBackoff = time.Second
 	maxHoldBackoff = time.Minute
-	// maxChanging bounds the files listed as still changing.
-	maxChanging = 20
-	// changingFor is how long a file stays listed as still changing after
-	// it was last found changing (at least three max settle delays): long
-	// enough for someone to see it, even when the file happens to stay
-	// quiet for a settle delay now and then.
-	changingFor = time.Minute
 )
 
 // reasonNoSpace is the reason of a hold on writes for want of room.
@@ -98,14 +90,12 @@ type faults struct {
 	rebuildRq    chan string
 	dbDev        uint64
 	dbIno        uint64
-	changing     map[string]time.Time // path → last found still changing
-	liftCh       chan struct{}        // closed when the hold is lifted; nil until asked for
+	liftCh       chan struct{} // closed when the hold is lifted; nil until asked for
 }
 
 func (f *faults) init(minFree int64) {
 	f.minFree = uint64(max(minFree, 0))
 	f.heldPaths = make(map[string]struct{})
-	f.changing = make(map[string]time.Time)
 	f.rebuildRq = make(chan string, 1)
 }
 
@@ -498,7 +488,7 @@ func (d *Daemon) faultLoop(ctx context.Context) error {
 				_ = d.ix.Flush()
 			}
 			d.checkRoots(ctx)
-			d.expireChanging()
+			d.changing.expire()
 		}
 	}
 }
@@ -596,56 +586,6 @@ func (d *Daemon) missingPrefixes() []string {
 	return out
 }
 
-// settledAfter notes a path handed on by the settler after waiting for
-// waited since its first change: one that waited the max settle delay was
-// still changing. A path that settled sooner stays listed until
-// expireChanging forgets it, so a file that pauses now and then is still
-// shown.
-func (d *Daemon) settledAfter(path string, waited time.Duration) {
-	maxDelay := d.cfg.MaxSettleDelay
-	if maxDelay <= 0 {
-		maxDelay = watcher.DefaultMaxSettleDelay
-	}
-	f := &d.faults
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if waited < maxDelay {
-		return
-	}
-	if _, ok := f.changing[path]; !ok && len(f.changing) >= maxChanging {
-		return
-	}
-	if _, ok := f.changing[path]; !ok {
-		d.log.Warn("file keeps changing: read at most once per max settle delay", "path", path, "max_settle_delay", maxDelay)
-	}
-	f.changing[path] = time.Now()
-}
-
-// changedDuringRead notes a read that found path changing.
-func (d *Daemon) changedDuringRead(path string) {
-	d.count.changed.Add(1)
-	f := &d.faults
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.changing[path]; ok || len(f.changing) < maxChanging {
-		f.changing[path] = time.Now()
-	}
-}
-
-// expireChanging forgets files not found changing for changingFor (or
-// three max settle delays, if longer).
-func (d *Daemon) expireChanging() {
-	keep := max(3*max(d.cfg.MaxSettleDelay, watcher.DefaultMaxSettleDelay), changingFor)
-	f := &d.faults
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for p, t := range f.changing {
-		if time.Since(t) > keep {
-			delete(f.changing, p)
-		}
-	}
-}
-
 // faultStatus adds the fault state to a status.
 func (d *Daemon) faultStatus(st *ipc.Status) {
 	f := &d.faults
@@ -670,10 +610,6 @@ func (d *Daemon) faultStatus(st *ipc.Status) {
 		rb := *f.rebuilt
 		st.IndexRebuilt = &rb
 	}
-	for p := range f.changing {
-		st.StillChanging = append(st.StillChanging, p)
-	}
-	sort.Strings(st.StillChanging)
 }
 
 func humanBytes(n uint64) string {

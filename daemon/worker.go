@@ -202,7 +202,8 @@ func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path
 		return 0
 	}
 	if errors.Is(err, errChanged) {
-		d.changedDuringRead(path)
+		d.count.changed.Add(1)
+		d.changing.duringRead(path)
 		if d.retryLater(path, t) {
 			return 0
 		}
@@ -342,7 +343,7 @@ func (d *Daemon) skip(root *rootState, path string, err error) {
 	case errors.Is(err, errSpecial):
 		d.count.special.Add(1)
 		return
-	case errors.Is(err, errChanged): // counted by changedDuringRead
+	case errors.Is(err, errChanged): // counted by indexFile
 	case errors.Is(err, errTooLarge):
 		d.count.tooLarge.Add(1)
 	default:
