@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/sif-dev/sif/watcher"
@@ -67,43 +68,37 @@ func (d *Daemon) rescanSettled(dir string, epoch uint64) {
 	}
 }
 
-// retryLater puts back a file that changed while it was read, to be read
-// once it has settled again. It returns false when the file has changed
-// during too many reads in a row: it is then left until its next change.
-func (d *Daemon) retryLater(path string, t ticket) bool {
-	if !d.bump(d.retries, path, changeRetries) {
+// attempts counts, per path, the attempts in a row at something that
+// may fail again (a read that found the file changing, a removal put
+// off), up to a limit.
+type attempts struct {
+	limit int
+
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func newAttempts(limit int) *attempts {
+	return &attempts{limit: limit, n: make(map[string]int)}
+}
+
+// more counts one more attempt for path and reports whether it is within
+// the limit; past it, the count starts over.
+func (a *attempts) more(path string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := a.n[path] + 1
+	if n > a.limit {
+		delete(a.n, path)
 		return false
 	}
-	d.touch(path, t.waitEpoch(), false)
+	a.n[path] = n
 	return true
 }
 
-func (d *Daemon) clearRetries(path string) {
-	d.pmu.Lock()
-	delete(d.retries, path)
-	d.pmu.Unlock()
-}
-
-// deferGone puts off the removal of the records under path; it returns
-// false once it has been put off goneDeferrals times.
-func (d *Daemon) deferGone(path string, t ticket) bool {
-	if !d.bump(d.deferrals, path, goneDeferrals) {
-		return false
-	}
-	d.touch(path, t.waitEpoch(), true)
-	return true
-}
-
-// bump counts one more attempt for path in m and reports whether it is
-// within limit; past it, the count starts over.
-func (d *Daemon) bump(m map[string]int, path string, limit int) bool {
-	d.pmu.Lock()
-	defer d.pmu.Unlock()
-	n := m[path] + 1
-	if n > limit {
-		delete(m, path)
-		return false
-	}
-	m[path] = n
-	return true
+// clear forgets the attempts for path.
+func (a *attempts) clear(path string) {
+	a.mu.Lock()
+	delete(a.n, path)
+	a.mu.Unlock()
 }

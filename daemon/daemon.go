@@ -62,9 +62,8 @@ type Daemon struct {
 	cookies    cookieJar
 	notes      notifier // the service manager
 
-	pmu       sync.Mutex
-	retries   map[string]int // path → reads that found it changing
-	deferrals map[string]int // vanished directory → removals put off
+	retries   *attempts // path → reads in a row that found it changing
+	deferrals *attempts // vanished directory → removals put off
 
 	// racySince, when not 0, is a time (Unix ns) from which files are read
 	// even if their metadata match their records (see racy).
@@ -104,7 +103,7 @@ func open(cfg Config) (*Daemon, error) {
 		cfg: cfg, log: cfg.Logger, started: time.Now(), ready: make(chan struct{}),
 		lanes: newLanes(), track: newTracker(),
 		live: newScanner(true), bulk: newScanner(false),
-		retries: make(map[string]int), deferrals: make(map[string]int),
+		retries: newAttempts(changeRetries), deferrals: newAttempts(goneDeferrals),
 	}
 	f, err := newFilter(cfg)
 	if err != nil {

@@ -195,7 +195,7 @@ func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path
 		root.denied.remove(path)
 		root.filesRead.Add(1)
 		root.bytesRead.Add(uint64(meta.Size))
-		d.clearRetries(path)
+		d.retries.clear(path)
 		return meta.Size
 	}
 	if ctx.Err() != nil {
@@ -204,7 +204,11 @@ func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path
 	if errors.Is(err, errChanged) {
 		d.count.changed.Add(1)
 		d.changing.duringRead(path)
-		if d.retryLater(path, t) {
+		// Put back to be read once it has settled again, unless it has
+		// changed during too many reads in a row: it is then left until
+		// its next change.
+		if d.retries.more(path) {
+			d.touch(path, t.waitEpoch(), false)
 			return 0
 		}
 	}
@@ -275,12 +279,12 @@ func (d *Daemon) gone(ctx context.Context, path string, t ticket) {
 	// A directory moved within the roots shows up as a new directory
 	// whose scan renames its files' records from under the old path. Put
 	// the removal off while such scans run, so they find the records.
-	if d.live.active() && d.deferGone(path, t) {
+	// At most goneDeferrals times in a row.
+	if d.live.active() && d.deferrals.more(path) {
+		d.touch(path, t.waitEpoch(), true)
 		return
 	}
-	d.pmu.Lock()
-	delete(d.deferrals, path)
-	d.pmu.Unlock()
+	d.deferrals.clear(path)
 	d.removeUnder(ctx, path)
 }
 
