@@ -134,5 +134,5 @@ func (d *Daemon) onDiskFull() {
 		freed = true
 	}
 	d.log.Warn("the index's disk is full", "ballast_deleted", freed, "db", d.cfg.DB)
-	d.holdWrites(&os.PathError{Op: "write", Path: d.cfg.DB, Err: syscall.ENOSPC}, false)
+	d.faults.holdWrites(&os.PathError{Op: "write", Path: d.cfg.DB, Err: syscall.ENOSPC}, false)
 }

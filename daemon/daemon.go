@@ -120,13 +120,13 @@ func open(cfg Config) (*Daemon, error) {
 	if err := d.migrateState(); err != nil {
 		return nil, err
 	}
-	d.faults.init(d.minFreeFor(cfg.DB, cfg.MinFreeSpace, defaultMinFree))
+	d.faults.init(cfg.DB, d.minFreeFor(cfg.DB, cfg.MinFreeSpace, defaultMinFree), cfg.Logger, &d.errs)
 	d.keepBallast()
 	ix, err := d.openIndex(cfg.Params)
 	if err != nil {
 		return nil, err
 	}
-	d.ix = &ixHandle{d: d}
+	d.ix = &ixHandle{faults: &d.faults}
 	d.ix.swap(ix)
 	d.noteMovedAside(ix)
 	return d, nil
@@ -473,7 +473,7 @@ func (d *Daemon) Status() ipc.Status {
 		st.Index = ipc.IndexStats{Files: s.Files, Bytes: s.Bytes, Contents: s.Contents, Postings: s.Postings, Fingerprints: s.Fingerprints, DiskBytes: s.DiskBytes}
 		st.Index.Compacting = d.compacting.Load()
 	}
-	d.faultStatus(&st)
+	d.faults.status(&st)
 	st.StillChanging = d.changing.list()
 	return st
 }

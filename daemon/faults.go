@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -65,8 +66,14 @@ const (
 // reasonNoSpace is the reason of a hold on writes for want of room.
 const reasonNoSpace = "no space left on device"
 
-// faults is the daemon's fault state.
+// faults is the daemon's fault handling: the hold on index writes (why,
+// since when, the paths that wait, the back-off of its retries), the
+// rebuilds asked for and the last one done. Every error of the index
+// reaches it (indexError).
 type faults struct {
+	db      string       // the index directory
+	log     *slog.Logger // the daemon's
+	errs    *errorLog    // the daemon's last errors, for the status
 	minFree uint64
 	wrote   atomic.Bool // writes since the last sync
 	onHoldB atomic.Bool
@@ -93,7 +100,10 @@ type faults struct {
 	liftCh       chan struct{} // closed when the hold is lifted; nil until asked for
 }
 
-func (f *faults) init(minFree int64) {
+// init readies f for the index directory db, keeping minFree bytes free
+// under it; f logs to log and notes its errors in errs.
+func (f *faults) init(db string, minFree int64, log *slog.Logger, errs *errorLog) {
+	f.db, f.log, f.errs = db, log, errs
 	f.minFree = uint64(max(minFree, 0))
 	f.heldPaths = make(map[string]struct{})
 	f.rebuildRq = make(chan string, 1)
@@ -166,7 +176,7 @@ var statFree = freeSpace
 // a write can slip past a disk that filled since; the fault loop looks
 // every faultPoll with force set, so a disk below the minimum is shown
 // within that time even when no write follows.
-func (f *faults) checkSpace(d *Daemon, force bool) error {
+func (f *faults) checkSpace(force bool) error {
 	if f.minFree == 0 {
 		return nil
 	}
@@ -177,33 +187,32 @@ func (f *faults) checkSpace(d *Daemon, force bool) error {
 	}
 	f.lastCheck = time.Now()
 	f.mu.Unlock()
-	free, err := statFree(d.cfg.DB)
+	free, err := statFree(f.db)
 	if err != nil || free >= f.minFree {
 		return nil
 	}
-	err = fmt.Errorf("%w: %s free under %s, below the %s kept free", errWritesHeld, humanBytes(free), d.cfg.DB, humanBytes(f.minFree))
-	d.holdWrites(err, false)
+	err = fmt.Errorf("%w: %s free under %s, below the %s kept free", errWritesHeld, humanBytes(free), f.db, humanBytes(f.minFree))
+	f.holdWrites(err, false)
 	return err
 }
 
 // indexError is called with every error of the index.
-func (d *Daemon) indexError(op string, err error) {
+func (f *faults) indexError(op string, err error) {
 	switch {
 	case errors.Is(err, errWritesHeld), errors.Is(err, index.ErrClosed), errors.Is(err, context.Canceled):
 	case isNoSpace(err):
 		// A failed Pebble write (as opposed to the daemon's own check)
 		// may leave its log unusable: reopen it before writing again.
-		d.holdWrites(err, true)
+		f.holdWrites(err, true)
 	case index.IsCorrupt(err):
-		d.requestRebuild(fmt.Sprintf("%s: %v", op, err))
+		f.requestRebuild(fmt.Sprintf("%s: %v", op, err))
 	case errors.Is(err, errPebblePanic):
-		d.holdWrites(err, true)
+		f.holdWrites(err, true)
 	}
 }
 
 // holdWrites puts index writes on hold after err.
-func (d *Daemon) holdWrites(err error, poisoned bool) {
-	f := &d.faults
+func (f *faults) holdWrites(err error, poisoned bool) {
 	f.mu.Lock()
 	f.poisoned = f.poisoned || poisoned
 	if f.onHold() {
@@ -222,22 +231,57 @@ func (d *Daemon) holdWrites(err error, poisoned bool) {
 	f.retryAt = time.Now().Add(f.backoff)
 	f.onHoldB.Store(true)
 	f.mu.Unlock()
-	d.errs.add(fmt.Sprintf("index writes on hold: %v", err))
-	d.log.Error("index writes on hold: queries are answered from what the index holds; retrying with back-off",
-		"db", d.cfg.DB, "err", err)
+	f.errs.add(fmt.Sprintf("index writes on hold: %v", err))
+	f.log.Error("index writes on hold: queries are answered from what the index holds; retrying with back-off",
+		"db", f.db, "err", err)
+}
+
+// retryDue reports whether writes are on hold and the time to try them
+// again has come, and whether Pebble failed a write meanwhile.
+func (f *faults) retryDue() (due, poisoned bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.onHold() || time.Now().Before(f.retryAt) {
+		return false, false
+	}
+	return true, f.poisoned
+}
+
+// backOff puts the next try off: twice as long as the last, up to
+// maxHoldBackoff, or minHoldBackoff for an index directory that does not
+// take writes (unwritable), since that try costs a failed open.
+func (f *faults) backOff(unwritable bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.backoff = min(2*f.backoff, maxHoldBackoff)
+	if unwritable {
+		f.backoff = minHoldBackoff
+	}
+	f.retryAt = time.Now().Add(f.backoff)
+}
+
+// lift ends the hold on writes and returns what waited: the paths kept,
+// whether more paths waited than were kept (every root is then
+// reconciled), and since when writes were held. The caller holds
+// f.resume while it queues what waited.
+func (f *faults) lift() (paths map[string]struct{}, overflow bool, since time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	paths, overflow, since = f.heldPaths, f.overflow, f.since
+	f.heldPaths = make(map[string]struct{})
+	f.overflow, f.poisoned, f.reason = false, false, ""
+	f.liftLocked()
+	return paths, overflow, since
 }
 
 // retryWrites tries to resume index writes. It returns an error wrapping
 // ErrRestart when the index cannot be reopened in this process.
 func (d *Daemon) retryWrites(ctx context.Context) error {
 	f := &d.faults
-	f.mu.Lock()
-	if !f.onHold() || time.Now().Before(f.retryAt) {
-		f.mu.Unlock()
+	due, poisoned := f.retryDue()
+	if !due {
 		return nil
 	}
-	poisoned := f.poisoned
-	f.mu.Unlock()
 
 	ok := true
 	if free, err := statFree(d.cfg.DB); err == nil && free < max(f.minFree, 1<<20)+d.ballastOwed() {
@@ -246,7 +290,7 @@ func (d *Daemon) retryWrites(ctx context.Context) error {
 	}
 	// A directory that does not take writes is tried again every second,
 	// not with back-off: the try costs a failed open.
-	unwritable := ok && !d.writableAgain()
+	unwritable := ok && !f.writableAgain()
 	ok = ok && !unwritable
 	if ok && !poisoned {
 		// Writes went on hold before any of ours failed, but Pebble writes
@@ -278,25 +322,13 @@ func (d *Daemon) retryWrites(ctx context.Context) error {
 		}
 	}
 	if !ok {
-		f.mu.Lock()
-		f.backoff = min(2*f.backoff, maxHoldBackoff)
-		if unwritable {
-			f.backoff = minHoldBackoff
-		}
-		f.retryAt = time.Now().Add(f.backoff)
-		f.mu.Unlock()
+		f.backOff(unwritable)
 		return nil
 	}
 	f.resume.Lock()
 	defer f.resume.Unlock()
-	f.mu.Lock()
-	paths := f.heldPaths
-	overflow := f.overflow || poisoned
-	since := f.since
-	f.heldPaths = make(map[string]struct{})
-	f.overflow, f.poisoned, f.reason = false, false, ""
-	f.liftLocked()
-	f.mu.Unlock()
+	paths, overflow, since := f.lift()
+	overflow = overflow || poisoned
 	d.log.Info("index writes resumed", "on_hold_for", time.Since(since).Round(time.Millisecond),
 		"waiting", len(paths), "reconcile", overflow)
 	if overflow {
@@ -316,15 +348,15 @@ func (d *Daemon) openIndex(params fingerprint.Params) (*index.Index, error) {
 	return index.Open(d.cfg.DB, &index.Options{
 		Params: params, Logger: d.cfg.Logger.With("component", "pebble"),
 		MoveAsideOldFormat: true, MoveAsideCorrupt: true,
-		OnBackgroundError: d.backgroundError,
-		OnUnwritable:      d.onUnwritable, OnDiskFull: d.onDiskFull, FS: debugFS(),
+		OnBackgroundError: d.faults.backgroundError,
+		OnUnwritable:      d.faults.onUnwritable, OnDiskFull: d.onDiskFull, FS: debugFS(),
 	})
 }
 
 // backgroundError is called on Pebble's goroutines.
-func (d *Daemon) backgroundError(err error) {
+func (f *faults) backgroundError(err error) {
 	if isNoSpace(err) {
-		d.holdWrites(err, false)
+		f.holdWrites(err, false)
 	}
 }
 
@@ -336,7 +368,7 @@ func (d *Daemon) noteMovedAside(ix *index.Index) {
 		return
 	}
 	if reason := ix.MoveReason(); reason != "" {
-		d.setRebuilt("damaged: "+reason, aside)
+		d.faults.setRebuilt("damaged: "+reason, aside)
 		d.log.Error("the index is damaged: it was moved aside and is rebuilt by a full scan; delete the old one once done",
 			"old", aside, "db", d.cfg.DB, "reason", reason)
 		return
@@ -345,16 +377,17 @@ func (d *Daemon) noteMovedAside(ix *index.Index) {
 		"old", aside, "db", d.cfg.DB)
 }
 
-func (d *Daemon) setRebuilt(reason, aside string) {
-	d.faults.mu.Lock()
-	d.faults.rebuilt = &ipc.IndexRebuild{Reason: reason, MovedTo: aside, At: time.Now().UTC()}
-	d.faults.mu.Unlock()
+// setRebuilt records the rebuild of the index, for the status.
+func (f *faults) setRebuilt(reason, aside string) {
+	f.mu.Lock()
+	f.rebuilt = &ipc.IndexRebuild{Reason: reason, MovedTo: aside, At: time.Now().UTC()}
+	f.mu.Unlock()
 }
 
 // requestRebuild asks the fault loop to rebuild the index.
-func (d *Daemon) requestRebuild(reason string) {
+func (f *faults) requestRebuild(reason string) {
 	select {
-	case d.faults.rebuildRq <- reason:
+	case f.rebuildRq <- reason:
 	default: // one is asked for already
 	}
 }
@@ -386,19 +419,15 @@ func (d *Daemon) rebuild(reason string, deleted bool) error {
 	ix, err := d.openIndex(old.Params())
 	if err != nil {
 		d.log.Error("cannot open a new index: retrying", "err", err)
-		time.AfterFunc(faultPoll, func() { d.requestRebuild(reason) })
+		time.AfterFunc(faultPoll, func() { d.faults.requestRebuild(reason) })
 		return nil
 	}
 	d.ix.swap(ix)
 	d.rememberDB()
-	d.setRebuilt(reason, aside)
+	d.faults.setRebuilt(reason, aside)
 	d.faults.resume.Lock()
 	defer d.faults.resume.Unlock()
-	d.faults.mu.Lock()
-	d.faults.poisoned, d.faults.overflow = false, false
-	d.faults.heldPaths = make(map[string]struct{})
-	d.faults.liftLocked()
-	d.faults.mu.Unlock()
+	d.faults.lift() // the rescans below cover what waited
 	for _, r := range d.rootList() {
 		d.requestScan(r, r.path, false, "index rebuilt")
 	}
@@ -473,8 +502,8 @@ func (d *Daemon) faultLoop(ctx context.Context) error {
 				return err
 			}
 			if !d.faults.onHold() {
-				_ = d.faults.checkSpace(d, true)
-				_ = d.faults.checkWritable(d, true)
+				_ = d.faults.checkSpace(true)
+				_ = d.faults.checkWritable(true)
 				d.keepBallast()
 			}
 			d.debugCrashPoll()
@@ -586,9 +615,8 @@ func (d *Daemon) missingPrefixes() []string {
 	return out
 }
 
-// faultStatus adds the fault state to a status.
-func (d *Daemon) faultStatus(st *ipc.Status) {
-	f := &d.faults
+// status adds the hold on writes and the last rebuild to a status.
+func (f *faults) status(st *ipc.Status) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.onHold() {
@@ -599,7 +627,7 @@ func (d *Daemon) faultStatus(st *ipc.Status) {
 			st.Reason += " (and a reconcile of every root)"
 		}
 		if f.reason == reasonNoSpace {
-			free, err := statFree(d.cfg.DB)
+			free, err := statFree(f.db)
 			if err == nil {
 				st.LowSpace = &ipc.LowSpace{FreeBytes: free, MinFreeBytes: f.minFree, Setting: minFreeSetting}
 				st.Reason += "; " + lowSpaceText(free, f.minFree)

@@ -25,8 +25,8 @@ import (
 // Writes are refused at once while they are on hold (errWritesHeld), and
 // the paths they were for are kept to be tried again.
 type ixHandle struct {
-	p atomic.Pointer[index.Index]
-	d *Daemon
+	p      atomic.Pointer[index.Index]
+	faults *faults // the daemon's fault handling, told every error
 }
 
 // errWritesHeld is returned by writes while the index is degraded.
@@ -48,7 +48,7 @@ func call[T any](h *ixHandle, op string, f func(*index.Index) (T, error)) (T, er
 		}
 	}
 	if err != nil {
-		h.d.indexError(op, err)
+		h.faults.indexError(op, err)
 	}
 	return v, err
 }
@@ -58,15 +58,15 @@ func call[T any](h *ixHandle, op string, f func(*index.Index) (T, error)) (T, er
 // fails) into an error. paths are what the write was for, kept to be
 // tried again if it fails for want of space.
 func (h *ixHandle) write(op string, f func(*index.Index) error, paths ...string) (err error) {
-	if h.d.faults.held(paths...) {
+	if h.faults.held(paths...) {
 		return errWritesHeld
 	}
-	if err := h.d.faults.checkSpace(h.d, false); err != nil {
-		h.d.faults.hold(paths...)
+	if err := h.faults.checkSpace(false); err != nil {
+		h.faults.hold(paths...)
 		return err
 	}
-	if err := h.d.faults.checkWritable(h.d, false); err != nil {
-		h.d.faults.hold(paths...)
+	if err := h.faults.checkWritable(false); err != nil {
+		h.faults.hold(paths...)
 		return err
 	}
 	_, err = call(h, op, func(ix *index.Index) (_ struct{}, err error) {
@@ -78,10 +78,10 @@ func (h *ixHandle) write(op string, f func(*index.Index) error, paths ...string)
 		return struct{}{}, f(ix)
 	})
 	if err != nil && isNoSpace(err) {
-		h.d.faults.hold(paths...)
+		h.faults.hold(paths...)
 	}
 	if err == nil {
-		h.d.faults.wrote.Store(true)
+		h.faults.wrote.Store(true)
 	}
 	return err
 }
@@ -173,7 +173,7 @@ func (h *ixHandle) EachGroup(ctx context.Context, o index.GroupOptions, fn func(
 		return fnErr
 	}
 	if err != nil {
-		h.d.indexError("query", err)
+		h.faults.indexError("query", err)
 	}
 	return err
 }
@@ -189,7 +189,7 @@ func (h *ixHandle) Stats() (index.Stats, error) {
 // Sync makes the index durable; while writes are on hold there is
 // nothing it could add, and the full disk would fail it.
 func (h *ixHandle) Sync() error {
-	if h.d.faults.onHold() {
+	if h.faults.onHold() {
 		return nil
 	}
 	_, err := call(h, "sync", func(ix *index.Index) (_ struct{}, err error) {
@@ -217,7 +217,7 @@ func (h *ixHandle) probe() (err error) {
 }
 
 func (h *ixHandle) Compact(ctx context.Context) error {
-	if h.d.faults.onHold() {
+	if h.faults.onHold() {
 		return nil // a compaction needs room; the next one will do
 	}
 	// A compaction rotates Pebble's log first, and Pebble panics when it
@@ -240,7 +240,7 @@ func (h *ixHandle) Compact(ctx context.Context) error {
 // on a full disk (where flushing would fail), is abandoned instead (see
 // index.Index.Abandon): its log holds what was committed.
 func (h *ixHandle) Close() error {
-	if h.d.faults.isPoisoned() || h.d.faults.onHold() {
+	if h.faults.isPoisoned() || h.faults.onHold() {
 		return h.cur().Abandon()
 	}
 	return h.cur().Close()

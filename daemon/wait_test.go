@@ -23,7 +23,8 @@ func waitTestDaemon(t *testing.T) (*Daemon, *rootState) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ix.Close() })
-	d.ix = &ixHandle{d: d}
+	d.faults.init("/db", 0, d.log, &d.errs)
+	d.ix = &ixHandle{faults: &d.faults}
 	d.ix.swap(ix)
 	r := newRootState(context.Background(), t.TempDir(), "config")
 	r.polled = true
@@ -124,7 +125,7 @@ func TestWaitTimesOut(t *testing.T) {
 func TestWaitForHeldChanges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d, r := waitTestDaemon(t)
-		d.faults.init(0)
+		d.faults.init("", 0, discardLogger(), &d.errs)
 		close(r.begun)
 		d.faults.onHoldB.Store(true)
 		d.faults.hold("/kept")

@@ -65,7 +65,7 @@ var dirWritableCheck = dirWritable
 // checkWritable puts writes on hold when the index directory does not
 // take writes. Like checkSpace, it looks at most every 100 ms unless force
 // is set.
-func (f *faults) checkWritable(d *Daemon, force bool) error {
+func (f *faults) checkWritable(force bool) error {
 	f.mu.Lock()
 	if !force && time.Since(f.lastWritable) < 100*time.Millisecond {
 		f.mu.Unlock()
@@ -73,30 +73,30 @@ func (f *faults) checkWritable(d *Daemon, force bool) error {
 	}
 	f.lastWritable = time.Now()
 	f.mu.Unlock()
-	err := dirWritableCheck(d.cfg.DB)
+	err := dirWritableCheck(f.db)
 	if err == nil || !index.IsUnwritable(err) {
 		return nil
 	}
-	err = unwritable(d.cfg.DB, err)
-	d.holdWrites(err, false)
+	err = unwritable(f.db, err)
+	f.holdWrites(err, false)
 	return err
 }
 
 // onUnwritable is the index's report of a write that the filesystem
 // refused (index.Options.OnUnwritable), on the goroutine of the write.
-func (d *Daemon) onUnwritable(err error) {
+func (f *faults) onUnwritable(err error) {
 	if isNoSpace(err) {
-		d.holdWrites(err, false)
+		f.holdWrites(err, false)
 		return
 	}
-	d.holdWrites(unwritable(d.cfg.DB, err), false)
+	f.holdWrites(unwritable(f.db, err), false)
 }
 
 // writableAgain reports whether writes to the index directory can resume:
 // a file can be created, written, synced and removed in it.
-func (d *Daemon) writableAgain() bool {
-	if err := probeDir(d.cfg.DB); err != nil {
-		d.log.Debug("the index directory still does not take writes", "db", d.cfg.DB, "err", err)
+func (f *faults) writableAgain() bool {
+	if err := probeDir(f.db); err != nil {
+		f.log.Debug("the index directory still does not take writes", "db", f.db, "err", err)
 		return false
 	}
 	return true
