@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -25,15 +26,26 @@ const (
 	minBallast  = 256 << 10
 )
 
-func (d *Daemon) ballastPath() string { return filepath.Join(d.stateDir(), ballastName) }
+// ballast is the ballast of an index directory.
+type ballast struct {
+	dir string // the state directory, which holds the file
+	db  string // the index directory, for which it holds room
+	log *slog.Logger
+}
 
-// ballastSize returns the size of the ballast for the filesystem of the
-// index, or 0 for none.
-func (d *Daemon) ballastSize() uint64 {
-	if !sameFilesystem(d.stateDir(), d.cfg.DB) {
+func newBallast(db string, log *slog.Logger) ballast {
+	return ballast{dir: StateDir(db), db: db, log: log}
+}
+
+func (b ballast) path() string { return filepath.Join(b.dir, ballastName) }
+
+// size returns the size of the ballast for the filesystem of the index,
+// or 0 for none.
+func (b ballast) size() uint64 {
+	if !sameFilesystem(b.dir, b.db) {
 		return 0
 	}
-	total, _, err := diskSize(d.stateDir())
+	total, _, err := diskSize(b.dir)
 	if err != nil {
 		return 0
 	}
@@ -59,38 +71,38 @@ func sameFilesystem(a, b string) bool {
 	return da == db
 }
 
-// keepBallast writes the ballast unless it is there, or the disk lacks
-// room for it with as much again free above the minimum kept free. It is
+// keep writes the ballast unless it is there, or the disk lacks room for
+// it with as much again free above minFree, the minimum kept free. It is
 // called at start and at every fault poll while writes are not on hold.
-func (d *Daemon) keepBallast() {
-	size := d.ballastSize()
+func (b ballast) keep(minFree uint64) {
+	size := b.size()
 	if size == 0 {
 		return
 	}
-	path := d.ballastPath()
+	path := b.path()
 	if st, err := os.Stat(path); err == nil && uint64(st.Size()) >= size {
 		return
 	}
-	if _, free, err := diskSize(d.stateDir()); err != nil || free < 2*size+d.faults.minFree {
+	if _, free, err := diskSize(b.dir); err != nil || free < 2*size+minFree {
 		return
 	}
 	if err := writeBallast(path, size); err != nil {
-		d.log.Debug("cannot write the ballast", "path", path, "err", err)
+		b.log.Debug("cannot write the ballast", "path", path, "err", err)
 		return
 	}
-	d.log.Debug("ballast written: room held for the index when the disk fills", "path", path, "bytes", size)
+	b.log.Debug("ballast written: room held for the index when the disk fills", "path", path, "bytes", size)
 }
 
-// ballastOwed returns the free space, beyond what writes need, that the
-// disk must have before writes resume after it filled: room to write the
-// ballast again (as keepBallast asks), when it is missing. Resuming
-// with less would fill the disk again at once, with no ballast left.
-func (d *Daemon) ballastOwed() uint64 {
-	size := d.ballastSize()
+// owed returns the free space, beyond what writes need, that the disk
+// must have before writes resume after it filled: room to write the
+// ballast again (as keep asks), when it is missing. Resuming with less
+// would fill the disk again at once, with no ballast left.
+func (b ballast) owed() uint64 {
+	size := b.size()
 	if size == 0 {
 		return 0
 	}
-	if st, err := os.Stat(d.ballastPath()); err == nil && uint64(st.Size()) >= size {
+	if st, err := os.Stat(b.path()); err == nil && uint64(st.Size()) >= size {
 		return 0
 	}
 	return 2 * size
@@ -128,11 +140,11 @@ func writeBallast(path string, size uint64) error {
 // onDiskFull is called by the index when a write of Pebble's finds the
 // disk full, before it is tried once more; every write waits meanwhile.
 // It deletes the ballast and puts index writes on hold.
-func (d *Daemon) onDiskFull() {
+func (f *faults) onDiskFull() {
 	freed := false
-	if err := os.Remove(d.ballastPath()); err == nil {
+	if err := os.Remove(f.ballast.path()); err == nil {
 		freed = true
 	}
-	d.log.Warn("the index's disk is full", "ballast_deleted", freed, "db", d.cfg.DB)
-	d.faults.holdWrites(&os.PathError{Op: "write", Path: d.cfg.DB, Err: syscall.ENOSPC}, false)
+	f.log.Warn("the index's disk is full", "ballast_deleted", freed, "db", f.db)
+	f.holdWrites(&os.PathError{Op: "write", Path: f.db, Err: syscall.ENOSPC}, false)
 }

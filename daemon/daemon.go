@@ -121,7 +121,7 @@ func open(cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d.faults.init(cfg.DB, d.minFreeFor(cfg.DB, cfg.MinFreeSpace, defaultMinFree), cfg.Logger, &d.errs)
-	d.keepBallast()
+	d.faults.ballast.keep(d.faults.minFree)
 	ix, err := d.openIndex(cfg.Params)
 	if err != nil {
 		return nil, err

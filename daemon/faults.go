@@ -75,6 +75,7 @@ type faults struct {
 	log     *slog.Logger // the daemon's
 	errs    *errorLog    // the daemon's last errors, for the status
 	minFree uint64
+	ballast ballast
 	wrote   atomic.Bool // writes since the last sync
 	onHoldB atomic.Bool
 
@@ -104,6 +105,7 @@ type faults struct {
 // under it; f logs to log and notes its errors in errs.
 func (f *faults) init(db string, minFree int64, log *slog.Logger, errs *errorLog) {
 	f.db, f.log, f.errs = db, log, errs
+	f.ballast = newBallast(db, log)
 	f.minFree = uint64(max(minFree, 0))
 	f.heldPaths = make(map[string]struct{})
 	f.rebuildRq = make(chan string, 1)
@@ -284,7 +286,7 @@ func (d *Daemon) retryWrites(ctx context.Context) error {
 	}
 
 	ok := true
-	if free, err := statFree(d.cfg.DB); err == nil && free < max(f.minFree, 1<<20)+d.ballastOwed() {
+	if free, err := statFree(d.cfg.DB); err == nil && free < max(f.minFree, 1<<20)+f.ballast.owed() {
 		ok = false
 		d.log.Debug("still no room for the index", "free", free, "db", d.cfg.DB)
 	}
@@ -349,7 +351,7 @@ func (d *Daemon) openIndex(params fingerprint.Params) (*index.Index, error) {
 		Params: params, Logger: d.cfg.Logger.With("component", "pebble"),
 		MoveAsideOldFormat: true, MoveAsideCorrupt: true,
 		OnBackgroundError: d.faults.backgroundError,
-		OnUnwritable:      d.faults.onUnwritable, OnDiskFull: d.onDiskFull, FS: debugFS(),
+		OnUnwritable:      d.faults.onUnwritable, OnDiskFull: d.faults.onDiskFull, FS: debugFS(),
 	})
 }
 
@@ -504,7 +506,7 @@ func (d *Daemon) faultLoop(ctx context.Context) error {
 			if !d.faults.onHold() {
 				_ = d.faults.checkSpace(true)
 				_ = d.faults.checkWritable(true)
-				d.keepBallast()
+				d.faults.ballast.keep(d.faults.minFree)
 			}
 			d.debugCrashPoll()
 			if d.faults.wrote.Swap(false) && !d.faults.onHold() {

@@ -89,19 +89,19 @@ func TestIndexDirNotWritable(t *testing.T) {
 // and puts writes on hold; once there is room again it is written anew.
 func TestBallast(t *testing.T) {
 	d, logs := startDaemon(t, Config{Roots: []string{t.TempDir()}})
-	size := d.ballastSize()
+	size := d.faults.ballast.size()
 	if size == 0 {
 		t.Fatalf("no ballast for the test's filesystem")
 	}
-	st, err := os.Stat(d.ballastPath())
+	st, err := os.Stat(d.faults.ballast.path())
 	if err != nil || uint64(st.Size()) != size {
 		t.Fatalf("ballast at start: %v, %v; want %d bytes", st, err, size)
 	}
-	if filepath.Dir(d.ballastPath()) != d.stateDir() {
-		t.Errorf("ballast %s is not in the state directory %s", d.ballastPath(), d.stateDir())
+	if filepath.Dir(d.faults.ballast.path()) != d.stateDir() {
+		t.Errorf("ballast %s is not in the state directory %s", d.faults.ballast.path(), d.stateDir())
 	}
-	d.onDiskFull()
-	if _, err := os.Stat(d.ballastPath()); !os.IsNotExist(err) {
+	d.faults.onDiskFull()
+	if _, err := os.Stat(d.faults.ballast.path()); !os.IsNotExist(err) {
 		t.Fatalf("ballast after the disk filled: %v", err)
 	}
 	if st := d.Status(); st.State != "degraded" || !strings.Contains(st.Reason, "no space left on device") {
@@ -109,7 +109,7 @@ func TestBallast(t *testing.T) {
 	}
 	deadline := time.Now().Add(4 * faultPoll)
 	for {
-		if _, err := os.Stat(d.ballastPath()); err == nil && d.Status().State == "ready" {
+		if _, err := os.Stat(d.faults.ballast.path()); err == nil && d.Status().State == "ready" {
 			break
 		}
 		if time.Now().After(deadline) {
