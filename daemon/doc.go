@@ -35,13 +35,13 @@
 //     file that changed while it was read is read again, and after a few
 //     tries counted and left for the next scan, never indexed half old,
 //     half new.
-//   - Faults (faults.go): a full disk, or an index directory that stops
-//     taking writes (writable.go), puts index writes on hold (the daemon
-//     is degraded, queries go on, the waiting paths are applied once
-//     there is room; a ballast file holds room for Pebble, ballast.go);
-//     a damaged or deleted index is moved aside and rebuilt by a full
-//     scan, swapped under the queries (ixHandle); a missing root's files
-//     are kept but not answered until it is back.
+//   - Faults (faults.go, faultloop.go): a full disk, or an index
+//     directory that stops taking writes (writable.go), puts index writes
+//     on hold (the daemon is degraded, queries go on, the waiting paths
+//     are applied once there is room; a ballast file holds room for
+//     Pebble, ballast.go); a damaged or deleted index is moved aside and
+//     rebuilt by a full scan, swapped under the queries (ixHandle); a
+//     missing root's files are kept but not answered until it is back.
 //   - Skips (unreadable files, special files, symlinks, files that vanish
 //     mid-scan, files above the size limit) are counted in the status and
 //     never stop a scan. What could not be read for lack of permission is
@@ -183,7 +183,7 @@
 //     step 8, and step 8 sets index.FileWrite Deferred: a new content's
 //     postings stay in memory (index/pending.go) after step 10 until
 //     index.Index.Flush writes them (runScan once the files are done,
-//     the fault loop every tick in daemon/faults.go, Wait in
+//     the fault loop every tick in daemon/faultloop.go, Wait in
 //     daemon/wait.go, or the deferred write that finds too many). Into an
 //     empty index runScan also takes an index.Bulk, which step 8 passes
 //     (FileWrite Bulk): in step 9 a copy of bytes the scan met joins

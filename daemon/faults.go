@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sif-dev/sif/index"
-	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/ipc"
 )
 
@@ -76,6 +72,9 @@ type faults struct {
 	errs    *errorLog    // the daemon's last errors, for the status
 	minFree uint64
 	ballast ballast
+	// opened is the index directory as last opened, checked by the fault
+	// loop alone.
+	opened  dirIdentity
 	wrote   atomic.Bool // writes since the last sync
 	onHoldB atomic.Bool
 
@@ -96,8 +95,6 @@ type faults struct {
 	lastWritable time.Time // of the index directory's writability
 	rebuilt      *ipc.IndexRebuild
 	rebuildRq    chan string
-	dbDev        uint64
-	dbIno        uint64
 	liftCh       chan struct{} // closed when the hold is lifted; nil until asked for
 }
 
@@ -105,6 +102,7 @@ type faults struct {
 // under it; f logs to log and notes its errors in errs.
 func (f *faults) init(db string, minFree int64, log *slog.Logger, errs *errorLog) {
 	f.db, f.log, f.errs = db, log, errs
+	f.opened = dirIdentity{path: db}
 	f.ballast = newBallast(db, log)
 	f.minFree = uint64(max(minFree, 0))
 	f.heldPaths = make(map[string]struct{})
@@ -276,107 +274,11 @@ func (f *faults) lift() (paths map[string]struct{}, overflow bool, since time.Ti
 	return paths, overflow, since
 }
 
-// retryWrites tries to resume index writes. It returns an error wrapping
-// ErrRestart when the index cannot be reopened in this process.
-func (d *Daemon) retryWrites(ctx context.Context) error {
-	f := &d.faults
-	due, poisoned := f.retryDue()
-	if !due {
-		return nil
-	}
-
-	ok := true
-	if free, err := statFree(d.cfg.DB); err == nil && free < max(f.minFree, 1<<20)+f.ballast.owed() {
-		ok = false
-		d.log.Debug("still no room for the index", "free", free, "db", d.cfg.DB)
-	}
-	// A directory that does not take writes is tried again every second,
-	// not with back-off: the try costs a failed open.
-	unwritable := ok && !f.writableAgain()
-	ok = ok && !unwritable
-	if ok && !poisoned {
-		// Writes went on hold before any of ours failed, but Pebble writes
-		// its log in the background too, and a write of it that failed
-		// for want of room fails every later one: the first that needs a
-		// new memtable would kill the process (Pebble panics with its
-		// lock released). A synced write of nothing shows such a log.
-		if err := d.ix.probe(); err != nil {
-			d.log.Warn("the index's log failed while the disk was full: reopening the index", "err", err)
-			poisoned = true
-		}
-	}
-	if ok && poisoned {
-		// Reopen Pebble: its log writer keeps its first error for good.
-		old := d.ix.cur()
-		if err := old.Abandon(); err != nil {
-			if errors.Is(err, index.ErrWedged) {
-				return fmt.Errorf("%w: %w", ErrRestart, err)
-			}
-			d.log.Warn("closing the index that failed to write", "err", err)
-		}
-		ix, err := d.openIndex(old.Params())
-		if err != nil {
-			d.log.Error("cannot reopen the index", "err", err)
-			ok = false
-		} else {
-			d.ix.swap(ix)
-			d.noteMovedAside(ix)
-		}
-	}
-	if !ok {
-		f.backOff(unwritable)
-		return nil
-	}
-	f.resume.Lock()
-	defer f.resume.Unlock()
-	paths, overflow, since := f.lift()
-	overflow = overflow || poisoned
-	d.log.Info("index writes resumed", "on_hold_for", time.Since(since).Round(time.Millisecond),
-		"waiting", len(paths), "reconcile", overflow)
-	if overflow {
-		for _, r := range d.rootList() {
-			d.requestScan(r, r.path, false, "index writes resumed")
-		}
-		return nil
-	}
-	for p := range paths {
-		d.touch(p, 0, false)
-	}
-	return nil
-}
-
-// openIndex opens the index in the index directory, with params.
-func (d *Daemon) openIndex(params fingerprint.Params) (*index.Index, error) {
-	return index.Open(d.cfg.DB, &index.Options{
-		Params: params, Logger: d.cfg.Logger.With("component", "pebble"),
-		MoveAsideOldFormat: true, MoveAsideCorrupt: true,
-		OnBackgroundError: d.faults.backgroundError,
-		OnUnwritable:      d.faults.onUnwritable, OnDiskFull: d.faults.onDiskFull, FS: debugFS(),
-	})
-}
-
 // backgroundError is called on Pebble's goroutines.
 func (f *faults) backgroundError(err error) {
 	if isNoSpace(err) {
 		f.holdWrites(err, false)
 	}
-}
-
-// noteMovedAside records and logs why Open moved the index aside. The
-// state directory, roots file included, is not the index's: it stays.
-func (d *Daemon) noteMovedAside(ix *index.Index) {
-	aside := ix.MovedAside()
-	if aside == "" {
-		return
-	}
-	if reason := ix.MoveReason(); reason != "" {
-		d.faults.setRebuilt("damaged: "+reason, aside)
-		d.log.Error("the index is damaged: it was moved aside and is rebuilt by a full scan; delete the old one once done",
-			"old", aside, "db", d.cfg.DB, "reason", reason)
-		return
-	}
-	d.log.Warn("the index was written by an older sif: it was moved aside and is rebuilt by a full scan; delete the old one once done",
-		"old", aside, "db", d.cfg.DB)
 }
 
 // setRebuilt records the rebuild of the index, for the status.
@@ -392,229 +294,6 @@ func (f *faults) requestRebuild(reason string) {
 	case f.rebuildRq <- reason:
 	default: // one is asked for already
 	}
-}
-
-// rebuild moves the damaged index aside (unless its directory is gone),
-// opens a new one in its place and rescans every root into it.
-func (d *Daemon) rebuild(reason string, deleted bool) error {
-	old := d.ix.cur()
-	d.log.Error("the index is damaged or gone: it is moved aside and rebuilt by a full scan; queries are answered from the new index as it fills",
-		"db", d.cfg.DB, "reason", reason)
-	d.errs.add("index rebuilt: " + reason)
-	if err := old.Abandon(); err != nil && !errors.Is(err, index.ErrClosed) {
-		if errors.Is(err, index.ErrWedged) {
-			return fmt.Errorf("%w: %w", ErrRestart, err)
-		}
-		d.log.Debug("closing the damaged index", "err", err)
-	}
-	aside := ""
-	if !deleted {
-		var err error
-		if aside, err = index.MoveAside(nil, d.cfg.DB, "corrupt"); err != nil {
-			d.log.Error("cannot move the damaged index aside", "err", err)
-		}
-	}
-	if err := os.MkdirAll(d.cfg.DB, 0o700); err != nil {
-		d.log.Error("cannot recreate the index directory", "err", err)
-	}
-	d.restoreState()
-	ix, err := d.openIndex(old.Params())
-	if err != nil {
-		d.log.Error("cannot open a new index: retrying", "err", err)
-		time.AfterFunc(faultPoll, func() { d.faults.requestRebuild(reason) })
-		return nil
-	}
-	d.ix.swap(ix)
-	d.rememberDB()
-	d.faults.setRebuilt(reason, aside)
-	d.faults.resume.Lock()
-	defer d.faults.resume.Unlock()
-	d.faults.lift() // the rescans below cover what waited
-	for _, r := range d.rootList() {
-		d.requestScan(r, r.path, false, "index rebuilt")
-	}
-	return nil
-}
-
-// rememberDB notes the identity of the index directory, to notice it
-// deleted or replaced.
-func (d *Daemon) rememberDB() {
-	if st, err := os.Stat(d.cfg.DB); err == nil {
-		d.faults.dbDev, d.faults.dbIno = fileID(st)
-	}
-}
-
-// dbGone reports why the index directory is no longer the one opened, or
-// "".
-func (d *Daemon) dbGone() string {
-	st, err := os.Stat(d.cfg.DB)
-	if err != nil {
-		return "the index directory was deleted"
-	}
-	if dev, ino := fileID(st); ino != 0 && (dev != d.faults.dbDev || ino != d.faults.dbIno) {
-		return "the index directory was replaced"
-	}
-	// Pebble keeps its LOCK file from open to close and never writes it
-	// again: gone, the directory was emptied under it.
-	if _, err := os.Stat(filepath.Join(d.cfg.DB, "LOCK")); errors.Is(err, os.ErrNotExist) {
-		return "the index directory was emptied"
-	}
-	return ""
-}
-
-// faultLoop watches for faults until ctx is done: the index directory
-// deleted, rebuilds asked for, writes on hold, missing roots; once the
-// daemon is ready it verifies the whole index once. It returns an error
-// wrapping ErrRestart, which ends Run, when the index cannot be opened
-// again in this process.
-func (d *Daemon) faultLoop(ctx context.Context) error {
-	d.rememberDB()
-	t := time.NewTicker(faultPoll)
-	defer t.Stop()
-	ready := d.ready
-	var verify chan error
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case reason := <-d.faults.rebuildRq:
-			if err := d.rebuild(reason, false); err != nil {
-				return err
-			}
-		case <-ready:
-			ready = nil
-			verify = make(chan error, 1)
-			ix := d.ix.cur()
-			d.spawn(func(ctx context.Context) { verify <- ix.Verify(ctx) })
-		case err := <-verify:
-			verify = nil
-			if index.IsCorrupt(err) {
-				if err := d.rebuild("verification: "+err.Error(), false); err != nil {
-					return err
-				}
-			}
-		case <-t.C:
-			if why := d.dbGone(); why != "" {
-				if err := d.rebuild(why, true); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := d.retryWrites(ctx); err != nil {
-				return err
-			}
-			if !d.faults.onHold() {
-				_ = d.faults.checkSpace(true)
-				_ = d.faults.checkWritable(true)
-				d.faults.ballast.keep(d.faults.minFree)
-			}
-			d.debugCrashPoll()
-			if d.faults.wrote.Swap(false) && !d.faults.onHold() {
-				_ = d.ix.Sync() // a failed write to the log shows here
-			}
-			if !d.faults.onHold() {
-				// What a first scan read is found by queries within a
-				// tick, however long the scan. (After the Sync: a log
-				// that failed is found by it, not by this larger write.)
-				_ = d.ix.Flush()
-			}
-			d.checkRoots(ctx)
-			d.changing.expire()
-		}
-	}
-}
-
-// checkRoots marks roots that went missing, and reconciles those back.
-func (d *Daemon) checkRoots(ctx context.Context) {
-	for _, r := range d.rootList() {
-		why, err := d.rootAbsent(r)
-		if why != "" {
-			d.markMissing(r, why, err)
-			continue
-		}
-		r.mu.Lock()
-		was := r.missing
-		r.missing = ""
-		r.mu.Unlock()
-		if was != "" {
-			d.log.Info("root is back: reconciling it", "root", r.path, "was", was)
-			if d.watch != nil && !r.polled {
-				if err := d.watch.AddRoot(r.ctx, r.path, d.handler()); err != nil && r.ctx.Err() == nil {
-					d.log.Error("cannot watch root", "root", r.path, "err", err)
-				}
-			}
-			d.requestScan(r, r.path, false, "root back")
-		}
-	}
-}
-
-// rootAbsent says why root r is not there, or "", and the error that
-// showed it, if any. A root that was a mount point when first seen is
-// absent while it is not one (unmounted).
-func (d *Daemon) rootAbsent(r *rootState) (string, error) {
-	st, err := os.Stat(r.path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "not found", err
-		}
-		return "cannot be examined: " + unwrapPathErr(err).Error(), err
-	}
-	if !st.IsDir() {
-		return "not a directory", nil
-	}
-	pst, err := os.Stat(filepath.Dir(r.path))
-	if err != nil {
-		return "", nil
-	}
-	dev, _ := fileID(st)
-	pdev, _ := fileID(pst)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if dev != pdev {
-		r.mountPoint = true
-	} else if r.mountPoint {
-		return "unmounted", nil
-	}
-	return "", nil
-}
-
-// isMountPoint reports whether dir is on another filesystem than its
-// parent.
-func isMountPoint(dir string) bool {
-	st, err := os.Stat(dir)
-	if err != nil {
-		return false
-	}
-	pst, err := os.Stat(filepath.Dir(dir))
-	if err != nil {
-		return false
-	}
-	dev, _ := fileID(st)
-	pdev, _ := fileID(pst)
-	return dev != pdev
-}
-
-// rootMissing reports whether r is missing, looking now.
-func (d *Daemon) rootMissing(r *rootState) bool {
-	why, err := d.rootAbsent(r)
-	if why == "" {
-		return false
-	}
-	d.markMissing(r, why, err)
-	return true
-}
-
-// missingPrefixes returns the directory prefixes of the missing roots.
-func (d *Daemon) missingPrefixes() []string {
-	var out []string
-	for _, r := range d.rootList() {
-		r.mu.Lock()
-		if r.missing != "" {
-			out = append(out, dirPrefix(r.path))
-		}
-		r.mu.Unlock()
-	}
-	return out
 }
 
 // status adds the hold on writes and the last rebuild to a status.

@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -205,6 +208,52 @@ func (r *rootState) status() ipc.RootStatus {
 		st.ETASecs = &eta
 	}
 	return st
+}
+
+// absent says why root r is not there, or "", and the error that showed
+// it, if any. A root that was a mount point when first seen is absent
+// while it is not one (unmounted).
+func (r *rootState) absent() (string, error) {
+	st, err := os.Stat(r.path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "not found", err
+		}
+		return "cannot be examined: " + unwrapPathErr(err).Error(), err
+	}
+	if !st.IsDir() {
+		return "not a directory", nil
+	}
+	pst, err := os.Stat(filepath.Dir(r.path))
+	if err != nil {
+		return "", nil
+	}
+	dev, _ := fileID(st)
+	pdev, _ := fileID(pst)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if dev != pdev {
+		r.mountPoint = true
+	} else if r.mountPoint {
+		return "unmounted", nil
+	}
+	return "", nil
+}
+
+// isMountPoint reports whether dir is on another filesystem than its
+// parent.
+func isMountPoint(dir string) bool {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return false
+	}
+	pst, err := os.Stat(filepath.Dir(dir))
+	if err != nil {
+		return false
+	}
+	dev, _ := fileID(st)
+	pdev, _ := fileID(pst)
+	return dev != pdev
 }
 
 // rootOf returns the root path lies under, or nil.
