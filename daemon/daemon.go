@@ -38,6 +38,7 @@ type Daemon struct {
 	errs     errorLog
 	ready    chan struct{} // closed when every root's first scan has ended
 	unclean  bool          // the previous run did not shut down cleanly
+	marker   runMarker
 
 	runCtx context.Context
 	// group is Run's errgroup, and groupCtx its context: spawn runs the
@@ -65,9 +66,8 @@ type Daemon struct {
 	retries   *attempts // path → reads in a row that found it changing
 	deferrals *attempts // vanished directory → removals put off
 
-	// racySince, when not 0, is a time (Unix ns) from which files are read
-	// even if their metadata match their records (see racy).
-	racySince atomic.Int64
+	// racy is open after an unclean shutdown until the first scan ends.
+	racy racyWindow
 	// compacting is set while the index is compacted after the first scan.
 	compacting atomic.Bool
 }
@@ -117,10 +117,11 @@ func open(cfg Config) (*Daemon, error) {
 	if err := os.MkdirAll(cfg.DB, 0o700); err != nil {
 		return nil, fmt.Errorf("db %s: %w", cfg.DB, err)
 	}
-	if err := d.migrateState(); err != nil {
+	if err := migrateState(cfg.DB, cfg.Logger); err != nil {
 		return nil, err
 	}
-	d.faults.init(cfg.DB, d.minFreeFor(cfg.DB, cfg.MinFreeSpace, defaultMinFree), cfg.Logger, &d.errs)
+	d.marker = newRunMarker(StateDir(cfg.DB), cfg.Logger)
+	d.faults.init(cfg.DB, minFreeFor(cfg.DB, cfg.MinFreeSpace, defaultMinFree, cfg.Logger), cfg.Logger, &d.errs)
 	d.faults.ballast.keep(d.faults.minFree)
 	ix, err := d.openIndex(cfg.Params)
 	if err != nil {
@@ -155,11 +156,16 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 			err = fmt.Errorf("closing index: %w", cerr)
 		}
 		if err == nil {
-			d.removeMarker()
+			d.marker.remove()
 		}
 	}()
-	if err := d.writeMarker(); err != nil {
+	unclean, since, err := d.marker.write()
+	if err != nil {
 		return err
+	}
+	if unclean {
+		d.unclean = true
+		d.racy.openAt(since)
 	}
 	ln, err := server.Listen(d.cfg.Socket, d.cfg.socketMode())
 	if err != nil {
@@ -330,7 +336,7 @@ func (d *Daemon) firstScan(ctx context.Context) error {
 		}
 	}
 	stop()
-	d.racySince.Store(0)
+	d.racy.close()
 	// Scans commit without fsync; make the finished scan durable.
 	if err := d.ix.Sync(); err != nil {
 		return fmt.Errorf("syncing index: %w", err)

@@ -3,10 +3,12 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,37 +24,66 @@ import (
 // previous run started) are read again even when their metadata match.
 const markerName = "sifd.running"
 
-func (d *Daemon) markerPath() string { return filepath.Join(d.stateDir(), markerName) }
+// runMarker is the run marker of a state directory.
+type runMarker struct {
+	path string
+	log  *slog.Logger
+}
 
-// writeMarker notes an unclean previous run, if any, and writes this run's
-// marker.
-func (d *Daemon) writeMarker() error {
-	b, err := os.ReadFile(d.markerPath())
+func newRunMarker(stateDir string, log *slog.Logger) runMarker {
+	return runMarker{path: filepath.Join(stateDir, markerName), log: log}
+}
+
+// write writes this run's marker. If it finds one already, the previous
+// run did not shut down cleanly: it logs so, and returns true and when
+// that run started (an hour ago, a conservative guess, if the marker
+// cannot be read).
+func (m runMarker) write() (unclean bool, since time.Time, err error) {
+	b, err := os.ReadFile(m.path)
 	switch {
 	case err == nil:
-		d.unclean = true
-		since := time.Now().Add(-time.Hour) // unreadable marker: a conservative guess
+		unclean = true
+		since = time.Now().Add(-time.Hour) // unreadable marker: a conservative guess
 		if f := strings.Fields(string(b)); len(f) >= 2 {
 			if ns, err := strconv.ParseInt(f[1], 10, 64); err == nil {
 				since = time.Unix(0, ns)
 			}
 		}
-		// Timestamps may be as coarse as 2 s (FAT); step back over them.
-		d.racySince.Store(since.Add(-2 * time.Second).UnixNano())
-		d.log.Warn("the previous run did not shut down cleanly: files changed since it started are read again",
+		m.log.Warn("the previous run did not shut down cleanly: files changed since it started are read again",
 			"previous_start", since.UTC().Format(time.RFC3339))
 	case !errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("run marker: %w", err)
+		return false, time.Time{}, fmt.Errorf("run marker: %w", err)
 	}
 	content := fmt.Sprintf("%d %d\n", os.Getpid(), time.Now().UnixNano())
-	if err := writeFileSync(d.markerPath(), []byte(content)); err != nil {
-		return fmt.Errorf("run marker: %w", err)
+	if err := writeFileSync(m.path, []byte(content)); err != nil {
+		return false, time.Time{}, fmt.Errorf("run marker: %w", err)
 	}
-	return nil
+	return unclean, since, nil
 }
 
-func (d *Daemon) removeMarker() {
-	if err := os.Remove(d.markerPath()); err != nil {
-		d.log.Warn("cannot remove the run marker", "err", err)
+func (m runMarker) remove() {
+	if err := os.Remove(m.path); err != nil {
+		m.log.Warn("cannot remove the run marker", "err", err)
 	}
+}
+
+// racyWindow holds, when not 0, a time (Unix ns) from which files are read
+// even if their metadata match their records: after an unclean shutdown,
+// files changed while the previous run was up may have lost their change
+// events, and a rewrite within the filesystem's timestamp granularity
+// keeps size and mtime. It is open from the marker's start of the
+// previous run until the first scan ends.
+type racyWindow struct{ since atomic.Int64 }
+
+// openAt opens the window at t, stepping back over timestamps as coarse
+// as 2 s (FAT).
+func (w *racyWindow) openAt(t time.Time) { w.since.Store(t.Add(-2 * time.Second).UnixNano()) }
+
+func (w *racyWindow) close() { w.since.Store(0) }
+
+// covers reports whether a file with this mtime must be read even though
+// its metadata match its record.
+func (w *racyWindow) covers(mtimeNs int64) bool {
+	since := w.since.Load()
+	return since != 0 && mtimeNs >= since
 }

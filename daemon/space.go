@@ -1,6 +1,9 @@
 package daemon
 
-import "fmt"
+import (
+	"fmt"
+	"log/slog"
+)
 
 // The free space kept under the index (Config.MinFreeSpace) is room for
 // Pebble to flush a memtable and compact. Its default, 64 MiB, would be
@@ -22,8 +25,9 @@ var statTotal = totalSpace
 
 // minFreeFor returns the free space to keep under the index in dir:
 // minFree as configured (after defaults), scaled down to a quarter of the
-// filesystem when it is the default (defaulted) and more than that.
-func (d *Daemon) minFreeFor(dir string, minFree int64, defaulted bool) int64 {
+// filesystem when it is the default (defaulted) and more than that, which
+// it logs to log.
+func minFreeFor(dir string, minFree int64, defaulted bool, log *slog.Logger) int64 {
 	if !defaulted || minFree <= 0 {
 		return minFree
 	}
@@ -32,7 +36,7 @@ func (d *Daemon) minFreeFor(dir string, minFree int64, defaulted bool) int64 {
 		return minFree
 	}
 	scaled := int64(total / smallFSShare)
-	d.log.Info("the index's filesystem is small: keeping a quarter of it free rather than the default",
+	log.Info("the index's filesystem is small: keeping a quarter of it free rather than the default",
 		"db", dir, "size", humanBytes(total), "min_free_space", humanBytes(uint64(scaled)),
 		"default", humanBytes(uint64(minFree)), "set_with", minFreeSetting)
 	return scaled

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -31,25 +32,25 @@ var stateFiles = []string{rootsFileName, markerName}
 // migrateState creates the state directory, and moves into it the state
 // files an older sif left in the index directory. A file already in the
 // state directory wins; the old one is then left where it is, and logged.
-func (d *Daemon) migrateState() error {
-	dir := d.stateDir()
+func migrateState(db string, log *slog.Logger) error {
+	dir := StateDir(db)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("state directory %s: %w", dir, err)
 	}
 	for _, name := range stateFiles {
-		old, cur := filepath.Join(d.cfg.DB, name), filepath.Join(dir, name)
+		old, cur := filepath.Join(db, name), filepath.Join(dir, name)
 		if _, err := os.Lstat(old); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if _, err := os.Lstat(cur); err == nil {
-			d.log.Warn("a state file from an older sif is left in the index directory: the state directory's wins; remove the old one",
+			log.Warn("a state file from an older sif is left in the index directory: the state directory's wins; remove the old one",
 				"old", old, "kept", cur)
 			continue
 		}
 		if err := moveFile(old, cur); err != nil {
 			return fmt.Errorf("moving %s to the state directory: %w", old, err)
 		}
-		d.log.Info("moved a state file out of the index directory", "from", old, "to", cur)
+		log.Info("moved a state file out of the index directory", "from", old, "to", cur)
 	}
 	return nil
 }
@@ -82,8 +83,8 @@ func (d *Daemon) restoreState() {
 	if _, err := os.Stat(d.rootsFilePath()); errors.Is(err, fs.ErrNotExist) {
 		d.saveCurrentRoots()
 	}
-	if _, err := os.Stat(d.markerPath()); errors.Is(err, fs.ErrNotExist) {
-		if err := d.writeMarker(); err != nil {
+	if _, err := os.Stat(d.marker.path); errors.Is(err, fs.ErrNotExist) {
+		if _, _, err := d.marker.write(); err != nil {
 			d.log.Warn("cannot write the run marker", "err", err)
 		}
 	}

@@ -69,7 +69,7 @@ func TestStateMigrationKeepsNewer(t *testing.T) {
 	os.WriteFile(filepath.Join(db, rootsFileName), []byte(`{"added":["/old"]}`), 0o600)
 	os.WriteFile(filepath.Join(state, rootsFileName), []byte(`{"added":["/new"]}`), 0o600)
 	d := &Daemon{cfg: Config{DB: db}, log: discardLogger()}
-	if err := d.migrateState(); err != nil {
+	if err := migrateState(db, d.log); err != nil {
 		t.Fatal(err)
 	}
 	rf, err := d.loadRootsFile()

@@ -151,7 +151,7 @@ func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path
 	fresh := t.scan != nil && t.scan.fresh
 	if !fresh {
 		rec, err := d.ix.Lookup(path)
-		if err == nil && sameMeta(rec.FileMeta, info) && !d.racy(info.ModTime().UnixNano()) {
+		if err == nil && sameMeta(rec.FileMeta, info) && !d.racy.covers(info.ModTime().UnixNano()) {
 			d.count.unchanged.Add(1)
 			return 0
 		}
@@ -362,14 +362,4 @@ func (d *Daemon) skip(root *rootState, path string, err error) {
 	}
 	d.errs.add(err.Error())
 	d.log.Warn("skipped", "err", err)
-}
-
-// racy reports whether a file with this mtime must be read even though
-// its metadata match its record: after an unclean shutdown, files changed
-// while the previous run was up may have lost their change events, and a
-// rewrite within the filesystem's timestamp granularity keeps size and
-// mtime.
-func (d *Daemon) racy(mtimeNs int64) bool {
-	since := d.racySince.Load()
-	return since != 0 && mtimeNs >= since
 }
