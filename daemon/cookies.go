@@ -129,8 +129,8 @@ func (d *Daemon) setUpCookieDir(ctx context.Context) {
 	d.cookies.dir = dir
 }
 
-// cookieHidden reports whether the exclusions in effect would keep the
-// watcher from reporting a cookie written in root r.
-func (d *Daemon) cookieHidden(r *rootState) bool {
-	return d.filter().excluded(r.path, filepath.Join(r.path, cookiePrefix+"0-0"), false)
+// hidesCookie reports whether f's exclusions would keep the watcher from
+// reporting a cookie written in root.
+func (f *filter) hidesCookie(root string) bool {
+	return f.excluded(root, filepath.Join(root, cookiePrefix+"0-0"), false)
 }

@@ -374,20 +374,20 @@ func (d *Daemon) notifyProgress(ctx context.Context) (stop func()) {
 	if d.notes.n == nil {
 		return func() {}
 	}
-	return d.everyProgress(ctx, func() {
+	return every(ctx, d.cfg.ProgressEvery, func() {
 		d.notes.notify("STATUS=" + scanStatus(d.Roots(), time.Since(d.started)))
 	})
 }
 
-// everyProgress calls fn every ProgressEvery, on a goroutine of its own,
-// until ctx is done or the returned stop is called; stop returns once fn
-// is no longer running.
-func (d *Daemon) everyProgress(ctx context.Context, fn func()) (stop func()) {
+// every calls fn every interval, on a goroutine of its own, until ctx is
+// done or the returned stop is called; stop returns once fn is no longer
+// running.
+func every(ctx context.Context, interval time.Duration, fn func()) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(d.cfg.ProgressEvery)
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {

@@ -117,6 +117,13 @@ func (h *ixHandle) Files(prefix string, fn func(index.FileRecord) error) error {
 	return err
 }
 
+// hasFilesUnder reports whether the index holds files below dir.
+func (h *ixHandle) hasFilesUnder(dir string) bool {
+	errFound := errors.New("found")
+	err := h.Files(dirPrefix(dir), func(index.FileRecord) error { return errFound })
+	return errors.Is(err, errFound)
+}
+
 // PutFile brings a file into the current index (index.Index.PutFile).
 // Only its error matters to the daemon.
 func (h *ixHandle) PutFile(w index.FileWrite) error {

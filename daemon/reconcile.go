@@ -205,18 +205,6 @@ func sameMeta(rec index.FileMeta, info fs.FileInfo) bool {
 		(rec.CtimeNs == 0 || rec.CtimeNs == fileCtime(info))
 }
 
-// queuePaths queues paths as items of s, for the workers to bring up to
-// date.
-func (d *Daemon) queuePaths(ctx context.Context, s *scanRun, paths []string) {
-	for _, p := range paths {
-		s.itemAdded()
-		if !d.lanes.push(ctx, s.live, item{path: p, t: ticket{scan: s}}) {
-			s.itemDone()
-			return
-		}
-	}
-}
-
 // queueUnmet queues, as items of s, the records under s.dir that the
 // merge did not meet in the walk: the workers remove those of files that
 // are gone. If the merge gave up, every record is checked (queueVanished).
@@ -226,5 +214,5 @@ func (d *Daemon) queueUnmet(ctx context.Context, s *scanRun, m *recordMerge) {
 		d.queueVanished(ctx, s)
 		return
 	}
-	d.queuePaths(ctx, s, paths)
+	s.queue(ctx, d.lanes, paths)
 }

@@ -298,7 +298,7 @@ func (d *Daemon) startRoot(ctx context.Context, r *rootState, why string) *scanR
 	}
 	if !r.polled && d.watch != nil {
 		var err error
-		if d.hasRecordsUnder(r.path) {
+		if d.ix.hasFilesUnder(r.path) {
 			err = d.watch.AddRoot(r.ctx, r.path, d.handler())
 		} else {
 			// Nothing of the root is indexed: its first scan walks the
@@ -374,15 +374,7 @@ func (d *Daemon) queueOutside(s *scanRun) {
 		paths = append(paths, rec.Path)
 		return nil
 	})
-	d.spawn(func(ctx context.Context) {
-		for _, p := range paths {
-			s.itemAdded()
-			if !d.lanes.push(ctx, false, item{path: p, t: ticket{scan: s}}) {
-				s.itemDone()
-				return
-			}
-		}
-	})
+	d.spawn(func(ctx context.Context) { s.queue(ctx, d.lanes, paths) })
 }
 
 func resolved(p string) string {

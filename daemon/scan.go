@@ -81,6 +81,18 @@ func (s *scanRun) drained() <-chan struct{} {
 	return ch
 }
 
+// queue puts paths on l as items of s, for the workers to bring up to
+// date, until ctx is done.
+func (s *scanRun) queue(ctx context.Context, l *lanes, paths []string) {
+	for _, p := range paths {
+		s.itemAdded()
+		if !l.push(ctx, s.live, item{path: p, t: ticket{scan: s}}) {
+			s.itemDone()
+			return
+		}
+	}
+}
+
 // scanner runs scans one at a time, in request order. Requests for a
 // directory already queued, or below one, are merged into it.
 type scanner struct {
@@ -250,7 +262,7 @@ func (d *Daemon) runScan(ctx context.Context, s *scanRun) {
 	// A full scan of a watched root into an index that holds nothing
 	// under it needs no removal pass: every record it leaves was written
 	// after the watches were in place, and they report any removal since.
-	s.fresh = s.full() && !d.hasRecordsUnder(s.dir)
+	s.fresh = s.full() && !d.ix.hasFilesUnder(s.dir)
 	if s.fresh {
 		s.contents = d.ix.NewBulk() // nil unless the index holds nothing
 		defer s.contents.End()
@@ -407,13 +419,7 @@ func (d *Daemon) queueVanished(ctx context.Context, s *scanRun) {
 		}
 		return
 	}
-	for _, p := range gone {
-		s.itemAdded()
-		if !d.lanes.push(ctx, s.live, item{path: p, t: ticket{scan: s}}) {
-			s.itemDone()
-			return
-		}
-	}
+	s.queue(ctx, d.lanes, gone)
 }
 
 // isClosed reports whether ch is closed.
@@ -480,7 +486,7 @@ func prefixEnd(p string) string {
 // progress logs root's scan progress periodically until the returned func
 // is called.
 func (d *Daemon) progress(ctx context.Context, root *rootState) (stop func()) {
-	return d.everyProgress(ctx, func() {
+	return every(ctx, d.cfg.ProgressEvery, func() {
 		st := root.status()
 		args := []any{"root", root.path, "files_seen", st.FilesSeen, "files_done", st.FilesDone,
 			"files_read", st.FilesRead, "mb_read", st.BytesRead >> 20,

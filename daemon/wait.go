@@ -70,7 +70,7 @@ func (d *Daemon) Wait(ctx context.Context, timeout time.Duration) (server.WaitRe
 		}
 	}
 	for _, r := range watched {
-		if d.cookieHidden(r) {
+		if d.filter().hidesCookie(r.path) {
 			d.log.Debug("the exclusions hide wait's cookie file: rescanning the root instead", "root", r.path)
 			d.requestScan(r, r.path, false, "wait")
 			resp.Rescanned = append(resp.Rescanned, r.path)

@@ -273,7 +273,7 @@ var (
 // below it if it was a directory, are removed.
 func (d *Daemon) gone(ctx context.Context, path string, t ticket) {
 	d.forget(path)
-	if !d.hasRecordsUnder(path) {
+	if !d.ix.hasFilesUnder(path) {
 		return
 	}
 	// A directory moved within the roots shows up as a new directory
@@ -286,13 +286,6 @@ func (d *Daemon) gone(ctx context.Context, path string, t ticket) {
 	}
 	d.deferrals.clear(path)
 	d.removeUnder(ctx, path)
-}
-
-// hasRecordsUnder reports whether the index holds files below dir.
-func (d *Daemon) hasRecordsUnder(dir string) bool {
-	errFound := errors.New("found")
-	err := d.ix.Files(dirPrefix(dir), func(index.FileRecord) error { return errFound })
-	return errors.Is(err, errFound)
 }
 
 // removeUnder removes the records below dir whose files are no longer
