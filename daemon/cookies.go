@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/sif-dev/sif/watcher"
 )
 
 // Cookies. Wait writes a file and waits for the watcher to report it:
@@ -100,15 +102,12 @@ func (j *cookieJar) drop(c *cookie) {
 	os.Remove(c.path)
 }
 
-// setUpCookieDir makes the daemon's own cookie directory, empties it of
-// the cookies a previous run left, and watches it, where the watcher's
-// events are ordered across its watches. Failing that, Wait writes its
-// cookies in the roots, as elsewhere.
-func (d *Daemon) setUpCookieDir(ctx context.Context) {
-	if !orderedEvents || d.watch == nil {
-		return
-	}
-	dir := filepath.Join(d.stateDir(), cookieDirName)
+// setUpDir makes dir the jar's own cookie directory: it makes it, empties
+// it of the cookies a previous run left, and watches it with w, reporting
+// to h. Failing that, it returns the error, and Wait writes its cookies in
+// the roots, as where the watcher's events are not ordered across its
+// watches.
+func (j *cookieJar) setUpDir(ctx context.Context, dir string, w *watcher.Watcher, h watcher.Handler) error {
 	err := os.MkdirAll(dir, 0o700)
 	if err == nil {
 		var ents []os.DirEntry
@@ -120,13 +119,13 @@ func (d *Daemon) setUpCookieDir(ctx context.Context) {
 		}
 	}
 	if err == nil {
-		err = d.watch.AddRoot(ctx, dir, d.handler())
+		err = w.AddRoot(ctx, dir, h)
 	}
 	if err != nil {
-		d.log.Warn("cannot watch a cookie directory of the daemon's own: wait writes its cookies in the roots", "dir", dir, "err", err)
-		return
+		return err
 	}
-	d.cookies.dir = dir
+	j.dir = dir
+	return nil
 }
 
 // hidesCookie reports whether f's exclusions would keep the watcher from

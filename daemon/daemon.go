@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -294,7 +295,14 @@ func (d *Daemon) setUpRoots(ctx context.Context) error {
 			return err
 		}
 		d.watch = w
-		d.setUpCookieDir(ctx)
+		// Where the watcher's events are ordered across its watches, one
+		// cookie of the daemon's own answers for every watched root.
+		if orderedEvents {
+			dir := filepath.Join(d.stateDir(), cookieDirName)
+			if err := d.cookies.setUpDir(ctx, dir, w, d.handler()); err != nil {
+				d.log.Warn("cannot watch a cookie directory of the daemon's own: wait writes its cookies in the roots", "dir", dir, "err", err)
+			}
+		}
 	}
 	rf, err := d.loadRootsFile()
 	if err != nil {
