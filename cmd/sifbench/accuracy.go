@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -244,18 +245,25 @@ type queryDetail struct {
 	MaxContainment float64  `json:"max_containment"`
 	Positives      int      `json:"positives_50"` // files of true containment ≥ 50 %
 	Best           []string `json:"best"`         // the files of maximal containment
-	// Similar are the files of true resemblance ≥ 50 % (at most 20), with
-	// the resemblance each tool gave them (absent: not answered).
-	Similar []similarPair   `json:"similar_50,omitempty"`
-	First   map[string]*hit `json:"first"`
+	// Similar are the files of true resemblance ≥ 50 % and Contained
+	// those holding 80 % or more of the query (at most maxDetailPairs
+	// each, in the order of the indexed files), with what each tool gave them: resemblance
+	// and containment (absent: not answered).
+	Similar   []similarPair   `json:"similar_50,omitempty"`
+	Contained []similarPair   `json:"contained_80,omitempty"`
+	First     map[string]*hit `json:"first"`
 }
 
-// similarPair is one file of true resemblance ≥ 50 % to a query.
+// similarPair is one file of a query's Similar or Contained: the true
+// measure and each tool's.
 type similarPair struct {
-	Path        string             `json:"path"`
-	Resemblance float64            `json:"resemblance"`
-	Tools       map[string]float64 `json:"tools"`
+	Path  string             `json:"path"`
+	Truth float64            `json:"truth"`
+	Tools map[string]float64 `json:"tools"`
 }
+
+// maxDetailPairs bounds a query's Similar and Contained.
+const maxDetailPairs = 5000
 
 // hit is a tool's first answer with its true measures.
 type hit struct {
@@ -284,20 +292,35 @@ func writeQueryDetails(path string, qs []accQuery, files []string, tr *truth, ru
 			}
 		}
 		slices.Sort(d.Best)
-		for fi := range tr.Inter[qi] {
-			if tr.Containment(qi, fi) >= 0.5 {
-				d.Positives++
+		answered := make([]map[int32]answer, len(runs))
+		for i, run := range runs {
+			answered[i] = make(map[int32]answer, len(run.Answers[qi]))
+			for _, a := range run.Answers[qi] {
+				answered[i][a.File] = a
 			}
-			if r := tr.Resemblance(qi, fi); r >= 0.5 && len(d.Similar) < 20 {
-				sp := similarPair{Path: files[fi], Resemblance: r, Tools: map[string]float64{}}
-				for _, run := range runs {
-					for _, a := range run.Answers[qi] {
-						if a.File == fi {
-							sp.Tools[run.Name] = a.Res
-						}
+		}
+		pair := func(fi int32, truth float64, res bool) similarPair {
+			sp := similarPair{Path: files[fi], Truth: truth, Tools: map[string]float64{}}
+			for i, run := range runs {
+				if a, ok := answered[i][fi]; ok {
+					sp.Tools[run.Name] = a.Cont
+					if res {
+						sp.Tools[run.Name] = a.Res
 					}
 				}
-				d.Similar = append(d.Similar, sp)
+			}
+			return sp
+		}
+		for _, fi := range slices.Sorted(maps.Keys(tr.Inter[qi])) {
+			c := tr.Containment(qi, fi)
+			if c >= 0.5 {
+				d.Positives++
+			}
+			if c >= 0.8 && len(d.Contained) < maxDetailPairs {
+				d.Contained = append(d.Contained, pair(fi, c, false))
+			}
+			if r := tr.Resemblance(qi, fi); r >= 0.5 && len(d.Similar) < maxDetailPairs {
+				d.Similar = append(d.Similar, pair(fi, r, true))
 			}
 		}
 		for _, r := range runs {
