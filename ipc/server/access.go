@@ -132,11 +132,15 @@ func (s *Server) authorize(w http.ResponseWriter, c *caller, what string) bool {
 	return false
 }
 
+// lister says which directories a caller can list: a *peer.View, or a
+// fake in tests.
+type lister interface{ CanList(dir string) bool }
+
 // redactStatus leaves in st only what a caller who does not see every file
 // may know: the daemon's state and the roots it can list, without counts of
 // files (which would count files it cannot read) and without error lines
 // (which name them).
-func redactStatus(st ipc.Status, v *peer.View) ipc.Status {
+func redactStatus(st ipc.Status, v lister) ipc.Status {
 	st.DB = ""
 	st.Counters = ipc.Counters{}
 	st.Index = ipc.IndexStats{}
@@ -152,7 +156,7 @@ func redactStatus(st ipc.Status, v *peer.View) ipc.Status {
 }
 
 // redactRoots keeps the roots v can list, without their file counts.
-func redactRoots(roots []ipc.RootStatus, v *peer.View) []ipc.RootStatus {
+func redactRoots(roots []ipc.RootStatus, v lister) []ipc.RootStatus {
 	out := make([]ipc.RootStatus, 0, len(roots))
 	for _, r := range roots {
 		if !v.CanList(r.Path) {
