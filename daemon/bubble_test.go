@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -83,13 +82,4 @@ func bubbleDaemon(t *testing.T, cfg Config) (*Daemon, *lockedBuffer) {
 		t.Fatalf("not ready once every goroutine is blocked\n%s", logs.String())
 	}
 	return d, logs
-}
-
-// waitApplied is Wait with a timeout no test reaches: every polled root
-// is rescanned, and the work waited for.
-func waitApplied(t *testing.T, d *Daemon) {
-	t.Helper()
-	if _, err := d.Wait(context.Background(), time.Hour); err != nil {
-		t.Fatalf("Wait: %v", err)
-	}
 }
