@@ -23,6 +23,9 @@ func (f *filter) excluded(root, path string, isDir bool) bool {
 	return f.exclude.Match(filepath.ToSlash(rel), isDir)
 }
 
+// tooLarge reports whether a file of size bytes is above the maximum size.
+func (f *filter) tooLarge(size int64) bool { return f.maxSize >= 0 && size > f.maxSize }
+
 func (d *Daemon) filter() *filter { return d.filt.Load() }
 
 func newFilter(c Config) (*filter, error) {

@@ -189,9 +189,9 @@ func (m *recordMerge) unmet() (paths []string, ok bool) {
 
 // unchanged reports whether the file walked at path, with info, is
 // indexed as it is (sameMeta), and nothing else makes a worker look at it
-// (a size limit it is under now, an unclean previous shutdown).
+// (a size limit it is now outside of, an unclean previous shutdown).
 func (d *Daemon) unchanged(rec index.FileMeta, info fs.FileInfo, f *filter) bool {
-	return sameMeta(rec, info) && !d.racy.covers(rec.MtimeNs) && (f.minSize <= 0 || info.Size() >= f.minSize)
+	return sameMeta(rec, info) && !d.racy.covers(rec.MtimeNs) && (f.minSize <= 0 || info.Size() >= f.minSize) && !f.tooLarge(info.Size())
 }
 
 // sameMeta reports whether info describes the file as it was when rec was

@@ -215,6 +215,14 @@ func TestReloadFilters(t *testing.T) {
 		if got, want := recordsUnder(d, a), []string{"big.txt", "keep.txt", "x.log"}; !slices.Equal(got, want) {
 			t.Errorf("records after the minimum size changed: %q, want %q", got, want)
 		}
+
+		// A lower maximum: files now above it lose their records.
+		nc.MaxFileSize = 16 << 10
+		rl.set(nc, nil)
+		reloadNow(d)
+		if got, want := recordsUnder(d, a), []string{"keep.txt", "x.log"}; !slices.Equal(got, want) {
+			t.Errorf("records after the maximum size was lowered: %q, want %q", got, want)
+		}
 	})
 }
 

@@ -151,7 +151,9 @@ func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path
 	fresh := t.scan != nil && t.scan.fresh
 	if !fresh {
 		rec, err := d.ix.Lookup(path)
-		if err == nil && sameMeta(rec.FileMeta, info) && !d.racy.covers(info.ModTime().UnixNano()) {
+		// A file now above the maximum size (lowered by a reload) is
+		// not unchanged: reading it finds it too large and forgets it.
+		if err == nil && sameMeta(rec.FileMeta, info) && !d.racy.covers(info.ModTime().UnixNano()) && !d.filter().tooLarge(info.Size()) {
 			d.count.unchanged.Add(1)
 			return 0
 		}
