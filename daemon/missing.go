@@ -30,14 +30,14 @@ func (a answers) Similar(ctx context.Context, q index.Query, o index.QueryOption
 	return a.d.presentMatches(res), err
 }
 
+// EachGroup leaves the files under missing roots out as if they were not
+// indexed: they neither appear nor link the files they resemble, and a
+// file identical to one of them is answered in its own right.
 func (a answers) EachGroup(ctx context.Context, o index.GroupOptions, fn func(index.Group) error) error {
-	hide := a.d.hidden()
-	return a.d.ix.EachGroup(ctx, o, func(g index.Group) error {
-		if g, ok := presentGroup(g, hide); ok {
-			return fn(g)
-		}
-		return nil
-	})
+	if hide, vis := a.d.hidden(), o.Visible; hide != nil {
+		o.Visible = func(m *index.FileMeta) bool { return !hide(m.Path) && (vis == nil || vis(m)) }
+	}
+	return a.d.ix.EachGroup(ctx, o, fn)
 }
 
 func (a answers) Dupes(ctx context.Context, prefix string) ([]index.DupeSet, error) {
@@ -88,42 +88,6 @@ func (d *Daemon) presentMatches(res *index.Result) *index.Result {
 	}
 	res.Matches = out
 	return res
-}
-
-// presentGroup drops the members and copies of g under missing roots
-// (hide true; hide nil: none), and reports false when it is left with one
-// file. A group whose reference is missing gets its first remaining member
-// as reference.
-func presentGroup(g index.Group, hide func(string) bool) (index.Group, bool) {
-	if hide == nil {
-		return g, true
-	}
-	copies := func(ps []string) []string {
-		out := ps[:0]
-		for _, p := range ps {
-			if !hide(p) {
-				out = append(out, p)
-			}
-		}
-		return out
-	}
-	members := g.Members[:0]
-	for _, m := range g.Members {
-		if !hide(m.Path) {
-			m.Copies = copies(m.Copies)
-			members = append(members, m)
-		}
-	}
-	g.Members = members
-	g.Reference.Copies = copies(g.Reference.Copies)
-	if hide(g.Reference.Path) {
-		if len(g.Members) == 0 {
-			return g, false
-		}
-		g.Reference, g.Members = g.Members[0], g.Members[1:]
-		g.Reference.Percent, g.Reference.Via = 1, ""
-	}
-	return g, len(g.Members)+len(g.Reference.Copies) > 0
 }
 
 func (d *Daemon) presentDupes(ds []index.DupeSet) []index.DupeSet {

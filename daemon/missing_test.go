@@ -217,6 +217,13 @@ func TestMissingRootKeptNotAnswered(t *testing.T) {
 		}) {
 			t.Errorf("groups with %s missing: %q, want one of %s's two doc files", a, after.groups, ab)
 		}
+		// The group of the notes had its reference in a, with an identical
+		// copy in ab: the copy is answered in its place.
+		if !slices.ContainsFunc(after.groups, func(g []string) bool {
+			return slices.Equal(slices.Sorted(slices.Values(g)), []string{filepath.Join(ab, "note-copy.txt"), filepath.Join(ab, "note-edit.txt")})
+		}) {
+			t.Errorf("groups with %s missing: %q, want one of %s's note-copy.txt and note-edit.txt", a, after.groups, ab)
+		}
 		if len(after.dupes) != 0 {
 			t.Errorf("duplicates with %s missing: %q, want none (one file left)", a, after.dupes)
 		}
