@@ -97,9 +97,9 @@ type Config struct {
 	// (the index stays consistent; the next start reconciles).
 	ShutdownTimeout time.Duration
 	// Reload, if set, is called on SIGHUP for a new configuration. Roots,
-	// exclusions, size limits and the rescan interval apply at once;
-	// other changes are logged as needing a restart. If Reload fails, the
-	// running configuration stays.
+	// exclusions and size limits apply at once; other changes (the rescan
+	// interval among them) are logged as needing a restart. If Reload
+	// fails, the running configuration stays.
 	Reload func() (Config, error)
 	// ProgressEvery is how often a scan logs its progress (and the first
 	// scan tells the Notifier); 0 means 5s.
