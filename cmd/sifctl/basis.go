@@ -75,34 +75,23 @@ func runBasis(cmd *cobra.Command, g *globals, f *basisFlags, files []string) err
 	if f.limit < 0 {
 		return failedf("--limit %d: must not be negative", f.limit)
 	}
-	prefix, err := absPrefix(f.prefix)
+	qs, err := startQueries(cmd, g, f.prefix, files)
 	if err != nil {
-		return failed(err)
+		return err
 	}
-	ctx := cmd.Context()
-	c := g.client()
-	info, err := c.Info(ctx)
-	if err != nil {
-		return failed(err)
-	}
-	if n := countStdin(files); n > 1 {
-		return failedf("-: standard input named %d times; it can be read only once", n)
-	}
+	ctx, c := qs.ctx, qs.c
 	none, errs := false, 0
 	for _, file := range files {
-		abs, sk, data, err := readQuery(ctx, g, file, info.Params, ipc.ReadOptions{Compressed: true}, true)
+		abs, sk, data, ok, err := qs.read(file, ipc.ReadOptions{Compressed: true}, true)
 		if err != nil {
-			if ctx.Err() != nil {
-				return failed(fmt.Errorf("%s: interrupted", file))
-			}
-			if err := g.queryFailed(file, abs, err); err != nil {
-				return err
-			}
+			return err
+		}
+		if !ok {
 			errs++
 			continue
 		}
 		req := ipc.NewBasisRequest(abs, sk, data)
-		req.Limit, req.PathPrefix, req.MaxDF = f.limit, prefix, f.maxDF
+		req.Limit, req.PathPrefix, req.MaxDF = f.limit, qs.prefix, f.maxDF
 		resp, err := c.Basis(ctx, req)
 		if err != nil {
 			return failed(fmt.Errorf("%s: %w", file, describe(err, g.socket)))
@@ -110,12 +99,9 @@ func runBasis(cmd *cobra.Command, g *globals, f *basisFlags, files []string) err
 		if resp.Basis == nil {
 			none = true
 		}
-		rep := repetitive(info.Params, sk.Size, len(sk.Features), defaultMinFingerprints)
+		rep := repetitive(qs.params, sk.Size, len(sk.Features), defaultMinFingerprints)
 		if g.json {
-			q, raw := ipc.PathFields(abs)
-			if file == "-" {
-				q = "-"
-			}
+			q, raw := queryFields(file, abs)
 			line := basisLine{Query: q, QueryRaw: raw, Size: resp.Size, Basis: resp.Basis,
 				CompressedBytes: resp.CompressedBytes, Candidates: resp.Candidates, Repetitive: rep}
 			if err := g.printJSON(line); err != nil {
@@ -123,11 +109,7 @@ func runBasis(cmd *cobra.Command, g *globals, f *basisFlags, files []string) err
 			}
 			continue
 		}
-		name := file
-		if file == "-" {
-			name = "(standard input)"
-		}
-		printBasis(g, name, rep, resp)
+		printBasis(g, queryName(file), rep, resp)
 	}
 	switch {
 	case errs > 0:

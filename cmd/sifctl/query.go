@@ -7,12 +7,81 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/ipc"
 )
 
 // Reading a query file, shared by similar and basis: its fingerprints,
 // and what to say when it could not be read.
+
+// queries is what similar and basis set up before they read their FILEs:
+// a client, the daemon's fingerprint parameters, and --prefix made
+// absolute.
+type queries struct {
+	ctx    context.Context
+	g      *globals
+	c      *ipc.Client
+	params fingerprint.Params
+	prefix string
+}
+
+// startQueries sets up the queries of a command over files whose --prefix
+// is prefix: it makes prefix absolute, asks the daemon for its
+// parameters, and checks that standard input is named at most once. Its
+// error is the command's.
+func startQueries(cmd *cobra.Command, g *globals, prefix string, files []string) (*queries, error) {
+	abs, err := absPrefix(prefix)
+	if err != nil {
+		return nil, failed(err)
+	}
+	ctx := cmd.Context()
+	c := g.client()
+	info, err := c.Info(ctx)
+	if err != nil {
+		return nil, failed(err)
+	}
+	if n := countStdin(files); n > 1 {
+		return nil, failedf("-: standard input named %d times; it can be read only once", n)
+	}
+	return &queries{ctx: ctx, g: g, c: c, params: info.Params, prefix: abs}, nil
+}
+
+// read reads the query named file, as readQuery does with o and check.
+// A query that could not be read is reported (queryFailed) and read
+// returns ok false: the caller counts an error and goes on to the next
+// FILE. An error returned ends the command: an interrupt, or a failure to
+// write stdout.
+func (q *queries) read(file string, o ipc.ReadOptions, check bool) (abs string, sk *fingerprint.Sketch, d *ipc.QueryData, ok bool, err error) {
+	abs, sk, d, err = readQuery(q.ctx, q.g, file, q.params, o, check)
+	switch {
+	case err == nil:
+		return abs, sk, d, true, nil
+	case q.ctx.Err() != nil:
+		return abs, nil, nil, false, failed(fmt.Errorf("%s: interrupted", file))
+	}
+	return abs, nil, nil, false, q.g.queryFailed(file, abs, err)
+}
+
+// queryFields returns the query and query_raw fields of the JSON line
+// answering the query named file, at abs: "-" for standard input.
+func queryFields(file, abs string) (query, raw string) {
+	query, raw = ipc.PathFields(abs)
+	if file == "-" {
+		query = "-"
+	}
+	return query, raw
+}
+
+// queryName is the name the answer to the query named file is printed
+// under: file as given, or "(standard input)" for "-".
+func queryName(file string) string {
+	if file == "-" {
+		return "(standard input)"
+	}
+	return file
+}
 
 func countStdin(files []string) int {
 	n := 0

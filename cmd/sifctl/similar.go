@@ -175,19 +175,11 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 	if f.sizeRatio != 0 && f.sizeRatio < 1 {
 		return failedf("--size-ratio %v: want 0 (any size) or a factor of at least 1", f.sizeRatio)
 	}
-	prefix, err := absPrefix(f.prefix)
+	qs, err := startQueries(cmd, g, f.prefix, files)
 	if err != nil {
-		return failed(err)
+		return err
 	}
-	ctx := cmd.Context()
-	c := g.client()
-	info, err := c.Info(ctx)
-	if err != nil {
-		return failed(err)
-	}
-	if n := countStdin(files); n > 1 {
-		return failedf("-: standard input named %d times; it can be read only once", n)
-	}
+	ctx, c, prefix := qs.ctx, qs.c, qs.prefix
 	found, errs := false, 0
 	for _, file := range files {
 		if isDir(file) { // directory similarity: similarDir, below
@@ -196,7 +188,7 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 				errs++
 				continue
 			}
-			ok, unreadable, err := similarDir(ctx, g, c, info.Params, f, prefix, file)
+			ok, unreadable, err := similarDir(ctx, g, c, qs.params, f, prefix, file)
 			if err != nil {
 				return failed(describe(err, g.socket))
 			}
@@ -214,14 +206,11 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 				continue
 			}
 		}
-		abs, sk, data, err := readQuery(ctx, g, file, info.Params, ipc.ReadOptions{}, !f.fast)
+		abs, sk, data, ok, err := qs.read(file, ipc.ReadOptions{}, !f.fast)
 		if err != nil {
-			if ctx.Err() != nil {
-				return failed(fmt.Errorf("%s: interrupted", file))
-			}
-			if err := g.queryFailed(file, abs, err); err != nil {
-				return err
-			}
+			return err
+		}
+		if !ok {
 			errs++
 			continue
 		}
@@ -242,18 +231,15 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 			found = true
 		}
 		if g.json {
-			q, raw := ipc.PathFields(abs)
-			if file == "-" {
-				q = "-"
-			}
+			q, raw := queryFields(file, abs)
 			line := similarLine{Query: q, QueryRaw: raw, Size: sk.Size, Fingerprints: resp.Fingerprints,
 				Skipped: resp.Skipped, TooFew: resp.TooFew, Checked: resp.Checked, Matches: resp.Matches,
 				Template: resp.Template, Total: resp.Total,
-				Repetitive: repetitive(info.Params, sk.Size, resp.Fingerprints, resp.MinFingerprints)}
+				Repetitive: repetitive(qs.params, sk.Size, resp.Fingerprints, resp.MinFingerprints)}
 			if f.explain {
 				ex := similarExplained{similarLine: line, Matches: make([]explainedMatch, 0, len(resp.Matches))}
 				for _, m := range resp.Matches {
-					em := explainMatch(qbytes, explainName(file, abs), m, judgeFor(qbytes, info.Params, resp.Common))
+					em := explainMatch(qbytes, explainName(file, abs), m, judgeFor(qbytes, qs.params, resp.Common))
 					em.bytes = nil
 					ex.Matches = append(ex.Matches, em)
 				}
@@ -267,13 +253,9 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 			}
 			continue
 		}
-		name := file
-		if file == "-" {
-			name = "(standard input)"
-		}
-		printSimilar(g, name, sk.Size, f.threshold, repetitive(info.Params, sk.Size, resp.Fingerprints, resp.MinFingerprints), resp)
+		printSimilar(g, queryName(file), sk.Size, f.threshold, repetitive(qs.params, sk.Size, resp.Fingerprints, resp.MinFingerprints), resp)
 		if f.explain {
-			printExplained(g, qbytes, explainName(file, abs), resp, info.Params)
+			printExplained(g, qbytes, explainName(file, abs), resp, qs.params)
 		}
 	}
 	switch {
