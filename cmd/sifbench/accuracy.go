@@ -145,11 +145,7 @@ func benchAccuracy(ctx context.Context, c *common, af *accFlags) (*accuracyResul
 			return nil, err
 		}
 	}
-	corpus, err := assembleSet(ctx, af.dir, af.set)
-	if err != nil {
-		return nil, err
-	}
-	indexed, err := hashFiles(corpus.IndexRoot, 0)
+	corpus, indexed, err := assembleIndexed(ctx, af)
 	if err != nil {
 		return nil, err
 	}

@@ -128,6 +128,20 @@ func versionDir(pkg, v string) string {
 	return strings.ReplaceAll(pkg, "/", "_") + "@" + strings.ReplaceAll(v, "/", "_")
 }
 
+// assembleIndexed assembles af's set (assembleSet) and lists the files of
+// its indexed tree with their SHA-256 (hashFiles).
+func assembleIndexed(ctx context.Context, af *accFlags) (*accCorpus, []corpusFile, error) {
+	corpus, err := assembleSet(ctx, af.dir, af.set)
+	if err != nil {
+		return nil, nil, err
+	}
+	indexed, err := hashFiles(corpus.IndexRoot, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return corpus, indexed, nil
+}
+
 // assembleSet fetches the packages of set into dir/set unless a complete
 // copy of the same package list is there already (its complete.json).
 // Downloads that a source keeps are in dir/.downloads.

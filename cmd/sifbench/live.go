@@ -40,6 +40,20 @@ func (lf *liveFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&lf.seconds, "seconds", 20, "churn: seconds of edits at each rate")
 }
 
+// buildLive builds sifd and sifctl into c's work directory, as
+// buildBinaries does, and returns that directory with its symlinks
+// resolved: sifd reports the paths under a root so, and a live benchmark
+// makes its root there.
+func buildLive(c *common) (sifd, sifctl, work string, err error) {
+	if sifd, sifctl, err = buildBinaries(c.workDir); err != nil {
+		return "", "", "", err
+	}
+	if work, err = filepath.EvalSymlinks(c.workDir); err != nil {
+		return "", "", "", err
+	}
+	return sifd, sifctl, work, nil
+}
+
 // parseSize reads --size: a positive size in config.ParseSize's syntax,
 // such as 1MB, 512KiB, 1.5GiB or 4096.
 func parseSize(s string) (int64, error) {

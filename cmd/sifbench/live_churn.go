@@ -109,11 +109,7 @@ func benchChurn(ctx context.Context, c *common, lf *liveFlags) (*churnResult, er
 	if n <= 0 {
 		n = 20_000
 	}
-	sifd, sifctl, err := buildBinaries(c.workDir)
-	if err != nil {
-		return nil, err
-	}
-	work, err := filepath.EvalSymlinks(c.workDir)
+	sifd, sifctl, work, err := buildLive(c)
 	if err != nil {
 		return nil, err
 	}

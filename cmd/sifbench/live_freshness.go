@@ -40,12 +40,7 @@ func benchFreshness(ctx context.Context, c *common, lf *liveFlags) (*freshnessRe
 	if err != nil {
 		return nil, fmt.Errorf("--size: %w", err)
 	}
-	sifd, sifctl, err := buildBinaries(c.workDir)
-	if err != nil {
-		return nil, err
-	}
-	// sifd reports paths under the root with symlinks resolved.
-	work, err := filepath.EvalSymlinks(c.workDir)
+	sifd, sifctl, work, err := buildLive(c)
 	if err != nil {
 		return nil, err
 	}

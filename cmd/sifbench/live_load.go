@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -109,6 +107,21 @@ type goal struct {
 	Met  bool   `json:"met"`
 }
 
+// printGoals prints each goal, met or MISSED, then each unexpected thing
+// a run saw.
+func printGoals(goals []goal, unexpected []string) {
+	for _, g := range goals {
+		mark := "met"
+		if !g.Met {
+			mark = "MISSED"
+		}
+		fmt.Printf("goal %s: %s, %s\n", g.What, g.Got, mark)
+	}
+	for _, u := range unexpected {
+		fmt.Printf("UNEXPECTED: %s\n", u)
+	}
+}
+
 // benchLoad runs sifd to ready on a tree of at least --size bytes twice,
 // each time on a fresh index: once alone (T0), then with --clients
 // clients asking it all along (T1), and reports the time to ready, the
@@ -145,11 +158,7 @@ func loadSetup(c *common, lf *liveFlags, lo *loadFlags) (*loadResult, string, st
 	if lo.clients <= 0 {
 		return nil, "", "", fmt.Errorf("--clients %d: want at least 1", lo.clients)
 	}
-	sifd, _, err := buildBinaries(c.workDir)
-	if err != nil {
-		return nil, "", "", err
-	}
-	work, err := filepath.EvalSymlinks(c.workDir)
+	sifd, _, work, err := buildLive(c)
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -440,16 +449,7 @@ func loadReport(res *loadResult, lo *loadFlags, loadSecs float64, firstErr map[s
 	}
 	fmt.Printf("\nbusy answers not absorbed by the client's retries: %d; answered only after a retry (a second or more spent outside the daemon): %d\n",
 		res.Errors["busy"], res.Retried)
-	for _, g := range res.Goals {
-		mark := "met"
-		if !g.Met {
-			mark = "MISSED"
-		}
-		fmt.Printf("goal %s: %s, %s\n", g.What, g.Got, mark)
-	}
-	for _, u := range res.Unexpected {
-		fmt.Printf("UNEXPECTED: %s\n", u)
-	}
+	printGoals(res.Goals, res.Unexpected)
 }
 
 // loadAlone asks the ready daemon of c (process pid) each query of reqs
@@ -571,34 +571,11 @@ func takeProfiles(ctx context.Context, addr, dir string, secs int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	fetch := func(name, query string) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/"+name+query, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s: %s", name, resp.Status)
-		}
-		f, err := os.Create(filepath.Join(dir, name+".pprof"))
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(f, resp.Body); err != nil {
-			f.Close()
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		return f.Close()
-	}
-	if err := fetch("profile", fmt.Sprintf("?seconds=%d", secs)); err != nil {
+	if err := fetchProfile(ctx, addr, fmt.Sprintf("profile?seconds=%d", secs), filepath.Join(dir, "profile.pprof")); err != nil {
 		return err
 	}
 	for _, name := range []string{"block", "mutex", "heap", "goroutine"} {
-		if err := fetch(name, ""); err != nil {
+		if err := fetchProfile(ctx, addr, name, filepath.Join(dir, name+".pprof")); err != nil {
 			return err
 		}
 	}

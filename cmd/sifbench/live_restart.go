@@ -53,11 +53,7 @@ func benchRestart(ctx context.Context, c *common, lf *liveFlags, cf *corpusFlags
 	if n <= 0 {
 		n = 100_000
 	}
-	sifd, _, err := buildBinaries(c.workDir)
-	if err != nil {
-		return nil, err
-	}
-	work, err := filepath.EvalSymlinks(c.workDir)
+	sifd, _, work, err := buildLive(c)
 	if err != nil {
 		return nil, err
 	}

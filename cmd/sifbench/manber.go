@@ -36,11 +36,7 @@ type manberResult struct {
 
 // benchManber runs Manber's edit test on the indexed tree of af.set.
 func benchManber(ctx context.Context, c *common, af *accFlags) ([]manberResult, error) {
-	corpus, err := assembleSet(ctx, af.dir, af.set)
-	if err != nil {
-		return nil, err
-	}
-	indexed, err := hashFiles(corpus.IndexRoot, 0)
+	corpus, indexed, err := assembleIndexed(ctx, af)
 	if err != nil {
 		return nil, err
 	}

@@ -103,11 +103,7 @@ func benchMillion(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags, 
 	if c.n <= 0 {
 		return nil, fmt.Errorf("--n %d: want at least one query", c.n)
 	}
-	sifd, sifctl, err := buildBinaries(c.workDir)
-	if err != nil {
-		return nil, err
-	}
-	work, err := filepath.EvalSymlinks(c.workDir)
+	sifd, sifctl, work, err := buildLive(c)
 	if err != nil {
 		return nil, err
 	}
@@ -541,14 +537,5 @@ func printMillion(res *millionResult) {
 	if len(res.LoadAvg) == 3 {
 		fmt.Printf("machine load average (1, 5, 15 min): before the first scan %s; before groups %s; at the end %s\n", res.LoadAvg[0], res.LoadAvg[1], res.LoadAvg[2])
 	}
-	for _, g := range res.Goals {
-		mark := "met"
-		if !g.Met {
-			mark = "MISSED"
-		}
-		fmt.Printf("goal %s: %s, %s\n", g.What, g.Got, mark)
-	}
-	for _, u := range res.Unexpected {
-		fmt.Printf("UNEXPECTED: %s\n", u)
-	}
+	printGoals(res.Goals, res.Unexpected)
 }
