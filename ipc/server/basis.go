@@ -131,7 +131,7 @@ func (s *Server) basisOf(ctx context.Context, m index.Match, content []byte, eq 
 		return fromEstimate()
 	}
 	defer f.Close()
-	r := ctxReader{ctx, f}
+	r := ipc.ContextReader(ctx, f)
 	bc.Changed = cur.Size != m.FileMeta.Size || cur.MtimeNs != m.MtimeNs
 	bc.Size, bc.MtimeNs = cur.Size, cur.MtimeNs
 	if m.Identical && !bc.Changed {

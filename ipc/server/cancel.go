@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 
 	"github.com/sif-dev/sif/ipc"
@@ -14,27 +13,13 @@ import (
 // lifts the body's read deadline so that the watch does not end with it)
 // or when the daemon stops (Serve's context). Every handler passes it down
 // to the work: the index's queries (index.Querier), the check of a query's
-// candidates, which reads each through ctxReader, and the estimate of each
-// basis candidate. Work for a client that has gone stops within a read of
-// a candidate (64 KiB) or a few hundred keys of the index, and nothing is
+// candidates, which reads each through ipc.ContextReader, and the estimate
+// of each basis candidate. Work for a client that has gone stops within a
+// read of a candidate (64 KiB; one read to its end runs up to
+// MaxCheckSize) or a few hundred keys of the index, and nothing is
 // written back: there is nobody to read it (see gone). A whole-index
 // answer shared by several clients stops once every one of them has gone
 // (see flights).
-
-// ctxReader fails a read with its context's error once the context is
-// done, so that a candidate read to its end (up to MaxCheckSize) stops
-// within one read of a client hanging up.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
 
 // canceled reports whether err is a request's context being done: its
 // client went away, or the daemon is stopping. (Request contexts have no

@@ -196,7 +196,7 @@ func (s *Server) check(ctx context.Context, cs *checkSide, queryPath string, ms 
 			}
 			continue
 		}
-		em, err := cs.query().Measure(ctxReader{ctx, r}, cur.Size)
+		em, err := cs.query().Measure(ipc.ContextReader(ctx, r), cur.Size)
 		r.Close()
 		if err != nil && ctx.Err() != nil { // the read was stopped
 			return nil, 0, 0, ctx.Err()
