@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -154,11 +155,7 @@ func (s *deniedSet) batch(n int) []string {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	all := make([]string, 0, len(s.m))
-	for p := range s.m {
-		all = append(all, p)
-	}
-	slices.Sort(all)
+	all := slices.Sorted(maps.Keys(s.m))
 	i, _ := slices.BinarySearch(all, s.next)
 	out := all[i:min(len(all), i+n)]
 	if len(out) < n {

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -146,12 +146,7 @@ func (r *rootState) clearUnwatchedUnder(dir string) {
 func (r *rootState) unwatchedDirs() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	dirs := make([]string, 0, len(r.unwatched))
-	for d := range r.unwatched {
-		dirs = append(dirs, d)
-	}
-	sort.Strings(dirs)
-	return dirs
+	return slices.Sorted(maps.Keys(r.unwatched))
 }
 
 func (r *rootState) status() ipc.RootStatus {
