@@ -12,6 +12,7 @@ import (
 
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
+	"github.com/sif-dev/sif/internal/filestat"
 )
 
 // Reasons a file is not indexed. readFile's errors wrap one of them.
@@ -87,7 +88,7 @@ type fileStat struct {
 // statOf returns the fileStat of fi.
 func statOf(fi fs.FileInfo) fileStat {
 	dev, ino := fileID(fi)
-	return fileStat{size: fi.Size(), mtime: fi.ModTime().UnixNano(), ctime: fileCtime(fi), mode: fi.Mode(), dev: dev, ino: ino}
+	return fileStat{size: fi.Size(), mtime: fi.ModTime().UnixNano(), ctime: filestat.Ctime(fi), mode: fi.Mode(), dev: dev, ino: ino}
 }
 
 // load reads the regular file at path, as consistently as read. A file of

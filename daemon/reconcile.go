@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sif-dev/sif/index"
+	"github.com/sif-dev/sif/internal/filestat"
 )
 
 // overflow schedules a reconcile of root after the kernel dropped events.
@@ -202,7 +203,7 @@ func (d *Daemon) unchanged(rec index.FileMeta, info fs.FileInfo, f *filter) bool
 func sameMeta(rec index.FileMeta, info fs.FileInfo) bool {
 	dev, ino := fileID(info)
 	return rec.Size == info.Size() && rec.MtimeNs == info.ModTime().UnixNano() && rec.Dev == dev && rec.Ino == ino &&
-		(rec.CtimeNs == 0 || rec.CtimeNs == fileCtime(info))
+		(rec.CtimeNs == 0 || rec.CtimeNs == filestat.Ctime(info))
 }
 
 // queueUnmet queues, as items of s, the records under s.dir that the

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/sif-dev/sif/index"
+	"github.com/sif-dev/sif/internal/filestat"
 )
 
 // worker handles items until ctx is done.
@@ -244,7 +245,7 @@ func (d *Daemon) renamed(path string, info fs.FileInfo, dev, ino uint64, mtime i
 				continue // a hard link: both paths are this file
 			}
 		}
-		meta := index.FileMeta{Path: path, Size: info.Size(), MtimeNs: mtime, CtimeNs: fileCtime(info), Dev: dev, Ino: ino, Mode: uint32(info.Mode())}
+		meta := index.FileMeta{Path: path, Size: info.Size(), MtimeNs: mtime, CtimeNs: filestat.Ctime(info), Dev: dev, Ino: ino, Mode: uint32(info.Mode())}
 		if testHookRename != nil {
 			testHookRename(d, c.Path, path)
 		}

@@ -51,12 +51,14 @@ func deps(t *testing.T, goos string, pkgs ...string) []string {
 }
 
 // clientDeps are the packages outside the standard library that package ipc
-// may depend on, as its doc says: sif's fingerprint packages and the two
-// small libraries they use (xxh3 hashes in index/fingerprint; cpuid is how
-// xxh3 picks its vector code).
+// may depend on, as its doc says: sif's fingerprint packages, the ctime
+// of a file it shares with the daemon, and the two small libraries they
+// use (xxh3 hashes in index/fingerprint; cpuid is how xxh3 picks its
+// vector code).
 var clientDeps = []string{
 	"github.com/sif-dev/sif/index/fingerprint",
 	"github.com/sif-dev/sif/index/exact",
+	"github.com/sif-dev/sif/internal/filestat",
 	"github.com/zeebo/xxh3",
 	"github.com/klauspost/cpuid/v2",
 }

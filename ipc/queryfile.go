@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sif-dev/sif/index/fingerprint"
+	"github.com/sif-dev/sif/internal/filestat"
 )
 
 // ErrChanged is wrapped by the error of a query file that changed while it
@@ -32,7 +33,7 @@ type fileStamp struct {
 }
 
 func stampOf(fi os.FileInfo) fileStamp {
-	return fileStamp{size: fi.Size(), mtime: fi.ModTime(), ctime: fileCtime(fi)}
+	return fileStamp{size: fi.Size(), mtime: fi.ModTime(), ctime: filestat.Ctime(fi)}
 }
 
 // queryReader reads an open query file, stopping with ctx's error once

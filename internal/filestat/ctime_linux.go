@@ -1,13 +1,13 @@
-package daemon
+package filestat
 
 import (
 	"io/fs"
 	"syscall"
 )
 
-// fileCtime returns a file's status change time in Unix nanoseconds, or 0
+// Ctime returns a file's status change time in Unix nanoseconds, or 0
 // where the system does not say.
-func fileCtime(fi fs.FileInfo) int64 {
+func Ctime(fi fs.FileInfo) int64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return st.Ctim.Nano()
 	}
