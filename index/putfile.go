@@ -154,22 +154,7 @@ func (ix *Index) putCopy(meta FileMeta, cid uint32, size int64, strong [32]byte,
 // content's record for each content they name until one has the size and
 // the strong hash.
 func (ix *Index) findCopy(size int64, strong [32]byte) (cid uint32, found bool, err error) {
-	prefix := hashPrefix(nil, strong)
-	err = scanUntil(ix.db, prefix, prefixEnd(prefix), func(k, _ []byte) (bool, error) {
-		_, c, err := parseHashKey(k)
-		if err != nil {
-			return false, err
-		}
-		var have FileRecord
-		ok, err := readContent(ix.db, c, &have)
-		if err != nil {
-			return false, err
-		}
-		if ok && have.Summary.Size == size && have.Strong == strong {
-			cid, found = c, true
-			return false, nil
-		}
-		return true, nil
+	return ix.findByHash(strong, func(_ uint32, have *FileRecord) (bool, error) {
+		return have.Summary.Size == size && have.Strong == strong, nil
 	})
-	return cid, found, err
 }

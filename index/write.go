@@ -276,7 +276,25 @@ func (ix *Index) findContent(rec *FileRecord, es []entry) (cid uint32, found boo
 		return 0, false, nil
 	}
 	ix.contentSearches.Add(1)
-	prefix := hashPrefix(nil, rec.Strong)
+	return ix.findByHash(rec.Strong, func(c uint32, have *FileRecord) (bool, error) {
+		if !sameContent(have, rec) {
+			return false, nil
+		}
+		hes, err := ix.readForward(c)
+		if err != nil {
+			return false, err
+		}
+		return slices.EqualFunc(hes, es, func(a, b entry) bool { return a.key == b.key && a.weight == b.weight }), nil
+	})
+}
+
+// findByHash returns the first content, in id order, whose hash key names
+// strong hash strong and that match accepts (given its id and record), if
+// any. A hash key whose content has no record is passed over. It reads the
+// hash keys of strong, and the record of each content they name until
+// match accepts one; an error of match ends the search with it.
+func (ix *Index) findByHash(strong [32]byte, match func(cid uint32, have *FileRecord) (bool, error)) (cid uint32, found bool, err error) {
+	prefix := hashPrefix(nil, strong)
 	err = scanUntil(ix.db, prefix, prefixEnd(prefix), func(k, _ []byte) (bool, error) {
 		_, c, err := parseHashKey(k)
 		if err != nil {
@@ -284,18 +302,14 @@ func (ix *Index) findContent(rec *FileRecord, es []entry) (cid uint32, found boo
 		}
 		var have FileRecord
 		ok, err := readContent(ix.db, c, &have)
-		if err != nil || !ok || !sameContent(&have, rec) {
+		if err != nil || !ok {
 			return err == nil, err
 		}
-		hes, err := ix.readForward(c)
-		if err != nil {
-			return false, err
-		}
-		if slices.EqualFunc(hes, es, func(a, b entry) bool { return a.key == b.key && a.weight == b.weight }) {
+		ok, err = match(c, &have)
+		if ok && err == nil {
 			cid, found = c, true
-			return false, nil
 		}
-		return true, nil
+		return !ok && err == nil, err
 	})
 	return cid, found, err
 }
