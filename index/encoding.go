@@ -157,6 +157,19 @@ func decodeRecord(v []byte) (m FileMeta, cid uint32, err error) {
 	return m, cid, nil
 }
 
+// parseRecord reads a record key k and its value v: the file's id,
+// metadata and content id. An error of v names the file id. Errors wrap
+// ErrCorrupt.
+func parseRecord(k, v []byte) (id uint32, m FileMeta, cid uint32, err error) {
+	if id, err = parseIDKey(k, prefixRecord); err != nil {
+		return 0, FileMeta{}, 0, err
+	}
+	if m, cid, err = decodeRecord(v); err != nil {
+		return 0, FileMeta{}, 0, fmt.Errorf("file id %d: %w", id, err)
+	}
+	return id, m, cid, nil
+}
+
 // encodeContent appends the value of the content record of r's content to
 // dst: what r says of its content, and r.ID as the content's holder hint,
 // the file that created it: a query that finds the content held by one

@@ -30,13 +30,9 @@ func (g *grouping) selectContents() error {
 			// Every file: the records in id order, without a read per file.
 			lo, hi := keyspace(prefixRecord)
 			err = g.scan(lo, hi, func(k, v []byte) error {
-				id, err := parseIDKey(k, prefixRecord)
+				id, meta, cid, err := parseRecord(k, v)
 				if err != nil {
 					return err
-				}
-				meta, cid, err := decodeRecord(v)
-				if err != nil {
-					return fmt.Errorf("file id %d: %w", id, err)
 				}
 				keep(id, cid, &meta)
 				return nil

@@ -44,13 +44,9 @@ func scanCounts(r pebble.Reader) (counts, error) {
 	}
 	lo, hi = keyspace(prefixRecord)
 	err = scan(r, lo, hi, func(k, v []byte) error {
-		id, err := parseIDKey(k, prefixRecord)
+		_, meta, cid, err := parseRecord(k, v)
 		if err != nil {
 			return err
-		}
-		meta, cid, err := decodeRecord(v)
-		if err != nil {
-			return fmt.Errorf("file id %d: %w", id, err)
 		}
 		c.Files++
 		c.Features += uint64(features[cid])
