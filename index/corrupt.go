@@ -175,13 +175,9 @@ var abandonWait = 10 * time.Second
 // within abandonWait, Abandon returns an error wrapping ErrWedged and
 // leaves them, and the directory's lock, to the process's end.
 func (ix *Index) Abandon() error {
-	ix.mu.Lock()
-	if ix.closed {
-		ix.mu.Unlock()
+	if !ix.markClosed() {
 		return fmt.Errorf("index.Abandon: %w", ErrClosed)
 	}
-	ix.closed = true
-	ix.mu.Unlock()
 	done := make(chan error, 1)
 	go func() { done <- ix.abandon() }()
 	select {

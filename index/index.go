@@ -496,19 +496,28 @@ func (ix *Index) dropEmptyLists() error {
 // Close waits for it at most 10 s, then returns an error wrapping
 // ErrWedged: only a new process can open the index again.
 func (ix *Index) Close() error {
-	ix.mu.Lock()
-	if ix.closed {
-		ix.mu.Unlock()
+	if !ix.markClosed() {
 		return fmt.Errorf("index.Close: %w", ErrClosed)
 	}
-	ix.closed = true
-	ix.mu.Unlock()
 	if ix.guard == nil {
 		return ix.close()
 	}
 	done := make(chan error, 1)
 	go func() { done <- ix.close() }()
 	return ix.awaitClose("index.Close", done)
+}
+
+// markClosed marks the index closed, so that every later call returns
+// ErrClosed, and reports whether it was open: of Close and Abandon, only
+// the first goes on to close it.
+func (ix *Index) markClosed() bool {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.closed {
+		return false
+	}
+	ix.closed = true
+	return true
 }
 
 // close waits for the operations in progress, writes what is pending and
