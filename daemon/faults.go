@@ -171,6 +171,19 @@ func (f *faults) hold(paths ...string) {
 // statFree is freeSpace, a variable so that tests can make a disk full.
 var statFree = freeSpace
 
+// due reports whether a check last made at *last (a field of f) is due:
+// when force is set, or 100 ms after the last. A check due is taken to be
+// made now. It takes f.mu.
+func (f *faults) due(last *time.Time, force bool) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !force && time.Since(*last) < 100*time.Millisecond {
+		return false
+	}
+	*last = time.Now()
+	return true
+}
+
 // checkSpace puts writes on hold when the index's filesystem has less
 // than the minimum free. Before a write it looks at most every 100ms, so
 // a write can slip past a disk that filled since; the fault loop looks
@@ -180,13 +193,9 @@ func (f *faults) checkSpace(force bool) error {
 	if f.minFree == 0 {
 		return nil
 	}
-	f.mu.Lock()
-	if !force && time.Since(f.lastCheck) < 100*time.Millisecond {
-		f.mu.Unlock()
+	if !f.due(&f.lastCheck, force) {
 		return nil
 	}
-	f.lastCheck = time.Now()
-	f.mu.Unlock()
 	free, err := statFree(f.db)
 	if err != nil || free >= f.minFree {
 		return nil

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/sif-dev/sif/index"
 )
@@ -66,13 +65,9 @@ var dirWritableCheck = dirWritable
 // take writes. Like checkSpace, it looks at most every 100 ms unless force
 // is set.
 func (f *faults) checkWritable(force bool) error {
-	f.mu.Lock()
-	if !force && time.Since(f.lastWritable) < 100*time.Millisecond {
-		f.mu.Unlock()
+	if !f.due(&f.lastWritable, force) {
 		return nil
 	}
-	f.lastWritable = time.Now()
-	f.mu.Unlock()
 	err := dirWritableCheck(f.db)
 	if err == nil || !index.IsUnwritable(err) {
 		return nil
