@@ -12,7 +12,7 @@ import (
 
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
-	"github.com/sif-dev/sif/internal/filestat"
+	"github.com/sif-dev/sif/ipc/filestat"
 )
 
 // Reasons a file is not indexed. readFile's errors wrap one of them.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/sif-dev/sif/index"
-	"github.com/sif-dev/sif/internal/filestat"
+	"github.com/sif-dev/sif/ipc/filestat"
 )
 
 // overflow schedules a reconcile of root after the kernel dropped events.

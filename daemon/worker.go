@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	"github.com/sif-dev/sif/index"
-	"github.com/sif-dev/sif/internal/filestat"
+	"github.com/sif-dev/sif/ipc/filestat"
 )
 
 // worker handles items until ctx is done.

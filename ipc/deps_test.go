@@ -58,7 +58,7 @@ func deps(t *testing.T, goos string, pkgs ...string) []string {
 var clientDeps = []string{
 	"github.com/sif-dev/sif/index/fingerprint",
 	"github.com/sif-dev/sif/index/exact",
-	"github.com/sif-dev/sif/internal/filestat",
+	"github.com/sif-dev/sif/ipc/filestat",
 	"github.com/zeebo/xxh3",
 	"github.com/klauspost/cpuid/v2",
 }

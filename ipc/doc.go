@@ -1,7 +1,7 @@
 // Package ipc is sif's local API as a client sees it: the wire types of
 // HTTP/1.1 with JSON bodies over a Unix socket, and the Go client that
 // sifctl and sync or backup tools use. It depends only on the standard
-// library, sif's own index/fingerprint, index/exact and internal/filestat
+// library, sif's own index/fingerprint, index/exact and ipc/filestat
 // (a file's ctime, shared with the daemon), and the two small libraries
 // those use: github.com/zeebo/xxh3 and, through it,
 // github.com/klauspost/cpuid/v2; never on the index or Pebble, so that a

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sif-dev/sif/index/fingerprint"
-	"github.com/sif-dev/sif/internal/filestat"
+	"github.com/sif-dev/sif/ipc/filestat"
 )
 
 // ErrChanged is wrapped by the error of a query file that changed while it

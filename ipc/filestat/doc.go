@@ -3,7 +3,7 @@
 // status change time (ctime), which changes with every write and with a
 // change of owner or mode, and which no one can set back.
 //
-// It is internal to sif: the daemon (the metadata of an indexed file)
-// and the client (the stamp of a query file, package ipc) share it, and
-// it keeps the client light (standard library only).
+// The daemon (the metadata of an indexed file) and the client (the stamp
+// of a query file, package ipc) share it; it sits under ipc because the
+// client must stay light: it needs the standard library only.
 package filestat
