@@ -17,7 +17,7 @@ const (
 	// SimilarResponse.Template) are checked, best first, while their sizes
 	// sum to at most CheckFamilyBytes: members of a family differ in a few
 	// lines, which the index's estimates, sampled, cannot always order.
-	CheckFamily      = 128
+	CheckFamily      = 512
 	CheckFamilyBytes = 4 << 20
 	// CheckWeak is how many weak candidates (sharing fewer than
 	// MinFingerprints of the query's fingerprints at their sampling level,
