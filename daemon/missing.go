@@ -25,9 +25,13 @@ var (
 func (a answers) Params() fingerprint.Params  { return a.d.ix.Params() }
 func (a answers) Stats() (index.Stats, error) { return a.d.ix.Stats() }
 
+// Similar leaves the files under missing roots out as the index's own
+// filters do, before the limit and the count of candidates.
 func (a answers) Similar(ctx context.Context, q index.Query, o index.QueryOptions) (*index.Result, error) {
-	res, err := a.d.ix.Similar(ctx, q, o)
-	return a.d.presentMatches(res), err
+	if hide, vis := a.d.hidden(), o.Visible; hide != nil {
+		o.Visible = func(m *index.FileMeta) bool { return !hide(m.Path) && (vis == nil || vis(m)) }
+	}
+	return a.d.ix.Similar(ctx, q, o)
 }
 
 // EachGroup leaves the files under missing roots out as if they were not
@@ -73,21 +77,6 @@ func (d *Daemon) hidden() func(string) bool {
 		}
 		return false
 	}
-}
-
-func (d *Daemon) presentMatches(res *index.Result) *index.Result {
-	hide := d.hidden()
-	if res == nil || hide == nil {
-		return res
-	}
-	out := res.Matches[:0]
-	for _, m := range res.Matches {
-		if !hide(m.Path) {
-			out = append(out, m)
-		}
-	}
-	res.Matches = out
-	return res
 }
 
 func (d *Daemon) presentDupes(ds []index.DupeSet) []index.DupeSet {

@@ -211,6 +211,23 @@ func TestMissingRootKeptNotAnswered(t *testing.T) {
 		if !slices.Equal(after.similar, []string{filepath.Join(ab, "doc.txt"), filepath.Join(ab, "doc2.txt")}) {
 			t.Errorf("similar to doc.txt with %s missing: %q, want the files of %s", a, after.similar, ab)
 		}
+		// A limited answer is filled from the present files: the missing
+		// doc.txt, which holds all of the text, takes no place in it.
+		sk, err := fingerprint.SketchQuery(bytes.NewReader(text), d.ix.Params())
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := answers{d}.Similar(context.Background(), index.Query{Sketch: sk}, index.QueryOptions{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Matches) != 1 || !strings.HasPrefix(res.Matches[0].Path, ab+string(filepath.Separator)) || res.Total != 2 {
+			var got []string
+			for _, m := range res.Matches {
+				got = append(got, m.Path)
+			}
+			t.Errorf("similar to doc.txt, limit 1, with %s missing: %q of %d, want one of %s's two", a, got, res.Total, ab)
+		}
 		// The group of the docs had its reference in a: it keeps ab's two.
 		if !slices.ContainsFunc(after.groups, func(g []string) bool {
 			return slices.Equal(slices.Sorted(slices.Values(g)), []string{filepath.Join(ab, "doc.txt"), filepath.Join(ab, "doc2.txt")})
