@@ -121,6 +121,15 @@ func open(cfg Config) (*Daemon, error) {
 	if err := migrateState(cfg.DB, cfg.Logger); err != nil {
 		return nil, err
 	}
+	note, aside := takeRebuildNote(StateDir(cfg.DB), cfg.Logger), ""
+	if note != nil {
+		if aside, err = finishRebuild(cfg.DB, note); err != nil {
+			cfg.Logger.Error("cannot move the damaged index aside", "db", cfg.DB, "err", err)
+		}
+		if err := os.MkdirAll(cfg.DB, 0o700); err != nil {
+			return nil, fmt.Errorf("db %s: %w", cfg.DB, err)
+		}
+	}
 	d.marker = newRunMarker(StateDir(cfg.DB), cfg.Logger)
 	d.faults.init(cfg.DB, minFreeFor(cfg.DB, cfg.MinFreeSpace, defaultMinFree, cfg.Logger), cfg.Logger, &d.errs)
 	d.faults.ballast.keep(d.faults.minFree)
@@ -131,6 +140,11 @@ func open(cfg Config) (*Daemon, error) {
 	d.ix = &ixHandle{faults: &d.faults}
 	d.ix.swap(ix)
 	d.noteMovedAside(ix)
+	if note != nil {
+		d.faults.setRebuilt(note.Reason, aside, note.At)
+		d.log.Error("the previous run restarted to rebuild the index: it is rebuilt by a full scan",
+			"db", cfg.DB, "reason", note.Reason, "old", aside)
+	}
 	return d, nil
 }
 

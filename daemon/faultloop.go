@@ -86,8 +86,12 @@ func (d *Daemon) rebuild(reason string, deleted bool) error {
 	d.log.Error("the index is damaged or gone: it is moved aside and rebuilt by a full scan; queries are answered from the new index as it fills",
 		"db", d.cfg.DB, "reason", reason)
 	d.errs.add("index rebuilt: " + reason)
-	if err := old.Abandon(); err != nil && !errors.Is(err, index.ErrClosed) {
+	if err := abandonIndex(old); err != nil && !errors.Is(err, index.ErrClosed) {
 		if errors.Is(err, index.ErrWedged) {
+			// The next process finishes the rebuild (rebuildnote.go).
+			if err := leaveRebuildNote(d.stateDir(), reason, deleted); err != nil {
+				d.log.Error("cannot leave the note of the rebuild for the next process", "err", err)
+			}
 			return fmt.Errorf("%w: %w", ErrRestart, err)
 		}
 		d.log.Debug("closing the damaged index", "err", err)
@@ -111,7 +115,7 @@ func (d *Daemon) rebuild(reason string, deleted bool) error {
 	}
 	d.ix.swap(ix)
 	d.faults.opened.remember()
-	d.faults.setRebuilt(reason, aside)
+	d.faults.setRebuilt(reason, aside, time.Now())
 	d.faults.resume.Lock()
 	defer d.faults.resume.Unlock()
 	d.faults.lift() // the rescans below cover what waited
@@ -120,6 +124,10 @@ func (d *Daemon) rebuild(reason string, deleted bool) error {
 	}
 	return nil
 }
+
+// abandonIndex is index.Index.Abandon, a variable so that tests can
+// wedge it.
+var abandonIndex = (*index.Index).Abandon
 
 // openIndex opens the index in the index directory, with params.
 func (d *Daemon) openIndex(params fingerprint.Params) (*index.Index, error) {
@@ -139,7 +147,7 @@ func (d *Daemon) noteMovedAside(ix *index.Index) {
 		return
 	}
 	if reason := ix.MoveReason(); reason != "" {
-		d.faults.setRebuilt("damaged: "+reason, aside)
+		d.faults.setRebuilt("damaged: "+reason, aside, time.Now())
 		d.log.Error("the index is damaged: it was moved aside and is rebuilt by a full scan; delete the old one once done",
 			"old", aside, "db", d.cfg.DB, "reason", reason)
 		return

@@ -291,9 +291,9 @@ func (f *faults) backgroundError(err error) {
 }
 
 // setRebuilt records the rebuild of the index, for the status.
-func (f *faults) setRebuilt(reason, aside string) {
+func (f *faults) setRebuilt(reason, aside string, at time.Time) {
 	f.mu.Lock()
-	f.rebuilt = &ipc.IndexRebuild{Reason: reason, MovedTo: aside, At: time.Now().UTC()}
+	f.rebuilt = &ipc.IndexRebuild{Reason: reason, MovedTo: aside, At: at.UTC()}
 	f.mu.Unlock()
 }
 

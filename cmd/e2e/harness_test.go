@@ -230,15 +230,24 @@ func run(t *testing.T, bin string, args ...string) result {
 
 func (e *env) status() *ipc.Status {
 	e.t.Helper()
+	st, err := e.tryStatus()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return st
+}
+
+// tryStatus is status, returning its error.
+func (e *env) tryStatus() (*ipc.Status, error) {
 	r := e.sifctl("status", "--json")
 	if r.code != 0 {
-		e.t.Fatalf("sifctl status: exit %d: %s", r.code, r.stderr)
+		return nil, fmt.Errorf("sifctl status: exit %d: %s", r.code, r.stderr)
 	}
 	var st ipc.Status
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
-		e.t.Fatalf("sifctl status --json: %v\n%s", err, r.stdout)
+		return nil, fmt.Errorf("sifctl status --json: %v\n%s", err, r.stdout)
 	}
-	return &st
+	return &st, nil
 }
 
 // similarJSON is one line of sifctl similar --json.
