@@ -3,7 +3,6 @@ package ipc
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -431,16 +430,7 @@ func (c *Client) Wait(ctx context.Context, timeout time.Duration) (*WaitResponse
 
 // NewSimilarRequest builds a query from a sketch. path may be empty.
 func NewSimilarRequest(path string, sk *fingerprint.Sketch) *SimilarRequest {
-	p, raw := PathFields(path)
-	return &SimilarRequest{QuerySketch: QuerySketch{
-		Params:   sk.Params,
-		Path:     p,
-		PathRaw:  raw,
-		Size:     sk.Size,
-		Strong:   hex.EncodeToString(sk.Strong[:]),
-		Type:     sk.Type,
-		Features: EncodeFeatures(sk.Features),
-	}}
+	return &SimilarRequest{QuerySketch: NewQuerySketch(path, sk)}
 }
 
 // SketchFile reads and fingerprints the regular file at path with p for

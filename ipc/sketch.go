@@ -1,0 +1,130 @@
+package ipc
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/sif-dev/sif/index/fingerprint"
+)
+
+// A query's sketch, saved: `sifctl sketch` prints a QuerySketch as one
+// line of JSON, exactly the query part of a SimilarRequest or a
+// BasisRequest sent without the query's bytes, and `sifctl similar
+// --signature` reads it back with DecodeQuerySketch. Such a line is a
+// request body /v1/similar and /v1/basis take as it is.
+
+// ErrBadSketch is wrapped by DecodeQuerySketch's errors: the line is not
+// a query's sketch.
+var ErrBadSketch = errors.New("not a query sketch")
+
+// NewQuerySketch returns the query part of a request for the content
+// sketched as sk: its parameters, size, strong hash, type and features,
+// with path (which may be empty) in its wire form (PathFields).
+func NewQuerySketch(path string, sk *fingerprint.Sketch) QuerySketch {
+	p, raw := PathFields(path)
+	return QuerySketch{
+		Params:   sk.Params,
+		Path:     p,
+		PathRaw:  raw,
+		Size:     sk.Size,
+		Strong:   hex.EncodeToString(sk.Strong[:]),
+		Type:     sk.Type,
+		Features: EncodeFeatures(sk.Features),
+	}
+}
+
+// DecodeQuerySketch decodes b, one JSON object (surrounding white space
+// aside) of QuerySketch's fields and no other, as NewQuerySketch makes
+// them. It checks what it can without the index: the object is whole
+// (an error says "truncated" for one that ends early), it has params,
+// its size is not negative, its path_raw is base64 and its strong hash
+// and features are well formed; whether the params are the index's is
+// the caller's to check (the daemon refuses others with
+// CodeParamsMismatch). Errors wrap ErrBadSketch.
+func DecodeQuerySketch(b []byte) (*QuerySketch, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var q QuerySketch
+	if err := dec.Decode(&q); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrBadSketch, describeJSONError(err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%w: more after the JSON object (one sketch per line)", ErrBadSketch)
+	}
+	if err := q.check(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadSketch, err)
+	}
+	return &q, nil
+}
+
+// check reports what is wrong with q's fields, as the daemon would.
+func (q *QuerySketch) check() error {
+	if q.Params == (fingerprint.Params{}) {
+		return errors.New(`params: missing; a sketch carries the parameters its features were made with`)
+	}
+	if _, err := q.Params.Normalize(); err != nil {
+		return fmt.Errorf("params: %w", err)
+	}
+	if _, err := JoinPath(q.Path, q.PathRaw); err != nil {
+		return err
+	}
+	if q.Size < 0 {
+		return fmt.Errorf("size %d: must not be negative", q.Size)
+	}
+	if _, err := hex.DecodeString(q.Strong); err != nil || len(q.Strong) != 64 {
+		return fmt.Errorf("strong %q: want 64 hex digits (SHA-256)", q.Strong)
+	}
+	fs, err := DecodeFeatures(q.Features)
+	if err != nil {
+		return err
+	}
+	for i := 1; i < len(fs); i++ {
+		if fs[i].Hash <= fs[i-1].Hash {
+			return fmt.Errorf("features[%d]: hashes must be sorted and distinct", i)
+		}
+	}
+	return nil
+}
+
+// describeJSONError says what a decoding error means for a line that
+// should hold one JSON object.
+func describeJSONError(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, io.EOF):
+		return "empty; want a JSON object"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "truncated: the JSON object ends early"
+	case errors.As(err, &se):
+		return "not JSON: " + err.Error()
+	case errors.As(err, &te):
+		if te.Field != "" {
+			return fmt.Sprintf("%s: want a JSON %s, not %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+		}
+		return fmt.Sprintf("want a JSON object, not %s", te.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return strings.TrimPrefix(err.Error(), "json: ") + " (a sketch has only the fields `sifctl sketch` prints)"
+	}
+	return err.Error()
+}
+
+// jsonKind names a Go kind as the JSON value it decodes from.
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "string"
+	case "struct", "map":
+		return "object"
+	case "slice", "array":
+		return "array"
+	case "bool":
+		return "boolean"
+	}
+	return "number"
+}
