@@ -19,8 +19,8 @@ import (
 // request body /v1/similar and /v1/basis take as it is.
 
 // ErrBadSketch is wrapped by DecodeQuerySketch's errors: the line is not
-// a query's sketch.
-var ErrBadSketch = errors.New("not a query sketch")
+// a query's sketch, a signature.
+var ErrBadSketch = errors.New("not a signature")
 
 // NewQuerySketch returns the query part of a request for the content
 // sketched as sk: its parameters, size, strong hash, type and features,

@@ -9,9 +9,10 @@ import (
 )
 
 type basisFlags struct {
-	limit  int
-	prefix string
-	maxDF  int
+	limit     int
+	prefix    string
+	maxDF     int
+	signature string
 }
 
 // basisLine is one line of `sifctl basis --json`.
@@ -24,12 +25,15 @@ type basisLine struct {
 	Candidates      []ipc.BasisCandidate `json:"candidates"`
 	// Repetitive: the query has few distinct windows (as in similar).
 	Repetitive bool `json:"repetitive"`
+	// Signature and Estimated: as in similarLine (--signature).
+	Signature *signatureRef `json:"signature,omitempty"`
+	Estimated bool          `json:"estimated,omitempty"`
 }
 
 func newBasisCmd(g *globals) *cobra.Command {
 	var f basisFlags
 	cmd := &cobra.Command{
-		Use:   "basis [flags] FILE...|-",
+		Use:   "basis [flags] FILE...|- | --signature SIGFILE",
 		Short: "Name the indexed file a sync tool should send each FILE as a delta from",
 		Long: `basis answers a sync tool's question before it copies FILE: which indexed
 file would an rsync-style delta of FILE be smallest from, and how many bytes
@@ -58,8 +62,22 @@ with CANDIDATE {"path": ABSOLUTE_PATH, "size": N, "mtime_ns": N,
 "estimated_bytes": N, "identical": BOOL, "method": "identical"|"delta"|
 "windows"|"fingerprints", "copied": PCT, "changed": BOOL}, cheapest first.
 
+--signature SIGFILE asks with saved signatures instead of FILEs (the lines
+'sifctl sketch' prints; SIGFILE a file of them, "-" standard input), one
+query per line, in order, as a sync tool asks the receiver before it sends:
+
+  sifctl sketch --no-path f | ssh receiver sifctl basis --signature -
+
+The daemon then has the fingerprints and not the bytes: each candidate's
+delta is estimated from the share of the fingerprints it holds ("method":
+"fingerprints"; an identical file is still found), and sending the file
+without a basis is weighed at its size, its compressed size being unknown.
+The output says the answer is an estimate ("estimated": true, and
+"signature": {"file", "line"}, with --json); a bad line is reported as in
+'sifctl similar --help'.
+
 Exit status: 0 when every FILE has a basis, 1 when one has none, 2 on error.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error { return queryArgs(f.signature, args) },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runBasis(cmd, g, &f, args)
 		},
@@ -68,6 +86,7 @@ Exit status: 0 when every FILE has a basis, 1 when one has none, 2 on error.`,
 	fl.IntVar(&f.limit, "limit", 0, "list at most this many candidates per FILE (0: the daemon's default, 8)")
 	fl.StringVar(&f.prefix, "prefix", "", "only bases in this directory tree (whole path components; relative to the current directory)")
 	fl.IntVar(&f.maxDF, "max-df", 0, "ignore fingerprints found in more than this many files (0: the daemon's default, -1: none)")
+	fl.StringVar(&f.signature, "signature", "", `ask with the signatures in this file ("-": standard input), as 'sifctl sketch' prints them, instead of FILEs`)
 	return cmd
 }
 
@@ -78,6 +97,9 @@ func runBasis(cmd *cobra.Command, g *globals, f *basisFlags, files []string) err
 	qs, err := startQueries(cmd, g, f.prefix, files)
 	if err != nil {
 		return err
+	}
+	if f.signature != "" {
+		return basisSignatures(qs, f)
 	}
 	ctx, c := qs.ctx, qs.c
 	none, errs := false, 0
@@ -109,7 +131,7 @@ func runBasis(cmd *cobra.Command, g *globals, f *basisFlags, files []string) err
 			}
 			continue
 		}
-		printBasis(g, queryName(file), rep, resp)
+		printBasis(g, queryName(file), rep, false, resp)
 	}
 	switch {
 	case errs > 0:
@@ -121,8 +143,9 @@ func runBasis(cmd *cobra.Command, g *globals, f *basisFlags, files []string) err
 }
 
 // printBasis writes the answer r for the query file; rep says it is
-// repetitive.
-func printBasis(g *globals, file string, rep bool, r *ipc.BasisResponse) {
+// repetitive, sig that it was asked with a signature: the answer is an
+// estimate, and the cost of sending the file whole is its size.
+func printBasis(g *globals, file string, rep, sig bool, r *ipc.BasisResponse) {
 	w := g.stdout
 	if rep {
 		fmt.Fprintf(w, "%s (%d bytes, repetitive: few distinct windows): ", file, r.Size)
@@ -130,12 +153,19 @@ func printBasis(g *globals, file string, rep bool, r *ipc.BasisResponse) {
 		fmt.Fprintf(w, "%s (%d bytes): ", file, r.Size)
 	}
 	switch b := r.Basis; {
+	case b == nil && sig:
+		fmt.Fprintf(w, "no basis: send it compressed (at most %d bytes, its size)\n", r.CompressedBytes)
 	case b == nil:
 		fmt.Fprintf(w, "no basis: send it compressed (about %d bytes)\n", r.CompressedBytes)
 	case b.Identical:
 		fmt.Fprintf(w, "identical to %s: nothing to send\n", exactPath(b.Path, b.PathRaw))
+	case sig:
+		fmt.Fprintf(w, "basis %s, about %d bytes to send (whole: %d)\n", exactPath(b.Path, b.PathRaw), b.EstimatedBytes, r.CompressedBytes)
 	default:
 		fmt.Fprintf(w, "basis %s, about %d bytes to send (compressed: %d)\n", exactPath(b.Path, b.PathRaw), b.EstimatedBytes, r.CompressedBytes)
+	}
+	if sig {
+		fmt.Fprintf(w, "  %s\n", estimatedBasisNote)
 	}
 	for _, c := range r.Candidates {
 		note := ""
@@ -147,4 +177,38 @@ func printBasis(g *globals, file string, rep bool, r *ipc.BasisResponse) {
 		}
 		fmt.Fprintf(w, "  %9d  %s  %d%s\n", c.EstimatedBytes, exactPath(c.Path, c.PathRaw), c.Size, note)
 	}
+}
+
+// estimatedBasisNote is what the text answer to a signature says.
+const estimatedBasisNote = "estimated: the bytes were not sent (a signature); the deltas are estimated from fingerprints"
+
+// basisSignatures answers `sifctl basis --signature`: each signature of
+// the file is asked without the bytes.
+func basisSignatures(qs *queries, f *basisFlags) error {
+	g := qs.g
+	answered, found, errs, err := qs.askSignatures(f.signature, func(s *signature) (bool, error) {
+		req := &ipc.BasisRequest{QuerySketch: *s.q, Limit: f.limit, PathPrefix: qs.prefix, MaxDF: f.maxDF}
+		resp, err := qs.c.Basis(qs.ctx, req)
+		if err != nil {
+			return false, err
+		}
+		rep := repetitive(qs.params, s.q.Size, len(s.q.Features), defaultMinFingerprints)
+		if g.json {
+			line := basisLine{Size: resp.Size, Basis: resp.Basis, CompressedBytes: resp.CompressedBytes,
+				Candidates: resp.Candidates, Repetitive: rep, Signature: s.ref(), Estimated: true}
+			line.Query, line.QueryRaw = s.fields()
+			return resp.Basis != nil, g.printJSON(line)
+		}
+		printBasis(g, s.name(), rep, true, resp)
+		return resp.Basis != nil, nil
+	})
+	switch {
+	case err != nil:
+		return err
+	case errs > 0:
+		return &statusError{code: exitError}
+	case found < answered:
+		return nothing()
+	}
+	return nil
 }

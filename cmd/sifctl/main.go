@@ -76,7 +76,12 @@ func (g *globals) printJSON(v any) error {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	g := &globals{stdin: os.Stdin, stdout: stdout, stderr: stderr}
+	return runWithStdin(ctx, args, os.Stdin, stdout, stderr)
+}
+
+// runWithStdin is run with the standard input stdin.
+func runWithStdin(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := &cobra.Command{
 		Use:   "sifctl",
 		Short: "Ask sifd which files are similar",
@@ -102,7 +107,7 @@ number, as a shell reports it).`,
 	root.PersistentFlags().StringVar(&g.socket, "socket", ipc.ClientSocket(), "sifd's Unix socket (default: $SIF_SOCKET, else your own sifd's, else the system one)")
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON (one object per line) instead of text")
 	root.AddCommand(newSimilarCmd(g), newGroupsCmd(g), newDupesCmd(g), newStatusCmd(g), newCompareCmd(g),
-		newRootsCmd(g), newRescanCmd(g), newWaitCmd(g), newBasisCmd(g))
+		newRootsCmd(g), newRescanCmd(g), newWaitCmd(g), newBasisCmd(g), newSketchCmd(g))
 	root.AddCommand(gendocs.Command())
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

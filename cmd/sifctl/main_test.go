@@ -32,6 +32,9 @@ type fakeDaemon struct {
 	// is shutting down does.
 	stopping int
 	dupes    []index.DupeSet // what Dupes answers
+	// maxFeatures, when set, is the server's limit on a query's
+	// fingerprints.
+	maxFeatures int
 }
 
 func (f *fakeDaemon) Params() fingerprint.Params { return fingerprint.DefaultParams() }
@@ -131,7 +134,7 @@ func startFakeAt(t *testing.T, f *fakeDaemon, sock string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
-		done <- server.New(server.Backend{Query: f, Control: f}, server.Options{Version: "test"}).Serve(ctx, ln)
+		done <- server.New(server.Backend{Query: f, Control: f}, server.Options{Version: "test", MaxFeatures: f.maxFeatures}).Serve(ctx, ln)
 	}()
 	t.Cleanup(func() {
 		cancel()

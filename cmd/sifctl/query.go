@@ -141,12 +141,16 @@ const (
 )
 
 // queryErrorLine is what `similar --json` and `basis --json` print, in
-// place of an answer, for a query file that changed while it was read:
-// the query and an error of the shape the daemon's errors have.
+// place of an answer, for a query file that changed while it was read, or
+// a line of a signature file that could not be asked (signature.go): the
+// query and an error of the shape the daemon's errors have.
 type queryErrorLine struct {
-	Query    string     `json:"query"`
-	QueryRaw string     `json:"query_raw,omitempty"`
-	Error    queryError `json:"error"`
+	Query    string `json:"query"`
+	QueryRaw string `json:"query_raw,omitempty"`
+	// Signature names the line of a signature file the query was read
+	// from (--signature).
+	Signature *signatureRef `json:"signature,omitempty"`
+	Error     queryError    `json:"error"`
 }
 
 type queryError struct {
@@ -172,4 +176,16 @@ func (g *globals) queryFailed(file, abs string, err error) error {
 	}
 	q, raw := ipc.PathFields(abs)
 	return g.printJSON(queryErrorLine{Query: q, QueryRaw: raw, Error: queryError{Code: codeChanged, Message: msg}})
+}
+
+// queryArgs checks the arguments of similar and basis: at least one FILE,
+// or none with --signature.
+func queryArgs(signature string, args []string) error {
+	switch {
+	case signature != "" && len(args) > 0:
+		return fmt.Errorf("--signature %s asks with saved signatures: no FILE with it (%s)", signature, args[0])
+	case signature == "" && len(args) == 0:
+		return errors.New("requires at least 1 arg(s), only received 0 (or --signature SIGFILE)")
+	}
+	return nil
 }

@@ -30,6 +30,7 @@ type similarFlags struct {
 	maxDF     int
 	fast      bool
 	explain   bool
+	signature string
 }
 
 // similarLine is one line of `sifctl similar --json`.
@@ -51,6 +52,12 @@ type similarLine struct {
 	Total    int         `json:"total"`
 	Checked  int         `json:"checked"`
 	Matches  []ipc.Match `json:"matches"`
+	// Signature names the line of the signature file the query was read
+	// from (--signature); Estimated says the answer is then the index's
+	// estimate: the query's bytes were not sent, so no match was checked
+	// against them.
+	Signature *signatureRef `json:"signature,omitempty"`
+	Estimated bool          `json:"estimated,omitempty"`
 }
 
 // similarExplained is one line of `sifctl similar --explain --json`.
@@ -62,7 +69,7 @@ type similarExplained struct {
 func newSimilarCmd(g *globals) *cobra.Command {
 	var f similarFlags
 	cmd := &cobra.Command{
-		Use:   "similar [flags] FILE...|DIR...|-",
+		Use:   "similar [flags] FILE...|DIR...|- | --signature SIGFILE",
 		Short: "List the indexed files that contain a good part of each FILE",
 		Long: `similar fingerprints each FILE (it need not be indexed, or even under a
 root) and lists the indexed files that contain at least --threshold percent
@@ -149,8 +156,26 @@ N, "special": N, "unreadable": N, "matches": [{"path", "size",
 "indexed_files", "containment", "reverse_containment", "resemblance",
 "shared_bytes", "files": {"identical", "similar", "missing"}, "measure":
 "estimated", "truncated"?}, ...], "elapsed_ns": N}; "truncated" says the
-directory holds more than 200,000 indexed files, which were not all counted.`,
-		Args: cobra.MinimumNArgs(1),
+directory holds more than 200,000 indexed files, which were not all counted.
+
+--signature SIGFILE asks with saved signatures instead of files: the lines
+'sifctl sketch' prints (SIGFILE a file of them, "-" standard input), one
+query per line, answered in order as FILEs are. The daemon gets the
+fingerprints and not the bytes, so the answer is the one the file itself
+gets with --fast: the index's estimates, and the output says so:
+
+  draft.sig:1: /home/ann/draft.c (10763 bytes, 42 fingerprints):
+    estimated: the bytes were not sent (a signature); no match was checked against them
+     79%  /srv/src/bar.c  10979
+
+With --json the line also has "signature": {"file": SIGFILE, "line": N}
+and "estimated": true, and "query" is the signature's path ("-" when it
+has none). A line that is not a signature of this index (not JSON,
+truncated, longer than 64 MiB, made with other parameters) is named, with
+its file and line, on stderr and with --json as {"query", "signature",
+"error": {"code": "bad_signature"|"params_mismatch"|CODE, "message"}};
+the next line is asked, and the exit status is 2.`,
+		Args: func(cmd *cobra.Command, args []string) error { return queryArgs(f.signature, args) },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSimilar(cmd, g, &f, args)
 		},
@@ -165,6 +190,7 @@ directory holds more than 200,000 indexed files, which were not all counted.`,
 	fl.IntVar(&f.maxDF, "max-df", 0, "ignore fingerprints found in more than this many files (0: the daemon's default, -1: none)")
 	fl.BoolVar(&f.fast, "fast", false, "keep the index's estimates: do not check the best matches against their bytes")
 	fl.BoolVar(&f.explain, "explain", false, "show the runs of lines (or bytes) each match shares with FILE")
+	fl.StringVar(&f.signature, "signature", "", `ask with the signatures in this file ("-": standard input), as 'sifctl sketch' prints them, instead of FILEs`)
 	return cmd
 }
 
@@ -175,9 +201,15 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 	if f.sizeRatio != 0 && f.sizeRatio < 1 {
 		return failedf("--size-ratio %v: want 0 (any size) or a factor of at least 1", f.sizeRatio)
 	}
+	if f.signature != "" && f.explain {
+		return failedf("--explain shows the bytes FILE shares; a signature (--signature) carries none")
+	}
 	qs, err := startQueries(cmd, g, f.prefix, files)
 	if err != nil {
 		return err
+	}
+	if f.signature != "" {
+		return similarSignatures(qs, f)
 	}
 	ctx, c, prefix := qs.ctx, qs.c, qs.prefix
 	found, errs := false, 0
@@ -253,7 +285,7 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 			}
 			continue
 		}
-		printSimilar(g, queryName(file), sk.Size, f.threshold, repetitive(qs.params, sk.Size, resp.Fingerprints, resp.MinFingerprints), resp)
+		printSimilar(g, queryName(file), sk.Size, f.threshold, repetitive(qs.params, sk.Size, resp.Fingerprints, resp.MinFingerprints), "", resp)
 		if f.explain {
 			printExplained(g, qbytes, explainName(file, abs), resp, qs.params)
 		}
@@ -268,14 +300,18 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 }
 
 // printSimilar writes the answer r for the query file of size bytes;
-// rep says it is repetitive.
-func printSimilar(g *globals, file string, size int64, threshold float64, rep bool, r *ipc.SimilarResponse) {
+// rep says it is repetitive; note, if not empty, is a line said of the
+// whole answer.
+func printSimilar(g *globals, file string, size int64, threshold float64, rep bool, note string, r *ipc.SimilarResponse) {
 	w := g.stdout
 	fmt.Fprintf(w, "%s (%d bytes, %d fingerprints", file, size, r.Fingerprints)
 	if r.Skipped > 0 {
 		fmt.Fprintf(w, ", %d too common to count", r.Skipped)
 	}
 	fmt.Fprintln(w, "):")
+	if note != "" {
+		fmt.Fprintf(w, "  %s\n", note)
+	}
 	switch {
 	case rep && r.TooFew:
 		fmt.Fprintf(w, "  too repetitive to judge similarity: few distinct windows (the same bytes repeat), %d distinct %s where at least %d are needed; identical files only\n",
@@ -502,4 +538,41 @@ func printSimilarDir(w io.Writer, dir string, l *dirLine, threshold float64) {
 		fmt.Fprintf(w, "  %3.0f%%  %s  %d  %d identical, %d similar, %d missing; reverse %s\n",
 			m.Containment, m.Exact(), m.Size, m.Files.Identical, m.Files.Similar, m.Files.Missing, rev)
 	}
+}
+
+// estimatedNote is what the text answer to a signature says: the answer
+// is the index's estimate.
+const estimatedNote = "estimated: the bytes were not sent (a signature); no match was checked against them"
+
+// similarSignatures answers `sifctl similar --signature`: each signature
+// of the file is asked as --fast asks a FILE, without its bytes.
+func similarSignatures(qs *queries, f *similarFlags) error {
+	g := qs.g
+	answered, found, errs, err := qs.askSignatures(f.signature, func(s *signature) (bool, error) {
+		req := &ipc.SimilarRequest{QuerySketch: *s.q, Fast: true, Threshold: &f.threshold, Limit: f.limit,
+			SizeRatio: f.sizeRatio, SameExt: f.sameExt, SameType: f.sameType, PathPrefix: qs.prefix, MaxDF: f.maxDF}
+		resp, err := qs.c.Similar(qs.ctx, req)
+		if err != nil {
+			return false, err
+		}
+		rep := repetitive(qs.params, s.q.Size, resp.Fingerprints, resp.MinFingerprints)
+		if g.json {
+			line := similarLine{Size: s.q.Size, Fingerprints: resp.Fingerprints, Skipped: resp.Skipped,
+				TooFew: resp.TooFew, Checked: resp.Checked, Matches: resp.Matches, Template: resp.Template,
+				Total: resp.Total, Repetitive: rep, Signature: s.ref(), Estimated: true}
+			line.Query, line.QueryRaw = s.fields()
+			return len(resp.Matches) > 0, g.printJSON(line)
+		}
+		printSimilar(g, s.name(), s.q.Size, f.threshold, rep, estimatedNote, resp)
+		return len(resp.Matches) > 0, nil
+	})
+	switch {
+	case err != nil:
+		return err
+	case errs > 0:
+		return &statusError{code: exitError}
+	case found == 0 || answered == 0:
+		return nothing()
+	}
+	return nil
 }
