@@ -94,14 +94,31 @@ func (s *signature) name() string {
 // ("-": standard input) to ask, which asks the daemon, prints the answer
 // and reports whether it found what was looked for. A line that holds no
 // signature for this index, or that the daemon refuses as malformed, is
-// reported as its query's error (signatureFailed), and the next is read.
+// reported as its query's error (signatureFailed), and the next is read;
+// but a file whose first line is not JSON, or too long, is not a file of
+// signatures: that line is reported and the rest is not read.
 // It returns how many signatures were answered, how many of those found
 // something, and how many lines failed; an error returned ends the
 // command: the file could not be read, an interrupt, a daemon that
 // failed otherwise, a failure to write stdout.
 func (q *queries) askSignatures(file string, ask func(s *signature) (bool, error)) (answered, found, errs int, err error) {
 	g := q.g
+	seen := false // a line held a signature
 	err = eachSignatureLine(q.ctx, g, file, func(s *signature, line []byte, tooLong bool) error {
+		if !seen && (tooLong || !json.Valid(line)) {
+			// Not a file of signatures (a data file named by mistake):
+			// one error, not one per line.
+			errs++
+			msg := fmt.Sprintf("longer than %d MiB: not a signature", maxSignatureLine>>20)
+			if !tooLong {
+				_, derr := ipc.DecodeQuerySketch(line)
+				msg = derr.Error()
+			}
+			if err := g.signatureFailed(s, codeBadSignature, msg+"; the rest is not read, as no line before held one"); err != nil {
+				return err
+			}
+			return errNotSignatures
+		}
 		code, msg := "", ""
 		switch {
 		case tooLong:
@@ -112,7 +129,7 @@ func (q *queries) askSignatures(file string, ask func(s *signature) (bool, error
 				code, msg = codeBadSignature, derr.Error()
 				break
 			}
-			s.q = sk
+			s.q, seen = sk, true
 			if p, _ := sk.Params.Normalize(); p != q.params {
 				code, msg = codeParamsMismatch, fmt.Sprintf("made with the parameters %s, not the index's %s: sketch the file again with those (sifctl sketch asks this daemon for them; or sifctl sketch --params)",
 					paramsJSON(sk.Params), paramsJSON(q.params))
@@ -144,6 +161,8 @@ func (q *queries) askSignatures(file string, ask func(s *signature) (bool, error
 	})
 	var se *statusError
 	switch {
+	case err == errNotSignatures:
+		return answered, found, errs, nil
 	case errors.As(err, &se):
 		return answered, found, errs, err
 	case err != nil && q.ctx.Err() != nil:
@@ -155,6 +174,10 @@ func (q *queries) askSignatures(file string, ask func(s *signature) (bool, error
 	}
 	return answered, found, errs, nil
 }
+
+// errNotSignatures ends the reading of a file whose first line is not a
+// signature, nor JSON.
+var errNotSignatures = errors.New("not a file of signatures")
 
 // signatureFailed reports the signature s that could not be asked: one
 // line on stderr naming its file and line, and with --json a
