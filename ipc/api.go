@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -94,8 +95,10 @@ type Feature struct {
 // EncodeFeatures converts features to their wire form.
 func EncodeFeatures(fs []fingerprint.Feature) []Feature {
 	out := make([]Feature, len(fs))
+	var b [8]byte
 	for i, f := range fs {
-		out[i] = Feature{Hash: fmt.Sprintf("%016x", f.Hash), Count: f.Count, Len: f.Len}
+		binary.BigEndian.PutUint64(b[:], f.Hash)
+		out[i] = Feature{Hash: hex.EncodeToString(b[:]), Count: f.Count, Len: f.Len}
 	}
 	return out
 }

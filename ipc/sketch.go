@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sif-dev/sif/index/fingerprint"
@@ -36,6 +38,59 @@ func NewQuerySketch(path string, sk *fingerprint.Sketch) QuerySketch {
 		Type:     sk.Type,
 		Features: EncodeFeatures(sk.Features),
 	}
+}
+
+// AppendJSONLine appends q to b as one line of JSON and a newline: the
+// bytes json.Marshal makes of q, made faster (a large file's sketch holds
+// hundreds of thousands of features).
+func (q *QuerySketch) AppendJSONLine(b []byte) ([]byte, error) {
+	params, err := json.Marshal(q.Params)
+	if err != nil {
+		return b, err
+	}
+	// A feature takes 47 bytes, {"hash":"...","count":1,"len":40}, when
+	// its count has one digit.
+	b = slices.Grow(b, 256+len(params)+2*len(q.Path)+len(q.PathRaw)+48*len(q.Features))
+	b = append(append(b, `{"params":`...), params...)
+	if q.Path != "" {
+		b = appendJSONString(append(b, `,"path":`...), q.Path)
+	}
+	if q.PathRaw != "" {
+		b = appendJSONString(append(b, `,"path_raw":`...), q.PathRaw)
+	}
+	b = strconv.AppendInt(append(b, `,"size":`...), q.Size, 10)
+	b = appendJSONString(append(b, `,"strong":`...), q.Strong)
+	b = appendJSONString(append(b, `,"type":`...), q.Type.String())
+	if q.Features == nil {
+		b = append(b, `,"features":null`...)
+	} else {
+		b = append(b, `,"features":[`...)
+		for i, f := range q.Features {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(append(b, `{"hash":`...), f.Hash)
+			b = strconv.AppendUint(append(b, `,"count":`...), uint64(f.Count), 10)
+			if f.Len != 0 {
+				b = strconv.AppendUint(append(b, `,"len":`...), uint64(f.Len), 10)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	return append(b, "}\n"...), nil
+}
+
+// appendJSONString appends s as a JSON string: as it is when it needs no
+// escaping (the hex digits of hashes), else as json.Marshal writes it.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			e, _ := json.Marshal(s)
+			return append(b, e...)
+		}
+	}
+	return append(append(append(b, '"'), s...), '"')
 }
 
 // DecodeQuerySketch decodes b, one JSON object (surrounding white space

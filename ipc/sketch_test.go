@@ -22,7 +22,7 @@ func TestQuerySketchRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range []string{"/srv/a.txt", "/srv/\xff\xfe.txt", ""} {
+	for _, path := range []string{"/srv/a.txt", "/srv/\xff\xfe.txt", "", "/srv/\"<&>\\\n\u2028é.txt"} {
 		q := NewQuerySketch(path, sk)
 		if !reflect.DeepEqual(q, NewSimilarRequest(path, sk).QuerySketch) {
 			t.Errorf("%q: NewQuerySketch differs from NewSimilarRequest's query", path)
@@ -30,6 +30,9 @@ func TestQuerySketchRoundTrip(t *testing.T) {
 		b, err := MarshalJSONLine(q)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if fast, err := q.AppendJSONLine(nil); err != nil || string(fast) != string(b) {
+			t.Errorf("%q: AppendJSONLine\n%.200s\nwant json.Marshal's\n%.200s", path, fast, b)
 		}
 		got, err := DecodeQuerySketch(b)
 		if err != nil {
@@ -104,14 +107,18 @@ func FuzzDecodeQuerySketch(f *testing.F) {
 	f.Add(b)
 	f.Add([]byte(`{"params":{"scheme":"manber"},"size":0,"strong":"` + strings.Repeat("0", 64) + `","features":[]}`))
 	f.Add([]byte("{"))
+	f.Add([]byte(`{"params":{"scheme":"chunks"},"path":"/a\u003c\u2028\"","size":1,"strong":"` + strings.Repeat("a", 64) + `","type":"binary","features":null}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		q, err := DecodeQuerySketch(line)
 		if err != nil {
 			return
 		}
-		b, err := json.Marshal(q)
+		b, err := MarshalJSONLine(q)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if fast, err := q.AppendJSONLine(nil); err != nil || string(fast) != string(b) {
+			t.Fatalf("AppendJSONLine %s, want json.Marshal's %s (%v)", fast, b, err)
 		}
 		q2, err := DecodeQuerySketch(b)
 		if err != nil || !reflect.DeepEqual(q, q2) {

@@ -125,7 +125,7 @@ func startFake(t *testing.T, f *fakeDaemon) string {
 }
 
 // startFakeAt serves f on sock until the test ends.
-func startFakeAt(t *testing.T, f *fakeDaemon, sock string) {
+func startFakeAt(t testing.TB, f *fakeDaemon, sock string) {
 	t.Helper()
 	ln, err := server.Listen(sock, 0o600)
 	if err != nil {

@@ -52,8 +52,8 @@ FILE must be a regular file; a directory, a fifo, a socket or a device is
 refused, and so is a file that changes while it is read. Each FILE that
 cannot be sketched is named on stderr, the others are still printed.
 
-Exit status: 0 when every FILE was sketched, 2 when one was not or on any
-other error.`,
+The output is JSON with or without --json. Exit status: 0 when every FILE
+was sketched, 2 when one was not or on any other error.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSketch(cmd, g, &f, args)
@@ -84,6 +84,7 @@ func runSketch(cmd *cobra.Command, g *globals, f *sketchFlags, files []string) e
 		p = info.Params
 	}
 	errs := 0
+	var line []byte
 	for _, file := range files {
 		abs, sk, _, err := readQuery(ctx, g, file, p, ipc.ReadOptions{}, false)
 		switch {
@@ -97,8 +98,12 @@ func runSketch(cmd *cobra.Command, g *globals, f *sketchFlags, files []string) e
 		if f.noPath {
 			abs = ""
 		}
-		if err := g.printJSON(ipc.NewQuerySketch(abs, sk)); err != nil {
-			return err
+		q := ipc.NewQuerySketch(abs, sk)
+		if line, err = q.AppendJSONLine(line[:0]); err != nil {
+			return failed(err)
+		}
+		if _, err := g.stdout.Write(line); err != nil {
+			return failed(err)
 		}
 	}
 	if errs > 0 {

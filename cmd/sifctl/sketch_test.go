@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/ipc"
@@ -199,4 +202,66 @@ func TestSignatureArguments(t *testing.T) {
 	}
 	sifctl(t, "--socket", sock, "similar", "--explain", "--signature", "q.sig").want(t, "explain", exitError, "", "a signature (--signature) carries none")
 	sifctl(t, "--socket", sock, "sketch").want(t, "sketch alone", exitError, "", "requires at least 1 arg")
+}
+
+// BenchmarkSketch weighs `sifctl sketch` on a 64 MiB file (in-process,
+// against a fake daemon, its output discarded: the reading, the
+// fingerprinting and the JSON) against the daemon's sketcher on the same
+// file (daemon/read.go's path for a large file: read in 256 KiB pieces
+// into a fingerprint.Sketcher without SimiHash, and a Collector). Each
+// iteration runs both, in turn, so that the machine's drift moves both:
+// it reports each one's MB/s and the median of the iterations' ratios of
+// sketch's time to the sketcher's ("sketch/daemon", 1 when as fast).
+func BenchmarkSketch(b *testing.B) {
+	const size = 64 << 20
+	path := randomFile(b, b.TempDir(), "big.bin", 7, size)
+	sock := filepath.Join(b.TempDir(), "s.sock")
+	startFakeAt(b, &fakeDaemon{}, sock)
+	var col fingerprint.Collector
+	sk, err := fingerprint.NewSketcher(fingerprint.DefaultParams(), col.Add)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sk.SkipSimiHash()
+	buf := make([]byte, 256<<10)
+	daemon := func() {
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		col.Reset()
+		sk.Reset()
+		for {
+			n, err := f.Read(buf)
+			sk.Write(buf[:n])
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		sk.Finish()
+		col.Features()
+	}
+	var inSketch, inDaemon time.Duration
+	var ratios []float64
+	for b.Loop() {
+		t0 := time.Now()
+		if code := run(context.Background(), []string{"--socket", sock, "sketch", path}, io.Discard, io.Discard); code != 0 {
+			b.Fatalf("sketch: exit %d", code)
+		}
+		t1 := time.Now()
+		daemon()
+		t2 := time.Now()
+		inSketch += t1.Sub(t0)
+		inDaemon += t2.Sub(t1)
+		ratios = append(ratios, float64(t1.Sub(t0))/float64(t2.Sub(t1)))
+	}
+	slices.Sort(ratios)
+	n := float64(len(ratios))
+	b.ReportMetric(n*size/1e6/inSketch.Seconds(), "sketch_MB/s")
+	b.ReportMetric(n*size/1e6/inDaemon.Seconds(), "daemon_MB/s")
+	b.ReportMetric(ratios[len(ratios)/2], "sketch/daemon")
 }
