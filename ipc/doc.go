@@ -22,6 +22,11 @@
 //     file is not listed as its own match. A file that changes while it is
 //     read gives no sketch (ErrChanged), and the *Context variants stop
 //     reading once their context is done.
+//   - A query's sketch (QuerySketch: its params, path, size, strong hash,
+//     type and features) travels on its own as one line of JSON, a
+//     signature (NewQuerySketch, DecodeQuerySketch): `sifctl sketch`
+//     prints it, and a request made of it alone, without the bytes, is
+//     answered with the index's estimates.
 //   - Percentages on the wire are numbers from 0 to 100.
 //   - Hashes on the wire are lowercase hex: 16 digits for a fingerprint, 64
 //     for a strong (SHA-256) content hash.

@@ -1,6 +1,8 @@
 // Command sifctl asks a running sifd which files are similar, grouped, or
 // identical, and compares two files directly. It also manages the daemon's
-// roots and synchronises scripts with it (rescan, wait).
+// roots and synchronises scripts with it (rescan, wait), and prints the
+// signatures (a file's fingerprints, what a query sends) that similar and
+// basis --signature ask with later or on another machine (sketch).
 //
 // sifctl holds the flags and the printing, one file per command
 // (similar.go, groups.go, ...); the client is package ipc, and directory
@@ -88,8 +90,10 @@ func runWithStdin(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		Long: `sifctl asks a running sifd (over its Unix socket) which indexed files are
 similar to given files, which groups of files are similar, and which files are
 identical. sifctl compare works without a daemon. It also lists and changes
-the daemon's roots (roots), asks for a reconcile with the disk (rescan), and
-waits until the index has caught up with the disk (wait).
+the daemon's roots (roots), asks for a reconcile with the disk (rescan),
+waits until the index has caught up with the disk (wait), and prints a
+file's signature, its fingerprints, to ask with later or on another machine
+(sketch; similar and basis --signature).
 
 The socket is --socket, else $SIF_SOCKET, else sifd's default:
 /run/sifd/sifd.sock as root, $XDG_RUNTIME_DIR/sifd.sock otherwise.

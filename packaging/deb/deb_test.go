@@ -101,7 +101,7 @@ func TestPackage(t *testing.T) {
 	for _, page := range []string{"sifd", "sifd-run", "sifd-check", "sifd-dump", "sifd-install", "sifd-uninstall",
 		"sifd-start", "sifd-stop", "sifd-restart", "sifd-status", "sifd-completion-bash",
 		"sifctl", "sifctl-similar", "sifctl-groups", "sifctl-dupes", "sifctl-status", "sifctl-compare",
-		"sifctl-roots", "sifctl-roots-add", "sifctl-roots-remove", "sifctl-roots-list", "sifctl-rescan", "sifctl-wait"} {
+		"sifctl-roots", "sifctl-roots-add", "sifctl-roots-remove", "sifctl-roots-list", "sifctl-rescan", "sifctl-wait", "sifctl-sketch"} {
 		want["/usr/share/man/man1/"+page+".1.gz"] = "-rw-r--r-- root/root"
 	}
 	for path, mode := range want {
