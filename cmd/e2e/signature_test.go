@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sif-dev/sif/ipc"
 )
@@ -24,20 +25,8 @@ import (
 // standard input.
 func (e *env) sifctlIn(stdin string, args ...string) result {
 	e.t.Helper()
-	cmd := exec.Command(sifctlBin, append([]string{"--socket", e.socket}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			e.t.Fatalf("sifctl %v: %v", args, err)
-		}
-		code = ee.ExitCode()
-	}
-	return result{code: code, stdout: out.String(), stderr: errb.String()}
+	r, _ := runIn(e.t, "", []byte(stdin), 2*time.Minute, sifctlBin, append([]string{"--socket", e.socket}, args...)...)
+	return r
 }
 
 // jsonLines decodes each line of out as a JSON object.
