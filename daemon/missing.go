@@ -28,9 +28,7 @@ func (a answers) Stats() (index.Stats, error) { return a.d.ix.Stats() }
 // Similar leaves the files under missing roots out as the index's own
 // filters do, before the limit and the count of candidates.
 func (a answers) Similar(ctx context.Context, q index.Query, o index.QueryOptions) (*index.Result, error) {
-	if hide, vis := a.d.hidden(), o.Visible; hide != nil {
-		o.Visible = func(m *index.FileMeta) bool { return !hide(m.Path) && (vis == nil || vis(m)) }
-	}
+	o.Visible = a.d.present(o.Visible)
 	return a.d.ix.Similar(ctx, q, o)
 }
 
@@ -38,9 +36,7 @@ func (a answers) Similar(ctx context.Context, q index.Query, o index.QueryOption
 // indexed: they neither appear nor link the files they resemble, and a
 // file identical to one of them is answered in its own right.
 func (a answers) EachGroup(ctx context.Context, o index.GroupOptions, fn func(index.Group) error) error {
-	if hide, vis := a.d.hidden(), o.Visible; hide != nil {
-		o.Visible = func(m *index.FileMeta) bool { return !hide(m.Path) && (vis == nil || vis(m)) }
-	}
+	o.Visible = a.d.present(o.Visible)
 	return a.d.ix.EachGroup(ctx, o, fn)
 }
 
@@ -56,10 +52,19 @@ func (a answers) DirTotals(ctx context.Context, dirs []string, o *index.DirTotal
 	if o != nil {
 		opts = *o
 	}
-	if hide, vis := a.d.hidden(), opts.Visible; hide != nil {
-		opts.Visible = func(m *index.FileMeta) bool { return !hide(m.Path) && (vis == nil || vis(m)) }
-	}
+	opts.Visible = a.d.present(opts.Visible)
 	return call(a.d.ix, "dir totals", func(ix *index.Index) ([]index.DirTotal, error) { return ix.DirTotals(ctx, dirs, &opts) })
+}
+
+// present returns vis (nil: every file) narrowed to the files not under a
+// missing root: the Visible filter of an answer that leaves them out as if
+// they were not indexed.
+func (d *Daemon) present(vis func(*index.FileMeta) bool) func(*index.FileMeta) bool {
+	hide := d.hidden()
+	if hide == nil {
+		return vis
+	}
+	return func(m *index.FileMeta) bool { return !hide(m.Path) && (vis == nil || vis(m)) }
 }
 
 // hidden returns a predicate true for paths under a missing root, or nil
