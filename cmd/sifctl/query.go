@@ -112,16 +112,8 @@ func readQuery(ctx context.Context, g *globals, file string, p fingerprint.Param
 		sk, d, err := ipc.QueryFileContext(ctx, abs, p, o)
 		return abs, sk, d, err
 	}
-	// A read of standard input cannot be interrupted; read it on another
-	// goroutine, so that SIGINT or SIGTERM (which cancel ctx) end the
-	// query at once.
-	pr, pw := io.Pipe()
-	go func() {
-		_, err := io.Copy(pw, g.stdin)
-		pw.CloseWithError(err)
-	}()
-	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
-	defer stop()
+	pr, done := g.stdinUntil(ctx)
+	defer done()
 	if check {
 		sk, d, err = ipc.ReadQuery(pr, p, o)
 	} else {
@@ -188,4 +180,19 @@ func queryArgs(signature string, args []string) error {
 		return errors.New("requires at least 1 arg(s), only received 0 (or --signature SIGFILE)")
 	}
 	return nil
+}
+
+// stdinUntil returns standard input as a reader whose reads end, with
+// ctx's error, once ctx is done: a read of standard input cannot be
+// interrupted, so it is read on another goroutine, and SIGINT or SIGTERM
+// (which cancel ctx) end the command at once. The caller calls done once
+// it has read.
+func (g *globals) stdinUntil(ctx context.Context) (r io.Reader, done func()) {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := io.Copy(pw, g.stdin)
+		pw.CloseWithError(err)
+	}()
+	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
+	return pr, func() { stop(); pr.Close() }
 }

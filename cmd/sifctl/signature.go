@@ -258,13 +258,8 @@ func eachSignatureLine(ctx context.Context, g *globals, file string, fn func(s *
 // directory. The caller calls done once it has read.
 func openSignatures(ctx context.Context, g *globals, file string) (r io.Reader, done func(), err error) {
 	if file == "-" {
-		pr, pw := io.Pipe()
-		go func() {
-			_, err := io.Copy(pw, g.stdin)
-			pw.CloseWithError(err)
-		}()
-		stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
-		return pr, func() { stop(); pr.Close() }, nil
+		r, done := g.stdinUntil(ctx)
+		return r, done, nil
 	}
 	f, err := os.Open(file)
 	if err != nil {
