@@ -125,25 +125,37 @@ func (q *QuerySketch) check() error {
 	if _, err := q.Params.Normalize(); err != nil {
 		return fmt.Errorf("params: %w", err)
 	}
-	if _, err := JoinPath(q.Path, q.PathRaw); err != nil {
-		return err
+	_, _, _, err := q.Decoded()
+	return err
+}
+
+// Decoded returns q's path, strong hash and features decoded, checked as
+// the daemon checks a query's: the path and path_raw agree (JoinPath),
+// the size is not negative, the strong hash is 64 hex digits and the
+// features are well formed, sorted and distinct. Its params are the
+// caller's to check.
+func (q *QuerySketch) Decoded() (path string, strong [32]byte, fs []fingerprint.Feature, err error) {
+	if path, err = JoinPath(q.Path, q.PathRaw); err != nil {
+		return "", strong, nil, err
 	}
 	if q.Size < 0 {
-		return fmt.Errorf("size %d: must not be negative", q.Size)
+		return "", strong, nil, fmt.Errorf("size %d: must not be negative", q.Size)
 	}
-	if _, err := hex.DecodeString(q.Strong); err != nil || len(q.Strong) != 64 {
-		return fmt.Errorf("strong %q: want 64 hex digits (SHA-256)", q.Strong)
+	if len(q.Strong) != 64 {
+		return "", strong, nil, fmt.Errorf("strong %q: want 64 hex digits (SHA-256)", q.Strong)
 	}
-	fs, err := DecodeFeatures(q.Features)
-	if err != nil {
-		return err
+	if _, err := hex.Decode(strong[:], []byte(q.Strong)); err != nil {
+		return "", strong, nil, fmt.Errorf("strong %q: want 64 hex digits (SHA-256)", q.Strong)
+	}
+	if fs, err = DecodeFeatures(q.Features); err != nil {
+		return "", strong, nil, err
 	}
 	for i := 1; i < len(fs); i++ {
 		if fs[i].Hash <= fs[i-1].Hash {
-			return fmt.Errorf("features[%d]: hashes must be sorted and distinct", i)
+			return "", strong, nil, fmt.Errorf("features[%d]: hashes must be sorted and distinct", i)
 		}
 	}
-	return nil
+	return path, strong, fs, nil
 }
 
 // describeJSONError says what a decoding error means for a line that

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -407,28 +406,9 @@ func (s *Server) parseSimilar(req *ipc.SimilarRequest) (index.Query, index.Query
 	if got != want {
 		return q, o, &paramsError{got: got, want: want}
 	}
-	path, err := ipc.JoinPath(req.Path, req.PathRaw)
+	path, strong, feats, err := req.Decoded()
 	if err != nil {
 		return q, o, err
-	}
-	if req.Size < 0 {
-		return q, o, fmt.Errorf("size %d: must not be negative", req.Size)
-	}
-	var strong [32]byte
-	if len(req.Strong) != 64 {
-		return q, o, fmt.Errorf("strong %q: want 64 hex digits (SHA-256)", req.Strong)
-	}
-	if _, err := hex.Decode(strong[:], []byte(req.Strong)); err != nil {
-		return q, o, fmt.Errorf("strong %q: want 64 hex digits (SHA-256)", req.Strong)
-	}
-	feats, err := ipc.DecodeFeatures(req.Features)
-	if err != nil {
-		return q, o, err
-	}
-	for i := 1; i < len(feats); i++ {
-		if feats[i].Hash <= feats[i-1].Hash {
-			return q, o, fmt.Errorf("features[%d]: hashes must be sorted and distinct", i)
-		}
 	}
 	if want.KnowsLengths() {
 		for i, f := range feats {
