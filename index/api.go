@@ -94,6 +94,9 @@ type Options struct {
 	OnDiskFull func()
 	// Logger receives the index's log lines; nil discards them.
 	Logger *slog.Logger
+	// Journal turns the change journal on (Index.SetJournal); without it,
+	// a read-write Open deletes the journal's notes and mark.
+	Journal bool
 	// CacheSize is the memory, in bytes, of Pebble's block cache and its
 	// memtables together (Pebble charges memtables to the cache); 0 means
 	// DefaultCacheSize.

@@ -220,7 +220,7 @@ func (c *checker) checkPrefixes() error {
 		return err
 	}
 	defer it.Close()
-	known := []byte{prefixPosting, prefixContent, prefixForward, prefixHash, prefixInode, prefixMeta, prefixPath, prefixRecord, prefixCopy}
+	known := []byte{prefixPosting, prefixContent, prefixForward, prefixHash, prefixInode, prefixMeta, prefixPath, prefixRecord, prefixCopy, prefixJournal}
 	for ok := it.First(); ok; {
 		k := it.Key()
 		if len(k) > 0 && bytes.IndexByte(known, k[0]) >= 0 {

@@ -168,6 +168,10 @@
 //	                       the content's strong hash
 //	's' content id         copy key, empty value
 //	'i' dev(8) ino(8) id   inode key, empty value
+//	'j' id                 journal note: a sequence number (uvarint),
+//	                       while the change journal is on (journal.go)
+//	'm' "journal"          the journal mark: its reader's record of where
+//	                       its copy stands (opaque to the index)
 //
 // Pebble's comparer ("sif.keys.v3") orders keys bytewise and takes every
 // key as its own prefix; its merge operator ("sif.postings.v1") is the

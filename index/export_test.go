@@ -21,12 +21,6 @@ func (ix *Index) RawDelete(key []byte) error { return ix.db.Delete(key, pebble.N
 // RawGet reads one key.
 func (ix *Index) RawGet(key []byte) ([]byte, bool, error) { return getValue(ix.db, key) }
 
-// Entry is an entry of a forward list, for tests.
-type Entry struct {
-	Key    uint32
-	Weight uint64
-}
-
 func exportEntries(es []entry) []Entry {
 	var out []Entry
 	for _, e := range es {

@@ -58,6 +58,10 @@ type Index struct {
 	// contentGen counts the contents made or rewritten in place since
 	// Open, for Bulk. Guarded by wmu.
 	contentGen uint64
+	// journal is whether batches note the files they change, and
+	// journalSeq the last sequence number given to a note (journal.go).
+	journal    atomic.Bool
+	journalSeq atomic.Uint64
 	// bulk is the Bulk whose filter every path given a record is added
 	// to, or nil. Guarded by wmu.
 	bulk *Bulk
@@ -228,6 +232,15 @@ func open(dir string, o Options) (_ *Index, err error) {
 	}
 	if err := ix.recoverPending(); err != nil {
 		return nil, err
+	}
+	// Sequence numbers must differ from every one a note kept from an
+	// earlier run holds: they start from the clock.
+	ix.journalSeq.Store(uint64(time.Now().UnixNano()))
+	ix.journal.Store(o.Journal && !o.ReadOnly)
+	if !o.Journal && !o.ReadOnly {
+		if err := ix.dropJournal(); err != nil {
+			return nil, err
+		}
 	}
 	log.Debug("index opened", "dir", dir, "params", ix.params.String(),
 		"files", ix.counts.Files, "read_only", o.ReadOnly)

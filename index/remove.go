@@ -112,6 +112,7 @@ func (ix *Index) rename(oldPath string, meta FileMeta, was *FileMeta) error {
 	}
 	w.delta.Bytes += int64(fileBytes(meta)) - int64(fileBytes(rec.FileMeta))
 	w.set(recordKey(rec.ID), encodeRecord(nil, &meta, cid))
+	w.noteChange(rec.ID)
 	return w.commit()
 }
 
@@ -137,6 +138,7 @@ func (ix *Index) removeFile(w *batch, rec FileRecord, cid uint32) error {
 	w.moves = append(w.moves, copyMove{cid, -1})
 	w.delete(inodeKey(rec.Dev, rec.Ino, rec.ID))
 	w.delete(recordKey(rec.ID))
+	w.noteChange(rec.ID)
 	w.delta.Files--
 	w.delta.Features -= int64(rec.Features)
 	w.delta.Bytes -= int64(fileBytes(rec.FileMeta))

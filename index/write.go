@@ -231,6 +231,7 @@ func (w *batch) storeFile(p *storePlan, rec *FileRecord) {
 	}
 	w.set(inodeKey(rec.Dev, rec.Ino, rec.ID), nil)
 	w.set(recordKey(rec.ID), encodeRecord(nil, &rec.FileMeta, rec.Content))
+	w.noteChange(rec.ID)
 	if !p.found {
 		w.ix.notePath(p.ph)
 		w.set(pathKey(rec.Path), encodeID(rec.ID))
