@@ -1,8 +1,8 @@
 // Package config reads sifd's configuration file and holds the vocabulary
 // the file shares with the flags and the daemon: the values of network_fs
 // and socket_access, the memory limits, the size syntax (ParseSize), the
-// operator group's lookup and the check that refuses a root on a kernel
-// pseudo-filesystem.
+// operator group's lookup, the check that refuses a root on a kernel
+// pseudo-filesystem, and the fleet's settings (Fleet).
 //
 // # The file
 //
@@ -34,12 +34,44 @@
 //	target = 16                        # for at least 16 fingerprints
 //	# min_chunk, avg_chunk, max_chunk for scheme = "chunks"
 //
-// Relative paths in roots, db and socket are taken relative to the
-// directory holding the file, not the working directory; a leading "~/"
-// stands for the home directory of the user sifd runs as. Load reads a
+//	[fleet]                            # publish to, and ask, the fleet index
+//	url_file = "/etc/sifd/fleet.url"   # holds the database URL; or $SIF_FLEET_URL
+//	host = "fs1"                       # this host's name; default: the hostname
+//	publish = ["/srv/src"]             # default none: only ask
+//	silence = "10m"                    # a host silent this long is left out
+//	timeout = "2s"                     # a slower fleet query fails
+//	ask_group = "sif-fleet"            # may ask, besides root and sifd's user
+//
+// Relative paths in roots, db, socket, url_file and publish are taken
+// relative to the directory holding the file, not the working directory;
+// a leading "~/" stands for the home directory of the user sifd runs as. Load reads a
 // file into a File, whose fields are named after the daemon.Config fields
 // they fill. DefaultFile is the file sifd run reads when --config does not
 // name one: SystemFile for root, else the user's.
+//
+// # The fleet
+//
+// The fleet index is a database, spoken to with the PostgreSQL wire
+// protocol, that many hosts' sifd publish to and ask. A file without a
+// [fleet] table leaves the fleet off (File.Fleet is nil); with one, even
+// empty, sifd uses it, and Load fills in the defaults of the keys left
+// out. Publish names the directories whose files this host publishes:
+// the host, path, size, mtime and content id of each file, and each
+// content's sampled fingerprints, size and strong hash; never file bytes.
+// None: the host only asks. Silence is how long a host may go unheard
+// before the fleet's answers leave it out; Timeout bounds a fleet query.
+// Root, the daemon's user and the members of AskGroup may ask. A group
+// ask_group names must exist when the file is loaded, as operator_group's
+// must; the default, sif-fleet, need not: a group that does not exist has
+// no members (Fleet.AskGID).
+//
+// The database URL, which holds its password, is never in this file (every
+// local user may read it) nor on a command line: a url key is refused.
+// Fleet.URL reads it from $SIF_FLEET_URL or from the file url_file names,
+// which only its owner, root or the daemon's user, may read or write; it
+// is checked when it is read, each time, not when the configuration is
+// loaded. An empty [fleet] therefore loads, and URL says that no URL is
+// set if neither gives one. No error shows the URL.
 //
 // # File, flags and defaults
 //

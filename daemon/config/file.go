@@ -73,6 +73,10 @@ type File struct {
 	// MemoryLimit is memory_limit in bytes: the soft limit of the Go heap
 	// of the process (sifd sets it at start), -1 for "unlimited".
 	MemoryLimit int64
+
+	// Fleet is the [fleet] table, nil when the file has none: then this
+	// host neither publishes to the fleet nor asks it.
+	Fleet *Fleet
 }
 
 // Error is a problem with a configuration file. Load returns one, or
@@ -167,6 +171,7 @@ type fileKeys struct {
 	MemoryLimit    size         `toml:"memory_limit"`
 	MinFreeSpace   minFreeSpace `toml:"min_free_space"`
 	Scheme         *schemeTable `toml:"scheme"`
+	Fleet          *fleetTable  `toml:"fleet"`
 }
 
 type schemeTable struct {
@@ -181,6 +186,15 @@ type schemeTable struct {
 	MaxChunk count      `toml:"max_chunk"`
 }
 
+type fleetTable struct {
+	URLFile  urlFile   `toml:"url_file"`
+	Host     fleetHost `toml:"host"`
+	Publish  pathList  `toml:"publish"`
+	Silence  silence   `toml:"silence"`
+	Timeout  timeout   `toml:"timeout"`
+	AskGroup groupName `toml:"ask_group"`
+}
+
 // knownKeys are the keys a file may set, spelled exactly (the TOML decoder
 // would also accept other cases).
 var knownKeys = []string{
@@ -191,19 +205,24 @@ var knownKeys = []string{
 	"scheme", "scheme.scheme", "scheme.window", "scheme.bits", "scheme.mod_bits",
 	"scheme.min_bits", "scheme.target",
 	"scheme.min_chunk", "scheme.avg_chunk", "scheme.max_chunk",
+	"fleet", "fleet.url_file", "fleet.host", "fleet.publish", "fleet.silence",
+	"fleet.timeout", "fleet.ask_group",
 }
 
 func (p *parser) parse() (File, error) {
-	// A first pass into a map finds syntax errors, and a [scheme] that is
-	// not a table, which the struct decoder reports without a position.
+	// A first pass into a map finds syntax errors, and a [scheme] or
+	// [fleet] that is not a table, which the struct decoder reports
+	// without a position.
 	var raw map[string]any
 	md, err := toml.Decode(p.text, &raw)
 	if err != nil {
 		return File{}, p.decodeError(err)
 	}
-	if v, ok := raw["scheme"]; ok {
-		if _, ok := v.(map[string]any); !ok {
-			return File{}, p.errAt(toml.Key{"scheme"}, "want a table, not %s", tomlType(v))
+	for _, table := range []string{"scheme", "fleet"} {
+		if v, ok := raw[table]; ok {
+			if _, ok := v.(map[string]any); !ok {
+				return File{}, p.errAt(toml.Key{table}, "want a table, not %s", tomlType(v))
+			}
 		}
 	}
 
@@ -277,7 +296,54 @@ func (p *parser) parse() (File, error) {
 			return File{}, err
 		}
 	}
+	if k.Fleet != nil || md.IsDefined("fleet") {
+		fl, err := p.fleet(md, k.Fleet)
+		if err != nil {
+			return File{}, err
+		}
+		f.Fleet = fl
+	}
 	return f, nil
+}
+
+// fleet makes the [fleet] table's Fleet, with the defaults of the keys it
+// leaves out.
+func (p *parser) fleet(md toml.MetaData, t *fleetTable) (*Fleet, error) {
+	if t == nil {
+		t = &fleetTable{}
+	}
+	fl := &Fleet{
+		Host:     string(t.Host),
+		Silence:  DefaultFleetSilence,
+		Timeout:  DefaultFleetTimeout,
+		AskGroup: DefaultFleetAskGroup,
+		file:     filepath.Join(p.dir, filepath.Base(p.name)),
+	}
+	if t.URLFile != "" {
+		fl.URLFile = p.path(string(t.URLFile))
+	}
+	if md.IsDefined("fleet", "silence") {
+		fl.Silence = time.Duration(t.Silence)
+	}
+	if md.IsDefined("fleet", "timeout") {
+		fl.Timeout = time.Duration(t.Timeout)
+	}
+	if md.IsDefined("fleet", "ask_group") {
+		fl.AskGroup = string(t.AskGroup)
+	}
+	seen := map[string]string{}
+	for _, e := range t.Publish {
+		abs := p.path(e)
+		if first, ok := seen[abs]; ok {
+			if first == e {
+				return nil, p.errAt(toml.Key{"fleet", "publish"}, "%q is listed twice", e)
+			}
+			return nil, p.errAt(toml.Key{"fleet", "publish"}, "%q and %q are the same directory, %s", first, e, abs)
+		}
+		seen[abs] = e
+		fl.Publish = append(fl.Publish, abs)
+	}
+	return fl, nil
 }
 
 // decodeError turns an error from the TOML decoder into an Error.
@@ -303,7 +369,12 @@ func (p *parser) unknownKeys(md toml.MetaData) error {
 			}
 			if !seen[ks] {
 				seen[ks] = true
-				errs = append(errs, p.errAt(k[:i], "unknown key"))
+				reason := "unknown key"
+				if ks == "fleet.url" {
+					reason = "the database URL holds its password and this file is readable by every local user: " +
+						"write the URL in a file of mode 0600 named by url_file, or in " + FleetURLEnv + " in sifd's environment"
+				}
+				errs = append(errs, p.errAt(k[:i], "%s", reason))
 			}
 			break
 		}

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -43,9 +44,10 @@ func TestPackagedConfigFile(t *testing.T) {
 		var out, keys []string
 		table := ""
 		for _, line := range strings.Split(string(text), "\n") {
-			if line == "#[scheme]" {
-				table = "scheme."
-				keys = append(keys, "scheme")
+			if name, ok := strings.CutPrefix(line, "#["); ok && strings.HasSuffix(name, "]") {
+				name = strings.TrimSuffix(name, "]")
+				table = name + "."
+				keys = append(keys, name)
 				out = append(out, line[1:])
 				continue
 			}
@@ -57,11 +59,11 @@ func TestPackagedConfigFile(t *testing.T) {
 			switch {
 			case key == "roots":
 				line = "#roots = [" + strconv.Quote(root) + "]"
-			case key == "operator_group":
-				line = `#operator_group = "root"` // one that exists everywhere
-			case table != "" && key == "scheme" && chunks:
+			case key == "operator_group", table == "fleet." && key == "ask_group":
+				line = "#" + key + ` = "root"` // one that exists everywhere
+			case table == "scheme." && key == "scheme" && chunks:
 				line = `#scheme = "chunks"`
-			case table != "" && !chunks && chunkKeys[key], table != "" && chunks && manberKeys[key]:
+			case table == "scheme." && !chunks && chunkKeys[key], table == "scheme." && chunks && manberKeys[key]:
 				continue
 			}
 			out = append(out, line[1:])
@@ -98,6 +100,20 @@ func TestPackagedConfigFile(t *testing.T) {
 			RescanInterval: daemon.DefaultRescanInterval, NetworkFS: config.NetworkFSScan, DB: daemon.SystemDB, Socket: ipc.SystemSocket,
 			SocketAccess: config.SocketAll, OperatorGroup: "root", MinFreeSpace: config.DefaultMinFreeSpace,
 			Params: c.params, LogLevel: "info", MemoryLimit: config.DefaultMemoryLimit,
+		}
+		// [fleet] has examples where it has no defaults.
+		if fl := fc.Fleet; fl == nil {
+			t.Errorf("%s settings uncommented: no [fleet]", c.name)
+		} else {
+			host, err := fl.HostName(func() (string, error) { return "", errors.New("no hostname") })
+			if fl.URLFile != "/etc/sifd/fleet.url" || err != nil || host != "fs1" || !slices.Equal(fl.Publish, []string{"/srv"}) ||
+				fl.Silence != config.DefaultFleetSilence || fl.Timeout != config.DefaultFleetTimeout || fl.AskGroup != "root" {
+				t.Errorf("%s settings uncommented: [fleet] is %+v; want the defaults and the examples", c.name, fl)
+			}
+			if !strings.Contains(string(text), "\n#ask_group = "+strconv.Quote(config.DefaultFleetAskGroup)+"\n") {
+				t.Errorf("%s does not show ask_group's default, %q", path, config.DefaultFleetAskGroup)
+			}
+			fc.Fleet = nil
 		}
 		if !reflect.DeepEqual(fc, want) {
 			t.Errorf("%s settings uncommented:\n got %+v\nwant %+v (the defaults)", c.name, fc, want)

@@ -266,3 +266,67 @@ func (n *schemeName) UnmarshalTOML(v any) error {
 	*n = schemeName(s)
 	return nil
 }
+
+// urlFile is the name of the file holding the fleet database's URL: a
+// non-empty string that does not look like a URL itself, which an error
+// would otherwise quote, password and all.
+type urlFile string
+
+func (u *urlFile) UnmarshalTOML(v any) error {
+	var p pathString
+	if err := p.UnmarshalTOML(v); err != nil {
+		return err
+	}
+	if s := string(p); strings.Contains(s, "://") || strings.Contains(s, "=") && strings.ContainsAny(s, " \t") {
+		return errors.New("this is the database URL, not the name of a file holding it: write the URL in a file of mode 0600 and name that file here")
+	}
+	*u = urlFile(p)
+	return nil
+}
+
+// fleetHost is this host's name in the fleet (checkHost).
+type fleetHost string
+
+func (h *fleetHost) UnmarshalTOML(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("want a host name (a string), not %s", tomlType(v))
+	}
+	if err := checkHost(s); err != nil {
+		return fmt.Errorf("%w; want printable UTF-8 of at most %d bytes without \"/\", or leave the key out for the hostname", err, maxHostLen)
+	}
+	*h = fleetHost(s)
+	return nil
+}
+
+// silence is how long the fleet waits for a host before leaving it out of
+// answers: a duration of MinFleetSilence or more.
+type silence time.Duration
+
+func (s *silence) UnmarshalTOML(v any) error {
+	var d duration
+	if err := d.UnmarshalTOML(v); err != nil {
+		return err
+	}
+	if time.Duration(d) < MinFleetSilence {
+		return fmt.Errorf("%q: want %v or more", v, MinFleetSilence)
+	}
+	*s = silence(d)
+	return nil
+}
+
+// timeout is how long a fleet query may take: more than 0, at most
+// MaxFleetTimeout.
+type timeout time.Duration
+
+func (t *timeout) UnmarshalTOML(v any) error {
+	var d duration
+	if err := d.UnmarshalTOML(v); err != nil {
+		return err
+	}
+	if d <= 0 || time.Duration(d) > MaxFleetTimeout {
+		return fmt.Errorf("%q: want more than 0 and at most %s", v, strings.TrimSuffix(MaxFleetTimeout.String(), "0s"))
+	}
+	*t = timeout(d)
+	return nil
+}
