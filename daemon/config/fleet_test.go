@@ -287,3 +287,23 @@ func TestFleetAskGID(t *testing.T) {
 		t.Errorf("AskGID with a failing lookup = %v, %v", ok, err)
 	}
 }
+
+// FuzzFleetURL: checkFleetURL never panics and never quotes a password,
+// wherever in the text it is.
+func FuzzFleetURL(f *testing.F) {
+	for _, s := range []string{
+		"postgres://sif:", "@db/sif", "host=db password=", "password='", "' dbname=sif",
+		"mysql://", "postgresql://[::1", `\`, "=", " ", "",
+	} {
+		f.Add(s, s)
+	}
+	f.Add("postgres://sif:", "@db:5432/sif?sslmode=verify-full")
+	f.Add("host=db password='", `\' x' dbname=sif`)
+	const secret = "S3CR:ET" // ":" cannot be in a scheme, which errors name
+	f.Fuzz(func(t *testing.T, before, after string) {
+		u := before + secret + after
+		if err := checkFleetURL(u); err != nil && strings.Contains(err.Error(), "S3CR") {
+			t.Fatalf("checkFleetURL(%q): %q quotes the password", u, err)
+		}
+	})
+}
