@@ -62,8 +62,8 @@
 // before the fleet's answers leave it out; Timeout bounds a fleet query.
 // Root, the daemon's user and the members of AskGroup may ask. A group
 // ask_group names must exist when the file is loaded, as operator_group's
-// must; the default, sif-fleet, need not: a group that does not exist has
-// no members (Fleet.AskGID).
+// must; the default, sif-fleet, need not, written or left out: a group
+// that does not exist has no members (Fleet.AskGID).
 //
 // The database URL, which holds its password, is never in this file (every
 // local user may read it) nor on a command line: a url key is refused.

@@ -192,7 +192,7 @@ type fleetTable struct {
 	Publish  pathList  `toml:"publish"`
 	Silence  silence   `toml:"silence"`
 	Timeout  timeout   `toml:"timeout"`
-	AskGroup groupName `toml:"ask_group"`
+	AskGroup askGroup  `toml:"ask_group"`
 }
 
 // knownKeys are the keys a file may set, spelled exactly (the TOML decoder

@@ -77,7 +77,8 @@ type Fleet struct {
 	// AskGroup is ask_group, a group name or a numeric gid whose members
 	// may ask the fleet, besides root and the daemon's user. A group set
 	// in the file must exist when the file is loaded, as operator_group
-	// must; the default, DefaultFleetAskGroup, need not (see AskGID).
+	// must; the default, DefaultFleetAskGroup, need not, whether written
+	// or left out (see AskGID).
 	AskGroup string
 
 	// file is the configuration file's path, for messages.

@@ -77,6 +77,7 @@ func TestFleetParse(t *testing.T) {
 		{"timeout most", `timeout = "60s"`, &Fleet{Timeout: time.Minute}, ""},
 		{"ask_group gid", `ask_group = "4242"`, &Fleet{AskGroup: "4242"}, ""},
 		{"ask_group name", `ask_group = "root"`, &Fleet{AskGroup: "root"}, ""},
+		{"ask_group default", `ask_group = "sif-fleet"`, &Fleet{AskGroup: DefaultFleetAskGroup}, ""}, // need not exist
 
 		{"not a table", `fleet = "on"`, nil, `/etc/sifd/c.toml:1: fleet: want a table, not a string`},
 		{"url", `url = "postgres://u:pw@h/db"`, nil, `/etc/sifd/c.toml:2: fleet.url: the database URL holds its password and this file is readable by every local user: write the URL in a file of mode 0600 named by url_file, or in SIF_FLEET_URL in sifd's environment`},

@@ -59,8 +59,8 @@ func TestPackagedConfigFile(t *testing.T) {
 			switch {
 			case key == "roots":
 				line = "#roots = [" + strconv.Quote(root) + "]"
-			case key == "operator_group", table == "fleet." && key == "ask_group":
-				line = "#" + key + ` = "root"` // one that exists everywhere
+			case key == "operator_group":
+				line = `#operator_group = "root"` // one that exists everywhere
 			case table == "scheme." && key == "scheme" && chunks:
 				line = `#scheme = "chunks"`
 			case table == "scheme." && !chunks && chunkKeys[key], table == "scheme." && chunks && manberKeys[key]:
@@ -107,7 +107,7 @@ func TestPackagedConfigFile(t *testing.T) {
 		} else {
 			host, err := fl.HostName(func() (string, error) { return "", errors.New("no hostname") })
 			if fl.URLFile != "/etc/sifd/fleet.url" || err != nil || host != "fs1" || !slices.Equal(fl.Publish, []string{"/srv"}) ||
-				fl.Silence != config.DefaultFleetSilence || fl.Timeout != config.DefaultFleetTimeout || fl.AskGroup != "root" {
+				fl.Silence != config.DefaultFleetSilence || fl.Timeout != config.DefaultFleetTimeout || fl.AskGroup != config.DefaultFleetAskGroup {
 				t.Errorf("%s settings uncommented: [fleet] is %+v; want the defaults and the examples", c.name, fl)
 			}
 			if !strings.Contains(string(text), "\n#ask_group = "+strconv.Quote(config.DefaultFleetAskGroup)+"\n") {

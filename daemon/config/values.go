@@ -330,3 +330,21 @@ func (t *timeout) UnmarshalTOML(v any) error {
 	*t = timeout(d)
 	return nil
 }
+
+// askGroup is ask_group: a group that exists on this machine, as
+// operator_group, or DefaultFleetAskGroup, which need not (writing the
+// default is leaving the key out).
+type askGroup string
+
+func (g *askGroup) UnmarshalTOML(v any) error {
+	if s, ok := v.(string); ok && s == DefaultFleetAskGroup {
+		*g = askGroup(s)
+		return nil
+	}
+	var n groupName
+	if err := n.UnmarshalTOML(v); err != nil {
+		return err
+	}
+	*g = askGroup(n)
+	return nil
+}
