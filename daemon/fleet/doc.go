@@ -1,0 +1,62 @@
+// Package fleet is sif's fleet index: one similarity index for many
+// hosts, kept in a database that speaks the PostgreSQL wire protocol. Each
+// sifd that joins a fleet publishes what its local index holds under its
+// published roots (every file's path, size, modification time and content,
+// and every distinct content's signature: its sampled fingerprints, size
+// and strong hash, never the file's bytes), and asks the database which
+// contents, on which hosts, are like a file. The local index stays the
+// source of truth; the fleet index is a copy of parts of many of them,
+// brought up to date asynchronously.
+//
+// # Schema
+//
+// The database holds five tables, created and migrated by Migrate. Their
+// SQL keeps to what PostgreSQL, CockroachDB, YugabyteDB and Citus all run:
+// no extensions, no LISTEN/NOTIFY, no advisory locks, no sequences or
+// serial columns, upserts with ON CONFLICT, plain btree indexes. So a
+// fleet that outgrows one PostgreSQL server can move to a distributed
+// engine with the same sif.
+//
+//   - sif_schema has one row: the schema's version (SchemaVersion), the
+//     fleet's id (128 random bits in hex, made with the schema, so a host
+//     can tell one fleet database from another; a copy restored from a
+//     backup keeps it), and the fleet's fingerprint parameters (JSON), set by
+//     the first host that publishes (SetParams). Fingerprints made with
+//     other parameters cannot be compared, so a host whose parameters
+//     differ is refused.
+//   - sif_hosts has a row per host: its name, the id computed from it,
+//     the last publishing batch applied (gen: a replayed batch changes
+//     nothing, and a host can tell what a database restored from an older
+//     backup lacks), its published roots (bytea: paths need not be
+//     UTF-8), when it was last heard from and its sif version.
+//   - sif_contents has a row per distinct content, shared by every host
+//     that holds it: its strong hash, size, weights, level and signature
+//     (its fingerprint keys and weights in sif's own encoding). A content
+//     on many hosts is stored once.
+//   - sif_postings has a row per (fingerprint key, content) with the key's
+//     weight in that content: the inverted index a query looks its
+//     fingerprints up in. Its primary key (key, content_id) makes the
+//     lookup of a key an index range scan and a republished posting an
+//     upsert that changes nothing; since postings belong to contents, not
+//     hosts, a content held by many hosts has its postings once.
+//   - sif_files has a row per (host, file): the path (bytea), size,
+//     modification time (Unix nanoseconds) and content, NULL while the
+//     file's strong hash is unknown. Its rows go with their host's
+//     (ON DELETE CASCADE); the index sif_files_content finds the files,
+//     on any host, of a content a query matched.
+//
+// Ids are computed by sif from what they name, not handed out by the
+// database: a host's id is the first 8 bytes of SHA-256 of its name and a
+// content's the first 8 bytes of its strong hash (SHA-256), both read
+// big-endian as a signed 64-bit integer. So every host computes the same
+// id for the same content without asking, an upsert needs no round trip
+// to learn an id, and the ids, being uniform, spread evenly over the
+// ranges or hash partitions of a distributed engine (a sequence would put
+// every new row at one end). Fingerprint keys are 32-bit and stored as
+// int4, reinterpreted as signed.
+//
+// Migrate creates the schema on an empty database and applies the
+// migrations above the database's version, each in one transaction; hosts
+// migrating at once are safe, and a database from a newer sif is refused
+// with ErrNewerSchema rather than written to.
+package fleet

@@ -1,0 +1,320 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/sif-dev/sif/daemon/fleet/pgtest"
+)
+
+var _ TxStarter = (*pgxpool.Pool)(nil)
+
+// freshDB creates an empty database on srv (from any test goroutine:
+// unlike srv's own methods it fails t, not srv's test) and returns its URL.
+func freshDB(t *testing.T, srv *pgtest.Server, name string) string {
+	t.Helper()
+	conn := dial(t, srv.URL("postgres"))
+	if _, err := conn.Exec(context.Background(), "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	return srv.URL(name)
+}
+
+func dial(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+func mustExec(t *testing.T, q Querier, sql string, args ...any) {
+	t.Helper()
+	if _, err := q.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func queryInt(t *testing.T, q Querier, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := q.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+// withMigrations replaces the list of migrations for one test.
+func withMigrations(t *testing.T, steps ...[]string) {
+	saved := migrations
+	migrations = steps
+	t.Cleanup(func() { migrations = saved })
+}
+
+func TestSchemaVersionIsTheMigrationsLength(t *testing.T) {
+	if len(migrations) != SchemaVersion {
+		t.Errorf("%d migrations, SchemaVersion %d", len(migrations), SchemaVersion)
+	}
+}
+
+func TestMigrate(t *testing.T) {
+	ctx := context.Background()
+	srv := pgtest.Start(t, nil)
+
+	t.Run("fresh", func(t *testing.T) {
+		conn := dial(t, freshDB(t, srv, "fresh"))
+		start := time.Now()
+		id, err := Migrate(ctx, conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("schema created in %v", time.Since(start).Round(time.Millisecond))
+		if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+			t.Errorf("fleet id %q, want 32 hex digits", id)
+		}
+		version, readID, params, err := ReadSchema(ctx, conn)
+		if err != nil || version != 1 || readID != id || params != "" {
+			t.Errorf("ReadSchema: %d %q %q %v, want 1 %q \"\"", version, readID, params, err, id)
+		}
+		for _, table := range []string{"sif_schema", "sif_hosts", "sif_contents", "sif_postings", "sif_files"} {
+			if n := queryInt(t, conn, "SELECT count(*) FROM information_schema.tables WHERE table_name = $1", table); n != 1 {
+				t.Errorf("table %s: %d", table, n)
+			}
+		}
+		// Again: nothing to do, the same fleet.
+		id2, err := Migrate(ctx, conn)
+		if err != nil || id2 != id {
+			t.Errorf("second Migrate: %q %v, want %q", id2, err, id)
+		}
+		// Another database is another fleet.
+		other, err := Migrate(ctx, dial(t, freshDB(t, srv, "fresh2")))
+		if err != nil || other == id {
+			t.Errorf("another database's fleet id %q (%v), first %q", other, err, id)
+		}
+	})
+
+	t.Run("pool and transaction", func(t *testing.T) {
+		url := freshDB(t, srv, "pool")
+		pool, err := pgxpool.New(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := Migrate(ctx, tx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if id2, err := Migrate(ctx, pool); err != nil || id2 != id {
+			t.Errorf("Migrate with the pool: %q %v, want %q", id2, err, id)
+		}
+	})
+
+	t.Run("newer schema refused", func(t *testing.T) {
+		conn := dial(t, freshDB(t, srv, "newer"))
+		if _, err := Migrate(ctx, conn); err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, conn, "UPDATE sif_schema SET version = 3")
+		_, err := Migrate(ctx, conn)
+		if !errors.Is(err, ErrNewerSchema) {
+			t.Fatalf("Migrate of a version 3 database: %v, want ErrNewerSchema", err)
+		}
+		want := "fleet database at schema version 3, this sif knows up to 1: upgrade sif on this host"
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+		if v := queryInt(t, conn, "SELECT version FROM sif_schema"); v != 3 {
+			t.Errorf("version %d after a refused migration, want 3 untouched", v)
+		}
+	})
+
+	t.Run("upgrade applies a new step once", func(t *testing.T) {
+		url := freshDB(t, srv, "upgrade")
+		conn := dial(t, url)
+		id, err := Migrate(ctx, conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, conn, "INSERT INTO sif_hosts (host_id, name) VALUES (7, 'h')")
+		mustExec(t, conn, "CREATE TABLE sif_fake_v2 (n int)")
+		// Version 2 as a later sif would add it; it sleeps so that the
+		// hosts upgrading at once below overlap. Run twice, it would add
+		// a second row (nothing collides to stop it) and then fail on the
+		// column it adds.
+		withMigrations(t, schemaV1, []string{
+			`INSERT INTO sif_fake_v2 VALUES (1)`,
+			`ALTER TABLE sif_hosts ADD COLUMN fake text NOT NULL DEFAULT 'v2'`,
+			`SELECT pg_sleep(0.3)`,
+		})
+		var wg sync.WaitGroup
+		ids := make([]string, 4)
+		errs := make([]error, 4)
+		for i := range ids {
+			c := dial(t, url)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ids[i], errs[i] = Migrate(ctx, c)
+			}()
+		}
+		wg.Wait()
+		for i := range ids {
+			if errs[i] != nil || ids[i] != id {
+				t.Errorf("upgrading host %d: %q %v, want %q", i, ids[i], errs[i], id)
+			}
+		}
+		if n := queryInt(t, conn, "SELECT count(*) FROM sif_fake_v2"); n != 1 {
+			t.Errorf("the version 2 step ran %d times, want once", n)
+		}
+		var fake string
+		if err := conn.QueryRow(ctx, "SELECT fake FROM sif_hosts WHERE host_id = 7").Scan(&fake); err != nil || fake != "v2" {
+			t.Errorf("upgraded host row: %q %v", fake, err)
+		}
+		if v, _, _, err := ReadSchema(ctx, conn); err != nil || v != 2 {
+			t.Errorf("version %d (%v) after the upgrade, want 2", v, err)
+		}
+		// The version 1 sif now refuses the database.
+		withMigrations(t, schemaV1)
+		_, err = Migrate(ctx, conn)
+		if !errors.Is(err, ErrNewerSchema) || !strings.Contains(err.Error(), "schema version 2, this sif knows up to 1") {
+			t.Errorf("a version 1 sif on the upgraded database: %v", err)
+		}
+	})
+
+	t.Run("failed step changes nothing", func(t *testing.T) {
+		conn := dial(t, freshDB(t, srv, "failed"))
+		if _, err := Migrate(ctx, conn); err != nil {
+			t.Fatal(err)
+		}
+		withMigrations(t, schemaV1, []string{
+			`CREATE TABLE sif_partial (n int)`,
+			`ALTER TABLE sif_missing ADD COLUMN n int`,
+		})
+		_, err := Migrate(ctx, conn)
+		if err == nil || !strings.Contains(err.Error(), "from version 1 to 2") || !strings.Contains(err.Error(), "sif_missing") {
+			t.Fatalf("Migrate with a failing step: %v", err)
+		}
+		if v := queryInt(t, conn, "SELECT version FROM sif_schema"); v != 1 {
+			t.Errorf("version %d after a failed step, want 1", v)
+		}
+		if n := queryInt(t, conn, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'sif_partial'"); n != 0 {
+			t.Error("the failed step's first statement was kept")
+		}
+	})
+
+	t.Run("concurrent create", func(t *testing.T) {
+		// The first host to create the schema waits, before it commits,
+		// until the second is blocked creating it too: the second then
+		// loses the race on the CREATE TABLE and must read the first's
+		// schema and fleet id.
+		url := freshDB(t, srv, "race")
+		watch := dial(t, srv.URL("postgres"))
+		var hooked atomic.Int32
+		var hookErr error
+		testHookCreated = func() {
+			if hooked.Add(1) != 1 {
+				return
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for time.Now().Before(deadline) {
+				var waiting int
+				err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+					WHERE datname = 'race' AND wait_event_type = 'Lock'`).Scan(&waiting)
+				if err != nil {
+					hookErr = err
+					return
+				}
+				if waiting > 0 {
+					return
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			hookErr = errors.New("the second migration never blocked on the first")
+		}
+		t.Cleanup(func() { testHookCreated = nil })
+		var wg sync.WaitGroup
+		ids := make([]string, 2)
+		errs := make([]error, 2)
+		for i := range ids {
+			c := dial(t, url)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ids[i], errs[i] = Migrate(ctx, c)
+			}()
+		}
+		wg.Wait()
+		if hookErr != nil {
+			t.Fatal(hookErr)
+		}
+		if hooked.Load() != 1 {
+			t.Errorf("the schema was created %d times", hooked.Load())
+		}
+		if errs[0] != nil || errs[1] != nil || ids[0] != ids[1] {
+			t.Fatalf("two hosts creating one schema: %q %v, %q %v", ids[0], errs[0], ids[1], errs[1])
+		}
+		conn := dial(t, url)
+		if n := queryInt(t, conn, "SELECT count(*) FROM sif_schema WHERE fleet_id = $1", ids[0]); n != 1 {
+			t.Errorf("sif_schema rows with the fleet id: %d", n)
+		}
+	})
+
+	t.Run("concurrent create free-running", func(t *testing.T) {
+		// Many hosts at once on fresh databases, with no hook: whatever
+		// the interleaving, one schema and one fleet id.
+		for round := 0; round < 5; round++ {
+			url := freshDB(t, srv, fmt.Sprintf("free%d", round))
+			var wg sync.WaitGroup
+			ids := make([]string, 4)
+			errs := make([]error, 4)
+			for i := range ids {
+				c := dial(t, url)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ids[i], errs[i] = Migrate(ctx, c)
+				}()
+			}
+			wg.Wait()
+			for i := range ids {
+				if errs[i] != nil || ids[i] != ids[0] {
+					t.Errorf("round %d host %d: %q %v, host 0 %q", round, i, ids[i], errs[i], ids[0])
+				}
+			}
+		}
+	})
+
+	t.Run("foreign tables", func(t *testing.T) {
+		// A database holding a table of sif's names but no sif_schema is
+		// not taken over.
+		conn := dial(t, freshDB(t, srv, "foreign"))
+		mustExec(t, conn, "CREATE TABLE sif_hosts (x int)")
+		_, err := Migrate(ctx, conn)
+		if err == nil || !strings.Contains(err.Error(), `"sif_hosts" already exists`) {
+			t.Fatalf("Migrate over a foreign sif_hosts: %v", err)
+		}
+		var exists *string
+		if err := conn.QueryRow(ctx, "SELECT to_regclass('sif_schema')::text").Scan(&exists); err != nil || exists != nil {
+			t.Errorf("sif_schema left behind: %v %v", exists, err)
+		}
+	})
+}
