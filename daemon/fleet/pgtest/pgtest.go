@@ -157,7 +157,7 @@ func findBin() (string, error) {
 	}
 	return "", errors.New("pgtest: PostgreSQL's server is needed for the fleet tests " +
 		"(initdb and postgres were not found in /usr/lib/postgresql/*/bin nor by pg_config): " +
-		"apt-get install postgresql, or set " + EnvBin + " to the directory holding them")
+		"apt-get install postgresql (as .ci/run does), or set " + EnvBin + " to the directory holding them")
 }
 
 // majorOf returns the version number in /usr/lib/postgresql/<n>/bin, or -1.
