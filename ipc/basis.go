@@ -55,7 +55,15 @@ type BasisCandidate struct {
 	// EstimatedBytes is the estimated size of the delta (0 for an
 	// identical file).
 	EstimatedBytes int64 `json:"estimated_bytes"`
-	Identical      bool  `json:"identical"`
+	// EstimatedBytesLow and EstimatedBytesHigh bound the delta's size
+	// when it is estimated from fingerprints alone (method fingerprints;
+	// 0 for the other methods, whose estimate is made on the bytes): the
+	// range rdiff's real delta was found in for nine pairs in ten of the
+	// benchmark's held-out set (see API.md). Low <= EstimatedBytes <=
+	// High.
+	EstimatedBytesLow  int64 `json:"estimated_bytes_low,omitempty"`
+	EstimatedBytesHigh int64 `json:"estimated_bytes_high,omitempty"`
+	Identical          bool  `json:"identical"`
 	// Method is one of the Basis* methods.
 	Method string `json:"method"`
 	// Copied is the percentage of the query the delta copies from this

@@ -82,6 +82,10 @@ type basisResult struct {
 	Queries  []basisQuery `json:"queries"`
 	Seconds  float64      `json:"seconds"`
 	SifdSecs float64      `json:"sif_seconds"`
+	// EstPairs are the candidates of the fingerprint-only answers and
+	// rdiff's delta from each; EstRows sums them up.
+	EstPairs []basisPair   `json:"fingerprint_pairs"`
+	EstRows  []basisEstRow `json:"fingerprint_rows"`
 }
 
 // benchBasis measures POST /v1/basis (through sifctl basis) against
@@ -208,6 +212,10 @@ func benchBasis(ctx context.Context, c *common) (*basisResult, error) {
 		}
 	}
 	res.SifdSecs = time.Since(sifStart).Seconds()
+	sigAnswers, err := fingerprintAnswers(ctx, sifctl, d.socket, c.workDir, qs)
+	if err != nil {
+		return nil, err
+	}
 
 	// What each way costs, with the real rdiff and gzip.
 	rd := &rdiffer{dir: filepath.Join(c.workDir, "rdiff"), sigs: map[string]string{}}
@@ -295,6 +303,16 @@ func benchBasis(ctx context.Context, c *common) (*basisResult, error) {
 		if q.Kind == "new" && q.BestBasis != "" {
 			q.Kind = "moved"
 		}
+		// The fingerprint-only answer's candidates.
+		if a := sigAnswers[q.Path]; a != nil {
+			ps, err := fingerprintPairs(rd, q, a)
+			if err != nil {
+				return nil, err
+			}
+			res.EstPairs = append(res.EstPairs, ps...)
+		} else {
+			return nil, fmt.Errorf("sifctl basis --signature gave no answer for %s", q.Path)
+		}
 		res.Queries = append(res.Queries, *q)
 	}
 	for _, kind := range []string{"changed", "moved", "identical", "new", "all"} {
@@ -328,8 +346,10 @@ func benchBasis(ctx context.Context, c *common) (*basisResult, error) {
 		row.SameWithin = float64(sameWithin) / float64(row.Files)
 		res.Rows = append(res.Rows, row)
 	}
+	res.EstRows = basisEstRows(res.EstPairs)
 	res.Seconds = time.Since(start).Seconds()
 	printBasisTable(res)
+	printBasisEstTable(res)
 	return res, nil
 }
 

@@ -110,9 +110,10 @@ func (s *Server) basisOf(ctx context.Context, m index.Match, content []byte, eq 
 	bc := ipc.BasisCandidate{Path: p, PathRaw: raw, Size: m.FileMeta.Size, MtimeNs: m.MtimeNs, Method: ipc.BasisFingerprints}
 	fromEstimate := func() (ipc.BasisCandidate, bool, error) {
 		bc.Copied = pct(m.Containment)
-		bc.EstimatedBytes = exact.EstimateDelta(exact.Measure{Containment: m.Containment}, size, bc.Size)
+		bc.EstimatedBytesLow, bc.EstimatedBytes, bc.EstimatedBytesHigh = fingerprintRange(m.Containment, size, bc.Size, s.q.Params())
 		if m.Identical {
 			bc.Identical, bc.EstimatedBytes, bc.Method, bc.Copied = true, 0, ipc.BasisIdentical, 100
+			bc.EstimatedBytesLow, bc.EstimatedBytesHigh = 0, 0
 		}
 		return bc, true, nil
 	}

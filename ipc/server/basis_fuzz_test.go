@@ -13,8 +13,9 @@ import (
 
 // FuzzDecodeBasis sends arbitrary bodies to /v1/basis and /v1/similar with
 // candidates the daemon can read: a refused body is a 4xx with a code, an
-// accepted one an answer in order, and nothing panics, whatever the
-// content or signature.
+// accepted one an answer in order (a range around each estimate from
+// fingerprints alone, none around the others), and nothing panics,
+// whatever the content or signature.
 func FuzzDecodeBasis(f *testing.F) {
 	strong := `"strong":"` + strings.Repeat("0", 64) + `"`
 	f.Add([]byte(`{"params":{"scheme":"manber"},"size":5,`+strong+`,"features":[],"content":"aGVsbG8="}`), false)
@@ -53,6 +54,11 @@ func FuzzDecodeBasis(f *testing.F) {
 		for i, c := range r.Candidates {
 			if c.Path == "/r/gone" || c.EstimatedBytes < 0 || i > 0 && c.EstimatedBytes < r.Candidates[i-1].EstimatedBytes {
 				t.Fatalf("candidates %+v", r.Candidates)
+			}
+			ranged := c.Method == ipc.BasisFingerprints
+			if ranged && !(0 < c.EstimatedBytesLow && c.EstimatedBytesLow <= c.EstimatedBytes && c.EstimatedBytes <= c.EstimatedBytesHigh) ||
+				!ranged && (c.EstimatedBytesLow != 0 || c.EstimatedBytesHigh != 0) {
+				t.Fatalf("candidate %+v: a range out of order, or on an estimate not from fingerprints", c)
 			}
 		}
 	})
