@@ -25,7 +25,7 @@ const (
 	BasisIdentical    = "identical"    // the same bytes: nothing to send
 	BasisDelta        = "delta"        // rdiff's delta simulated on the bytes of both files
 	BasisWindows      = "windows"      // from the window measure of the query's signature
-	BasisFingerprints = "fingerprints" // from the index's estimate: the file was not read
+	BasisFingerprints = "fingerprints" // from the index's estimate: the file was not read; a range
 )
 
 // BasisRequest asks which indexed file a delta of the query would best be
@@ -53,7 +53,8 @@ type BasisCandidate struct {
 	Size    int64  `json:"size"`
 	MtimeNs int64  `json:"mtime_ns"`
 	// EstimatedBytes is the estimated size of the delta (0 for an
-	// identical file).
+	// identical file); for method fingerprints, the geometric mean of
+	// EstimatedBytesLow and EstimatedBytesHigh.
 	EstimatedBytes int64 `json:"estimated_bytes"`
 	// EstimatedBytesLow and EstimatedBytesHigh bound the delta's size
 	// when it is estimated from fingerprints alone (method fingerprints;

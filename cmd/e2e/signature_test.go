@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sif-dev/sif/index/exact"
 	"github.com/sif-dev/sif/ipc"
 )
 
@@ -90,7 +91,8 @@ func (e *env) postSketch(route, line string) map[string]any {
 // for a file under the root, one outside it, one whose name is not UTF-8,
 // several files in order and standard input, and says it is an estimate;
 // `basis --signature` gives the fingerprint-only answer the daemon gives
-// the file (the Go client without the bytes); and a sketch line is a
+// the file (the Go client without the bytes), each estimate a range that
+// holds rdiff's delta; and a sketch line is a
 // request body /v1/similar and /v1/basis take as they are, as curl sends
 // it.
 func TestSignatureAsks(t *testing.T) {
@@ -187,9 +189,11 @@ func TestSignatureAsks(t *testing.T) {
 				t.Errorf("%q: basis %s: --signature %v, POSTed sketch %v; want (the client without bytes) %v", f, k, got[k], curl[k], direct[k])
 			}
 		}
-		if cs, _ := got["candidates"].([]any); len(cs) == 0 {
+		cs, _ := got["candidates"].([]any)
+		if len(cs) == 0 {
 			t.Errorf("%q: basis --signature lists no candidate", f)
 		}
+		checkBasisRanges(t, f, cs)
 		// /v1/similar takes the line as it is too: the matches of --fast.
 		sim := e.postSketch("/v1/similar", line)
 		if !reflect.DeepEqual(sim["matches"], want[i]["matches"]) {
@@ -203,8 +207,51 @@ func TestSignatureAsks(t *testing.T) {
 		t.Errorf("sketch --no-path | basis --signature -: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = run(t, "/bin/sh", "-c", `"$0" --socket "$1" sketch "$2" | "$0" --socket "$1" basis --signature -`, sifctlBin, e.socket, edited)
-	if r.code != 0 || !strings.Contains(r.stdout, "(standard input):1: "+edited+" (30000 bytes): basis ") {
+	if r.code != 0 || !strings.Contains(r.stdout, "(standard input):1: "+edited+" (30000 bytes): basis ") || !strings.Contains(r.stdout, " bytes to send, between ") {
 		t.Errorf("sketch | basis --signature -: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// checkBasisRanges checks the candidates of a fingerprint-only answer
+// for the query file f: an estimate from fingerprints has a range,
+// estimated_bytes_low <= estimated_bytes <= estimated_bytes_high, and the
+// delta rdiff would make from the candidate (exact.DeltaCost on both
+// files' bytes) lies in it; an identical file has none.
+func checkBasisRanges(t *testing.T, f string, cs []any) {
+	t.Helper()
+	query, err := os.ReadFile(f)
+	must(t, err)
+	ranged := 0
+	for _, ci := range cs {
+		c, _ := ci.(map[string]any)
+		low, hasLow := c["estimated_bytes_low"].(float64)
+		high, hasHigh := c["estimated_bytes_high"].(float64)
+		est, _ := c["estimated_bytes"].(float64)
+		if c["identical"] == true {
+			if hasLow || hasHigh {
+				t.Errorf("%q: identical candidate %v has a range", f, c["path"])
+			}
+			continue
+		}
+		if c["method"] != ipc.BasisFingerprints || !hasLow || !hasHigh || !(0 < low && low <= est && est <= high) {
+			t.Errorf("%q: candidate %v: method %v, range %v..%v around %v; want fingerprints, low <= estimated_bytes <= high", f, c["path"], c["method"], c["estimated_bytes_low"], c["estimated_bytes_high"], est)
+			continue
+		}
+		display, _ := c["path"].(string)
+		raw, _ := c["path_raw"].(string)
+		path, err := ipc.JoinPath(display, raw)
+		must(t, err)
+		basis, err := os.ReadFile(path)
+		must(t, err)
+		d, err := exact.DeltaCost(bytes.NewReader(basis), int64(len(basis)), query)
+		must(t, err)
+		if float64(d.Bytes) < low || float64(d.Bytes) > high {
+			t.Errorf("%q from %s: rdiff's delta %d bytes, outside the estimated %v..%v (estimate %v, %v %% copied)", f, path, d.Bytes, low, high, est, c["copied"])
+		}
+		ranged++
+	}
+	if ranged == 0 && len(cs) > 1 {
+		t.Errorf("%q: no candidate estimated from fingerprints among %d", f, len(cs))
 	}
 }
 

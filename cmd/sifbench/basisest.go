@@ -137,6 +137,7 @@ func basisEstRows(pairs []basisPair) []basisEstRow {
 	}{
 		{"all candidates, tuning modules", func(p *basisPair) bool { return basisTuning[p.Module] }},
 		{"all candidates, held-out modules", func(p *basisPair) bool { return !basisTuning[p.Module] }},
+		{"first candidates, tuning modules", func(p *basisPair) bool { return p.First && basisTuning[p.Module] }},
 		{"first candidates, held-out modules", func(p *basisPair) bool { return p.First && !basisTuning[p.Module] }},
 		{"all candidates, all modules", func(p *basisPair) bool { return true }},
 	} {
