@@ -59,4 +59,40 @@
 // migrations above the database's version, each in one transaction; hosts
 // migrating at once are safe, and a database from a newer sif is refused
 // with ErrNewerSchema rather than written to.
+//
+// # Publishing
+//
+// A Publisher keeps one host's rows equal to the published part of its
+// local index, in the background; the local index and its queries never
+// wait for it. What it works from is the index's change journal (package
+// index, journal.go): with the journal on, every batch that changes a file
+// record notes the file's id in the same batch, so no change commits
+// without its note, and many changes to one file leave one note.
+//
+//   - A round takes up to BatchFiles notes, reads the files they name
+//     from one view of the index, and sends them in one transaction: the
+//     files as they are now (upserted by host and file id) or their
+//     removal, the contents the fleet lacks (the row, then the postings
+//     with COPY), and gen + 1 on the host's row, checked under FOR UPDATE
+//     to be the gen the publisher expected. Only after the commit does it
+//     remove the notes it sent, those not noted again meanwhile, and write
+//     the journal mark (fleet id, host, gen, roots) in the same local
+//     batch. A note sent twice sends the same state twice: batches are
+//     idempotent.
+//   - Contents left held by no file are dropped with their postings after
+//     the batch, best effort (a file another host adds at that moment
+//     makes the drop fail on its foreign key, and the content stays);
+//     Sweep, run by Forget, catches what was left.
+//   - When the mark does not match the database (no mark yet: a first
+//     publication, or the journal was off; another fleet id: another
+//     database; another gen: the database was restored from an older
+//     backup, or lost a batch; other roots), the publisher compares the
+//     whole index with the host's rows, a run of file ids at a time, and
+//     sends only what differs, then writes the mark. Check makes the same
+//     comparison and reports it (sifctl fleet check).
+//   - Errors (the database down, refusing the credentials, a schema from
+//     a newer sif) are kept for the status and retried, backing off from
+//     1 s to 30 s; the notes wait in the local index meanwhile, so
+//     nothing is lost and a database back after an hour gets only what
+//     changed.
 package fleet

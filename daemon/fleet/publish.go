@@ -1,0 +1,766 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sif-dev/sif/index"
+	"github.com/sif-dev/sif/ipc"
+)
+
+// PublisherConfig configures a Publisher.
+type PublisherConfig struct {
+	// Host is this host's name in the fleet.
+	Host string
+	// Roots are the published roots: files under them are published,
+	// others are not (and are removed from the fleet if they were).
+	Roots []string
+	// Pool reaches the fleet database.
+	Pool *pgxpool.Pool
+	// Index returns the daemon's index as it is now (it may be swapped
+	// for a rebuilt one); the publisher reads its change journal.
+	Index func() *index.Index
+	// Version is this sif's version, stored with the host.
+	Version string
+	// Logger receives the publisher's log lines; nil discards them.
+	Logger *slog.Logger
+	// BatchFiles is how many files one publishing transaction carries;
+	// 0 means DefaultBatchFiles.
+	BatchFiles int
+	// Poll is how often the journal is looked at when nothing wakes the
+	// publisher (Kick); 0 means one second.
+	Poll time.Duration
+	// Heartbeat is how often the host's last_seen is moved on when there
+	// is nothing to publish; 0 means one minute.
+	Heartbeat time.Duration
+}
+
+// DefaultBatchFiles is the number of files one publishing transaction
+// carries by default.
+const DefaultBatchFiles = 1000
+
+// A Publisher keeps this host's rows of the fleet database equal to the
+// published part of the local index. See doc.go, "Publishing".
+type Publisher struct {
+	cfg  PublisherConfig
+	log  *slog.Logger
+	kick chan struct{}
+
+	mu sync.Mutex
+	st ipc.FleetStatus
+	// pendingSince is when the journal was last seen empty and then found
+	// not to be: the age of the oldest change not yet published, within a
+	// poll.
+	pendingSince time.Time
+	lastBeat     time.Time
+	fleetID      string
+	// joined says join succeeded since the last error; only Run's
+	// goroutine uses it.
+	joined bool
+}
+
+// NewPublisher returns a publisher; Run runs it.
+func NewPublisher(cfg PublisherConfig) *Publisher {
+	if cfg.BatchFiles <= 0 {
+		cfg.BatchFiles = DefaultBatchFiles
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = time.Minute
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Publisher{cfg: cfg, log: log, kick: make(chan struct{}, 1)}
+	p.st.Host = cfg.Host
+	p.st.Publishing = slices.Clone(cfg.Roots)
+	return p
+}
+
+// Kick wakes the publisher: the index changed.
+func (p *Publisher) Kick() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Status returns the state of the link now.
+func (p *Publisher) Status() ipc.FleetStatus {
+	ix := p.cfg.Index()
+	n, more, err := ix.JournalLen(1_000_000)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.st
+	if err == nil {
+		st.Pending, st.PendingMore = n, more
+	}
+	if n > 0 && !p.pendingSince.IsZero() {
+		st.LagSecs = time.Since(p.pendingSince).Seconds()
+	}
+	return st
+}
+
+// Run publishes until ctx is done. Errors (the database down, refusing
+// the credentials, a schema from a newer sif) are logged and kept for the
+// status, and the publisher tries again, backing off from 1 s to 30 s;
+// nothing is lost meanwhile: the notes wait in the local index.
+func (p *Publisher) Run(ctx context.Context) {
+	backoff := time.Second
+	for ctx.Err() == nil {
+		busy, err := p.round(ctx)
+		if err != nil && ctx.Err() == nil {
+			p.failed(err)
+			if !sleep(ctx, backoff, nil) {
+				return
+			}
+			backoff = min(2*backoff, 30*time.Second)
+			continue
+		}
+		backoff = time.Second
+		if !busy && !sleep(ctx, p.cfg.Poll, p.kick) {
+			return
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration, kick <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	case <-kick:
+	}
+	return true
+}
+
+func (p *Publisher) failed(err error) {
+	p.joined = false // the database may have been replaced: join it again
+	p.mu.Lock()
+	was := p.st.LastError
+	p.st.Connected = false
+	p.st.LastError = err.Error()
+	p.st.ErrorAt = time.Now()
+	p.mu.Unlock()
+	if was != err.Error() {
+		p.log.Warn("fleet: publishing failed; trying again", "err", err)
+	}
+}
+
+// mark is the journal mark the publisher keeps in the local index: the
+// fleet database, host, roots and batch number its rows there stand at.
+type mark struct {
+	Fleet string   `json:"fleet"`
+	Host  string   `json:"host"`
+	Gen   int64    `json:"gen"`
+	Roots [][]byte `json:"roots"` // raw bytes: roots need not be UTF-8
+}
+
+func (m *mark) encode() []byte {
+	b, _ := json.Marshal(m)
+	return b
+}
+
+func (p *Publisher) markFor(fleetID string, gen int64) *mark {
+	m := &mark{Fleet: fleetID, Host: p.cfg.Host, Gen: gen}
+	for _, r := range p.cfg.Roots {
+		m.Roots = append(m.Roots, []byte(r))
+	}
+	return m
+}
+
+// HostID is the id of host name in the fleet tables: the first 8 bytes of
+// its SHA-256, big-endian, as a signed 64-bit number.
+func HostID(name string) int64 {
+	h := sha256.Sum256([]byte(name))
+	return int64(binary.BigEndian.Uint64(h[:8]))
+}
+
+// ContentID is the id of the content of strong hash strong in the fleet
+// tables: its first 8 bytes, big-endian, as a signed 64-bit number.
+func ContentID(strong [32]byte) int64 { return int64(binary.BigEndian.Uint64(strong[:8])) }
+
+// round does one step of publishing: join the fleet if need be, then
+// compare the whole index with the fleet's rows (when the mark does not
+// match the database) or publish one batch of notes, and beat the heart.
+// busy says there may be more to do at once.
+func (p *Publisher) round(ctx context.Context) (busy bool, err error) {
+	ix := p.cfg.Index()
+	if !p.joined {
+		if err := p.join(ctx); err != nil {
+			return false, err
+		}
+		p.joined = true
+	}
+	gen, err := p.hostGen(ctx)
+	if err != nil {
+		return false, err
+	}
+	raw, err := ix.JournalMark()
+	if err != nil {
+		return false, err
+	}
+	want := p.markFor(p.fleetID, gen).encode()
+	if !bytes.Equal(raw, want) {
+		if err := p.resync(ctx, ix, gen, raw); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	es, err := ix.Journal(0, p.cfg.BatchFiles, nil)
+	if err != nil {
+		return false, err
+	}
+	if len(es) == 0 {
+		p.mu.Lock()
+		p.pendingSince = time.Time{}
+		beat := time.Since(p.lastBeat) >= p.cfg.Heartbeat
+		p.mu.Unlock()
+		if beat {
+			return false, p.heartbeat(ctx)
+		}
+		return false, nil
+	}
+	p.mu.Lock()
+	if p.pendingSince.IsZero() {
+		p.pendingSince = time.Now()
+	}
+	p.mu.Unlock()
+	v, err := ix.View()
+	if err != nil {
+		return false, err
+	}
+	defer v.Close()
+	var b batch
+	for _, e := range es {
+		rec, found, err := v.File(e.ID)
+		if err != nil {
+			return false, err
+		}
+		if found && p.published(rec.Path) {
+			b.set = append(b.set, rec)
+		} else {
+			b.del = append(b.del, int64(e.ID))
+		}
+	}
+	if err := p.apply(ctx, v, gen, &b); err != nil {
+		return false, err
+	}
+	if err := ix.JournalDone(es, p.markFor(p.fleetID, gen+1).encode()); err != nil {
+		return false, err
+	}
+	p.published1(len(es))
+	return len(es) == p.cfg.BatchFiles, nil
+}
+
+// published reports whether path is under a published root.
+func (p *Publisher) published(path string) bool { return inRoots(path, p.cfg.Roots) }
+
+func (p *Publisher) published1(n int) {
+	p.mu.Lock()
+	p.st.Connected = true
+	p.st.LastError = ""
+	p.st.Published += int64(n)
+	p.st.LastPublished = time.Now()
+	p.lastBeat = time.Now()
+	p.mu.Unlock()
+}
+
+// join makes sure the schema is there and current, the fleet's parameters
+// are this index's, and this host has its row.
+func (p *Publisher) join(ctx context.Context) error {
+	fleetID, err := Migrate(ctx, p.cfg.Pool)
+	if err != nil {
+		return err
+	}
+	params, err := json.Marshal(p.cfg.Index().Params())
+	if err != nil {
+		return err
+	}
+	if err := SetParams(ctx, p.cfg.Pool, string(params)); err != nil {
+		return err
+	}
+	roots := make([][]byte, 0, len(p.cfg.Roots))
+	for _, r := range p.cfg.Roots {
+		roots = append(roots, []byte(r))
+	}
+	_, err = p.cfg.Pool.Exec(ctx, `
+		INSERT INTO sif_hosts (host_id, name, roots, version, last_seen) VALUES ($1, $2, $3, $4, now())
+		ON CONFLICT (host_id) DO UPDATE SET roots = excluded.roots, version = excluded.version, last_seen = now()`,
+		HostID(p.cfg.Host), p.cfg.Host, roots, p.cfg.Version)
+	if err != nil {
+		return fmt.Errorf("fleet: joining as host %q: %w", p.cfg.Host, err)
+	}
+	p.mu.Lock()
+	p.fleetID = fleetID
+	p.st.Connected = true
+	p.st.LastError = ""
+	p.lastBeat = time.Now()
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *Publisher) hostGen(ctx context.Context) (int64, error) {
+	var gen int64
+	err := p.cfg.Pool.QueryRow(ctx, `SELECT gen FROM sif_hosts WHERE host_id = $1`, HostID(p.cfg.Host)).Scan(&gen)
+	if err != nil {
+		return 0, fmt.Errorf("fleet: reading host %q: %w", p.cfg.Host, err)
+	}
+	return gen, nil
+}
+
+func (p *Publisher) heartbeat(ctx context.Context) error {
+	_, err := p.cfg.Pool.Exec(ctx, `UPDATE sif_hosts SET last_seen = now() WHERE host_id = $1`, HostID(p.cfg.Host))
+	if err != nil {
+		return fmt.Errorf("fleet: heartbeat: %w", err)
+	}
+	p.mu.Lock()
+	p.lastBeat = time.Now()
+	p.st.Connected = true
+	p.st.LastError = ""
+	p.mu.Unlock()
+	return nil
+}
+
+// resync compares the fleet's rows for this host with the whole index, in
+// runs of file ids, and publishes what differs; then sets the mark. The
+// journal's notes are kept: a change made during the comparison is
+// published again after it, which is harmless.
+func (p *Publisher) resync(ctx context.Context, ix *index.Index, gen int64, had []byte) error {
+	p.log.Info("fleet: comparing this host's fleet rows with the index", "host", p.cfg.Host, "mark", string(had))
+	p.setResyncing(true)
+	defer p.setResyncing(false)
+	start := time.Now()
+	var sent, compared int
+	after := uint32(0)
+	for {
+		v, err := ix.View()
+		if err != nil {
+			return err
+		}
+		var local []index.FileRecord
+		last, more, err := v.FilesAfter(after, p.cfg.BatchFiles, func(rec index.FileRecord) error {
+			if p.published(rec.Path) {
+				local = append(local, rec)
+			}
+			return nil
+		})
+		if err != nil {
+			v.Close()
+			return err
+		}
+		hi := int64(last)
+		if !more {
+			hi = 1 << 32
+		}
+		b, err := diffRange(ctx, p.cfg.Pool, HostID(p.cfg.Host), int64(after), hi, local)
+		if err == nil && (len(b.set) > 0 || len(b.del) > 0) {
+			err = p.apply(ctx, v, gen, &b)
+			gen++
+		}
+		v.Close()
+		if err != nil {
+			return err
+		}
+		compared += len(local)
+		sent += len(b.set) + len(b.del)
+		p.published1(len(b.set) + len(b.del))
+		if !more {
+			break
+		}
+		after = last
+	}
+	if err := ix.JournalDone(nil, p.markFor(p.fleetID, gen).encode()); err != nil {
+		return err
+	}
+	p.log.Info("fleet: host rows compared", "host", p.cfg.Host, "files", compared, "published", sent, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func (p *Publisher) setResyncing(on bool) {
+	p.mu.Lock()
+	p.st.Resyncing = on
+	p.mu.Unlock()
+}
+
+// fileRow is a row of sif_files, as the comparison reads it.
+type fileRow struct {
+	path    []byte
+	size    int64
+	mtime   int64
+	content *int64
+}
+
+// diffRange returns what must change in the fleet's rows of host with file
+// ids in (lo, hi] for them to equal local (those files, published).
+func diffRange(ctx context.Context, q Querier, host, lo, hi int64, local []index.FileRecord) (batch, error) {
+	rows, err := q.Query(ctx, `
+		SELECT file_id, path, size, mtime, content_id FROM sif_files
+		WHERE host_id = $1 AND file_id > $2 AND file_id <= $3`, host, lo, hi)
+	if err != nil {
+		return batch{}, fmt.Errorf("fleet: reading host rows: %w", err)
+	}
+	have := map[int64]fileRow{}
+	for rows.Next() {
+		var id int64
+		var r fileRow
+		if err := rows.Scan(&id, &r.path, &r.size, &r.mtime, &r.content); err != nil {
+			rows.Close()
+			return batch{}, err
+		}
+		have[id] = r
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return batch{}, fmt.Errorf("fleet: reading host rows: %w", err)
+	}
+	var b batch
+	for _, rec := range local {
+		r, ok := have[int64(rec.ID)]
+		delete(have, int64(rec.ID))
+		if ok && r.equal(&rec) {
+			continue
+		}
+		b.set = append(b.set, rec)
+	}
+	for id := range have {
+		b.del = append(b.del, id)
+	}
+	slices.Sort(b.del)
+	return b, nil
+}
+
+func (r *fileRow) equal(rec *index.FileRecord) bool {
+	if string(r.path) != rec.Path || r.size != rec.FileMeta.Size || r.mtime != rec.MtimeNs {
+		return false
+	}
+	if rec.Strong == ([32]byte{}) {
+		return r.content == nil
+	}
+	return r.content != nil && *r.content == ContentID(rec.Strong)
+}
+
+// batch is one publishing transaction: files to set (as they are in the
+// index) and file ids to remove.
+type batch struct {
+	set []index.FileRecord
+	del []int64
+}
+
+// errGenMoved: the host's batch number in the database is not the one the
+// publisher expected (another publisher under this host's name, or a
+// restored database): compare everything again.
+var errGenMoved = errors.New("fleet: this host's rows changed under the publisher (another sifd with the same host name?)")
+
+// apply publishes b in one transaction, taking the host's batch number
+// from gen to gen+1, and then drops the contents no file holds any more.
+func (p *Publisher) apply(ctx context.Context, v *index.View, gen int64, b *batch) error {
+	var orphans []int64
+	var err error
+	for try := 0; ; try++ {
+		orphans, err = p.applyOnce(ctx, v, gen, b)
+		if err == nil || try == 3 || !retryable(err) {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if len(orphans) > 0 {
+		if _, err := dropContents(ctx, p.cfg.Pool, orphans); err != nil {
+			p.log.Debug("fleet: dropping unheld contents failed; the next sweep will", "err", err)
+		}
+	}
+	return nil
+}
+
+func (p *Publisher) applyOnce(ctx context.Context, v *index.View, gen int64, b *batch) (orphans []int64, err error) {
+	tx, err := p.cfg.Pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	host := HostID(p.cfg.Host)
+	var dbGen int64
+	if err := tx.QueryRow(ctx, `SELECT gen FROM sif_hosts WHERE host_id = $1 FOR UPDATE`, host).Scan(&dbGen); err != nil {
+		return nil, fmt.Errorf("fleet: reading host %q: %w", p.cfg.Host, err)
+	}
+	if dbGen != gen {
+		return nil, errGenMoved
+	}
+	if err := p.putContents(ctx, tx, v, b.set); err != nil {
+		return nil, err
+	}
+	ids := make([]int64, 0, len(b.set)+len(b.del))
+	for i := range b.set {
+		ids = append(ids, int64(b.set[i].ID))
+	}
+	ids = append(ids, b.del...)
+	// The contents the changed files held: some may be held by no file
+	// once this batch is in.
+	rows, err := tx.Query(ctx, `SELECT DISTINCT content_id FROM sif_files WHERE host_id = $1 AND file_id = ANY($2) AND content_id IS NOT NULL`, host, ids)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	orphans, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	if len(b.del) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM sif_files WHERE host_id = $1 AND file_id = ANY($2)`, host, b.del); err != nil {
+			return nil, fmt.Errorf("fleet: removing files: %w", err)
+		}
+	}
+	if len(b.set) > 0 {
+		n := len(b.set)
+		fid, size, mtime := make([]int64, n), make([]int64, n), make([]int64, n)
+		paths := make([][]byte, n)
+		content := make([]*int64, n)
+		for i := range b.set {
+			rec := &b.set[i]
+			fid[i], size[i], mtime[i], paths[i] = int64(rec.ID), rec.FileMeta.Size, rec.MtimeNs, []byte(rec.Path)
+			if rec.Strong != ([32]byte{}) {
+				c := ContentID(rec.Strong)
+				content[i] = &c
+			}
+		}
+		_, err := tx.Exec(ctx, `
+			INSERT INTO sif_files (host_id, file_id, path, size, mtime, content_id)
+			SELECT $1, f, p, s, m, c FROM unnest($2::bigint[], $3::bytea[], $4::bigint[], $5::bigint[], $6::bigint[]) AS u(f, p, s, m, c)
+			ON CONFLICT (host_id, file_id) DO UPDATE SET path = excluded.path, size = excluded.size,
+				mtime = excluded.mtime, content_id = excluded.content_id`,
+			host, fid, paths, size, mtime, content)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: publishing files: %w", err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE sif_hosts SET gen = gen + 1, last_seen = now() WHERE host_id = $1`, host); err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("fleet: committing a batch: %w", err)
+	}
+	return orphans, nil
+}
+
+// putContents adds to the fleet the contents of files that it lacks: their
+// records, signatures and postings. A content another host adds at the
+// same moment is added once (the insert that loses the race adds no
+// postings).
+func (p *Publisher) putContents(ctx context.Context, tx pgx.Tx, v *index.View, files []index.FileRecord) error {
+	local := map[int64]*index.FileRecord{}
+	for i := range files {
+		if s := files[i].Strong; s != ([32]byte{}) {
+			local[ContentID(s)] = &files[i]
+		}
+	}
+	if len(local) == 0 {
+		return nil
+	}
+	ids := make([]int64, 0, len(local))
+	for id := range local {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids) // one order for every publisher's locks
+	rows, err := tx.Query(ctx, `SELECT content_id, strong FROM sif_contents WHERE content_id = ANY($1)`, ids)
+	if err != nil {
+		return fmt.Errorf("fleet: %w", err)
+	}
+	have := map[int64][]byte{}
+	for rows.Next() {
+		var id int64
+		var strong []byte
+		if err := rows.Scan(&id, &strong); err != nil {
+			rows.Close()
+			return err
+		}
+		have[id] = strong
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("fleet: %w", err)
+	}
+	var c contentRows
+	for _, id := range ids {
+		rec := local[id]
+		if strong, ok := have[id]; ok {
+			if !bytes.Equal(strong, rec.Strong[:]) {
+				// Two contents whose SHA-256 begin alike: about one chance
+				// in 2^64 per pair. The file is published without content.
+				p.log.Warn("fleet: two contents share a content id; the file is published without its signature",
+					"path", rec.Path, "content_id", id)
+				for i := range files {
+					if ContentID(files[i].Strong) == id {
+						files[i].Strong = [32]byte{}
+					}
+				}
+			}
+			continue
+		}
+		raw, err := v.Signature(rec.Content)
+		if err != nil {
+			return err
+		}
+		c.add(id, rec, raw)
+	}
+	if len(c.id) == 0 {
+		return nil
+	}
+	rows, err = tx.Query(ctx, `
+		INSERT INTO sif_contents (content_id, strong, size, weight, features, level, level_weights, signature)
+		SELECT id, st, sz, w, f, l, string_to_array(lw, ',')::bigint[], sig
+		FROM unnest($1::bigint[], $2::bytea[], $3::bigint[], $4::bigint[], $5::int[], $6::smallint[], $7::text[], $8::bytea[])
+			AS u(id, st, sz, w, f, l, lw, sig)
+		ON CONFLICT (content_id) DO NOTHING
+		RETURNING content_id`,
+		c.id, c.strong, c.size, c.weight, c.features, c.level, c.levelWeights, c.sig)
+	if err != nil {
+		return fmt.Errorf("fleet: publishing contents: %w", err)
+	}
+	added, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return fmt.Errorf("fleet: publishing contents: %w", err)
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	slices.Sort(added)
+	var postings [][]any
+	var es []index.Entry
+	for _, id := range added {
+		es, err = index.DecodeSignature(c.sigOf[id], es[:0])
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			postings = append(postings, []any{int32(e.Key), id, int32(min(e.Weight, 1<<31-1))})
+		}
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"sif_postings"}, []string{"key", "content_id", "weight"}, pgx.CopyFromRows(postings)); err != nil {
+		return fmt.Errorf("fleet: publishing postings: %w", err)
+	}
+	return nil
+}
+
+// contentRows are sif_contents rows to insert, column by column.
+type contentRows struct {
+	id, size, weight []int64
+	features         []int32
+	level            []int16
+	levelWeights     []string // comma-separated: pgx has no array of arrays of differing lengths
+	strong, sig      [][]byte
+	sigOf            map[int64][]byte
+}
+
+func (c *contentRows) add(id int64, rec *index.FileRecord, sig []byte) {
+	if c.sigOf == nil {
+		c.sigOf = map[int64][]byte{}
+	}
+	c.id = append(c.id, id)
+	c.strong = append(c.strong, slices.Clone(rec.Strong[:]))
+	c.size = append(c.size, rec.FileMeta.Size)
+	c.weight = append(c.weight, int64(rec.Weight))
+	c.features = append(c.features, int32(rec.Features))
+	c.level = append(c.level, int16(rec.Level))
+	lw := make([]string, len(rec.LevelWeights))
+	for i, w := range rec.LevelWeights {
+		lw[i] = fmt.Sprint(w)
+	}
+	c.levelWeights = append(c.levelWeights, strings.Join(lw, ","))
+	c.sig = append(c.sig, sig)
+	c.sigOf[id] = sig
+}
+
+// dropContents deletes, with their postings, those of contents that no
+// file holds, and returns how many it deleted. A file added meanwhile by
+// another host makes the deletion fail on its foreign key, and the content
+// stays; a later sweep tries again.
+func dropContents(ctx context.Context, db TxStarter, contents []int64) (int, error) {
+	slices.Sort(contents)
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	rows, err := tx.Query(ctx, `
+		SELECT content_id, signature FROM sif_contents c
+		WHERE content_id = ANY($1) AND NOT EXISTS (SELECT 1 FROM sif_files f WHERE f.content_id = c.content_id)
+		ORDER BY content_id FOR UPDATE`, contents)
+	if err != nil {
+		return 0, err
+	}
+	var gone []int64
+	var keys []int32
+	var owners []int64
+	var es []index.Entry
+	for rows.Next() {
+		var id int64
+		var sig []byte
+		if err := rows.Scan(&id, &sig); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		if es, err = index.DecodeSignature(sig, es[:0]); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("content %d: %w", id, err)
+		}
+		gone = append(gone, id)
+		for _, e := range es {
+			keys = append(keys, int32(e.Key))
+			owners = append(owners, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if len(gone) == 0 {
+		return 0, nil
+	}
+	if _, err := tx.Exec(ctx, `
+		DELETE FROM sif_postings p USING unnest($1::int[], $2::bigint[]) AS u(k, c)
+		WHERE p.key = u.k AND p.content_id = u.c`, keys, owners); err != nil {
+		return 0, err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM sif_contents WHERE content_id = ANY($1)`, gone); err != nil {
+		return 0, err
+	}
+	return len(gone), tx.Commit(ctx)
+}
+
+// retryable reports whether a transaction that failed with err may
+// succeed if tried again at once: a deadlock or serialization failure, or
+// a foreign key that a concurrent sweep removed.
+func retryable(err error) bool {
+	var pe interface{ SQLState() string }
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.SQLState() {
+	case "40001", "40P01", "23503":
+		return true
+	}
+	return false
+}
