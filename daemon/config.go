@@ -130,6 +130,8 @@ type Config struct {
 	// once. Without LevelVar a change is logged as needing a restart.
 	LogLevel string
 	LevelVar *slog.LevelVar
+	// Fleet links the daemon to a fleet index; nil means none.
+	Fleet *FleetConfig
 }
 
 // DefaultDB returns the index directory used when none is named:
@@ -211,6 +213,13 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("db %s: %w", c.DB, err)
 	}
 	c.DB = db
+	if c.Fleet != nil {
+		f := *c.Fleet
+		c.Fleet = &f
+		if err := c.checkFleet(); err != nil {
+			return c, err
+		}
+	}
 	return c, nil
 }
 

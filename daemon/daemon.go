@@ -32,6 +32,7 @@ type Daemon struct {
 	log    *slog.Logger
 	ix     *ixHandle
 	faults faults
+	fleet  *fleetLink // nil without a fleet
 	// changing lists the files found still changing.
 	changing *changing
 	started  time.Time
@@ -223,7 +224,12 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 		ln.Close()
 		return err
 	}
-	srv := server.New(server.Backend{Query: answers{d}, Control: d, Content: d},
+	if err := d.linkFleet(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	defer d.fleet.close()
+	srv := server.New(server.Backend{Query: answers{d}, Control: d, Content: d, Fleet: d.fleet.backend()},
 		server.Options{Version: d.cfg.Version, Logger: d.log.With("component", "ipc"), Access: access})
 	g, gctx := errgroup.WithContext(ctx)
 	d.spawnMu.Lock()
@@ -257,6 +263,7 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 	g.Go(func() error { ln.Watch(gctx, d.cfg.SocketCheckEvery, d.log); return nil })
 	g.Go(func() error { return d.faultLoop(gctx) })
 	g.Go(func() error { return d.firstScan(gctx) })
+	g.Go(func() error { d.fleet.run(gctx); return nil })
 	err = g.Wait()
 	cancel()
 	if ctx.Err() != nil {
@@ -502,6 +509,13 @@ func (d *Daemon) Status() ipc.Status {
 		st.Index.Compacting = d.compacting.Load()
 	}
 	d.faults.status(&st)
+	if d.fleet != nil {
+		fs := ipc.FleetStatus{Host: d.cfg.Fleet.Host, Publishing: []string{}}
+		if d.fleet.pub != nil {
+			fs = d.fleet.pub.Status()
+		}
+		st.Fleet = &fs
+	}
 	st.StillChanging = d.changing.list()
 	return st
 }

@@ -48,6 +48,15 @@
 //     denied: kept per root, listed in the status, and read again once it
 //     may be, on the event a change of permissions raises or by a poll
 //     (denied.go).
+//   - The fleet (fleetlink.go, package daemon/fleet): with a [fleet]
+//     table in its configuration, the daemon links to a fleet index, a
+//     database shared by many hosts, through a pool that connects lazily
+//     (a database down at start is an error in the status, tried again).
+//     With published roots, the index keeps its change journal and a
+//     publisher copies the files under those roots there in the
+//     background; the status shows the link, the changes not yet
+//     published and the lag. sifctl fleet check and forget are answered
+//     by the daemon: callers never hold the database's credentials.
 //   - A polled root is on a filesystem that sends no change events (NFS,
 //     SMB, FUSE; or any root under --no-watch): it is not watched but
 //     rescanned every rescan interval, and Wait rescans it.

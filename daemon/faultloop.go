@@ -133,7 +133,7 @@ var abandonIndex = (*index.Index).Abandon
 func (d *Daemon) openIndex(params fingerprint.Params) (*index.Index, error) {
 	return index.Open(d.cfg.DB, &index.Options{
 		Params: params, Logger: d.cfg.Logger.With("component", "pebble"),
-		MoveAsideOldFormat: true, MoveAsideCorrupt: true,
+		MoveAsideOldFormat: true, MoveAsideCorrupt: true, Journal: d.cfg.publishing(),
 		OnBackgroundError: d.faults.backgroundError,
 		OnUnwritable:      d.faults.onUnwritable, OnDiskFull: d.faults.onDiskFull, FS: debugFS(),
 	})

@@ -73,6 +73,7 @@ func (d *Daemon) reload() {
 		{"rescan_interval", nc.RescanInterval != old.RescanInterval},
 		{"network_fs", nc.NetworkFS != old.NetworkFS},
 		{"min_free_space", nc.MinFreeSpace != old.MinFreeSpace},
+		{"fleet", !fleetEqual(nc.Fleet, old.Fleet)},
 	} {
 		if c.changed {
 			d.log.Warn("configuration change takes effect at restart", "key", c.name)

@@ -20,12 +20,14 @@ const (
 	CodeParamsMismatch Code = "params_mismatch" // fingerprints made with other parameters than the index's
 	CodeNotFound       Code = "not_found"       // no such route or object
 	CodeMethod         Code = "method_not_allowed"
-	CodeUnavailable    Code = "unavailable" // the daemon is shutting down
-	CodeTimeout        Code = "timeout"     // a wait did not complete in time, or the request was not received in time
-	CodeBusy           Code = "busy"        // the daemon serves as many requests as it takes at once; retry after Retry-After
-	CodeTooLarge       Code = "too_large"   // the body or a list in it is larger than the daemon accepts
-	CodeInternal       Code = "internal"    // the daemon failed; see its log
-	CodeForbidden      Code = "forbidden"   // the caller may not do this (or cannot be identified)
+	CodeUnavailable    Code = "unavailable"       // the daemon is shutting down
+	CodeTimeout        Code = "timeout"           // a wait did not complete in time, or the request was not received in time
+	CodeBusy           Code = "busy"              // the daemon serves as many requests as it takes at once; retry after Retry-After
+	CodeTooLarge       Code = "too_large"         // the body or a list in it is larger than the daemon accepts
+	CodeInternal       Code = "internal"          // the daemon failed; see its log
+	CodeForbidden      Code = "forbidden"         // the caller may not do this (or cannot be identified)
+	CodeNoFleet        Code = "no_fleet"          // the daemon has no fleet ([fleet] in its configuration)
+	CodeFleetDown      Code = "fleet_unavailable" // the fleet database did not answer in time, or failed
 )
 
 // Error is an error reported by the daemon.
@@ -425,6 +427,37 @@ type Status struct {
 	// LowSpace is set while index writes are on hold for want of room
 	// under the index: how much is free and how much sifd keeps free.
 	LowSpace *LowSpace `json:"low_space,omitempty"`
+	// Fleet is the link to the fleet index, when the daemon has one
+	// (the [fleet] table of its configuration).
+	Fleet *FleetStatus `json:"fleet,omitempty"`
+}
+
+// FleetStatus is the state of the daemon's link to the fleet index.
+type FleetStatus struct {
+	// Host is this host's name in the fleet.
+	Host string `json:"host"`
+	// Publishing lists the published roots (none: the daemon only asks).
+	Publishing []string `json:"publishing"`
+	// Connected says the last exchange with the database succeeded;
+	// LastError (and ErrorAt) is the last failure, cleared by a success.
+	Connected bool      `json:"connected"`
+	LastError string    `json:"last_error,omitempty"`
+	ErrorAt   time.Time `json:"error_at,omitzero"`
+	// Pending is the number of changed files not yet published, counted
+	// up to a million (PendingMore says there were more), and LagSecs how
+	// long the oldest of them has waited.
+	Pending     int     `json:"pending"`
+	PendingMore bool    `json:"pending_more,omitempty"`
+	LagSecs     float64 `json:"lag_seconds"`
+	// Resyncing is set while the daemon compares its rows in the fleet
+	// with its whole index: at the first publication, and after the
+	// database lost or gained rows behind its back (restored from a
+	// backup, another host under the same name).
+	Resyncing bool `json:"resyncing,omitempty"`
+	// Published counts the files published (set or removed) since start,
+	// and LastPublished is when a batch last went in.
+	Published     int64     `json:"published"`
+	LastPublished time.Time `json:"last_published,omitzero"`
 }
 
 // LowSpace says why index writes wait for room: the filesystem of the

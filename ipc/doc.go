@@ -69,6 +69,8 @@
 //	POST /v1/roots        RootsRequest (add or remove a root, persisted) → RootsResponse
 //	POST /v1/rescan       RescanRequest (a directory, or every root) → RescanResponse
 //	POST /v1/wait         WaitRequest → WaitResponse once every earlier change is applied
+//	GET  /v1/fleet/check  how this host's rows in the fleet index differ from its index → FleetCheck
+//	POST /v1/fleet/forget FleetForgetRequest (a host gone for good) → FleetForgetResponse
 //
 // The limits the daemon puts on requests (body size, fingerprints per
 // query, slots, timeouts, connections) are described in package

@@ -111,7 +111,7 @@ number, as a shell reports it).`,
 	root.PersistentFlags().StringVar(&g.socket, "socket", ipc.ClientSocket(), "sifd's Unix socket (default: $SIF_SOCKET, else your own sifd's, else the system one)")
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON (one object per line) instead of text")
 	root.AddCommand(newSimilarCmd(g), newGroupsCmd(g), newDupesCmd(g), newStatusCmd(g), newCompareCmd(g),
-		newRootsCmd(g), newRescanCmd(g), newWaitCmd(g), newBasisCmd(g), newSketchCmd(g))
+		newRootsCmd(g), newRescanCmd(g), newWaitCmd(g), newBasisCmd(g), newSketchCmd(g), newFleetCmd(g))
 	root.AddCommand(gendocs.Command())
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -68,6 +69,9 @@ func printStatus(g *globals, st *ipc.Status) {
 	for _, r := range st.RemovedRoots {
 		fmt.Fprintf(w, "  root %s: not in effect: configured, but removed with sifctl roots remove (sifctl roots add puts it back)\n", r.Exact())
 	}
+	if f := st.Fleet; f != nil {
+		printFleetStatus(w, f)
+	}
 	q := st.Queue
 	fmt.Fprintf(w, "  queue: %d settling, %d live, %d from scans, %d directory scans; %d workers busy\n",
 		q.Settling, q.Live, q.Scan, q.Scans, q.Busy)
@@ -85,6 +89,39 @@ func printStatus(g *globals, st *ipc.Status) {
 		for _, e := range st.LastError {
 			fmt.Fprintf(w, "    %s\n", e)
 		}
+	}
+}
+
+// printFleetStatus writes the daemon's link to the fleet index.
+func printFleetStatus(w io.Writer, f *ipc.FleetStatus) {
+	link := "connected"
+	if !f.Connected {
+		link = "not connected"
+	}
+	fmt.Fprintf(w, "  fleet: host %s, %s", f.Host, link)
+	if len(f.Publishing) == 0 {
+		fmt.Fprint(w, "; publishes nothing (asks only)")
+	} else {
+		fmt.Fprintf(w, "; publishes %s", strings.Join(f.Publishing, ", "))
+	}
+	fmt.Fprintln(w)
+	if len(f.Publishing) > 0 {
+		more := ""
+		if f.PendingMore {
+			more = "+"
+		}
+		fmt.Fprintf(w, "    %d%s changes not yet published", f.Pending, more)
+		if f.Pending > 0 {
+			fmt.Fprintf(w, " (oldest waiting %s)", (time.Duration(f.LagSecs * float64(time.Second))).Round(time.Second))
+		}
+		fmt.Fprintf(w, "; %d files published since start", f.Published)
+		if f.Resyncing {
+			fmt.Fprint(w, "; comparing this host's fleet rows with the index")
+		}
+		fmt.Fprintln(w)
+	}
+	if f.LastError != "" {
+		fmt.Fprintf(w, "    last error (%s): %s\n", f.ErrorAt.Local().Format(time.DateTime), f.LastError)
 	}
 }
 

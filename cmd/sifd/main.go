@@ -182,6 +182,9 @@ to the file's directory. Flags given on the command line override the file;
 				return &statusError{exitError, err}
 			}
 			cfg, level := f.apply(cmd.Flags(), fc)
+			if cfg.Fleet, err = fleetConfig(fc.Fleet); err != nil {
+				return &statusError{exitError, err}
+			}
 			if err := checkSchemeFlags(cmd.Flags(), cfg.Params.Scheme); err != nil {
 				return &statusError{exitError, err}
 			}
@@ -212,6 +215,9 @@ to the file's directory. Flags given on the command line override the file;
 				}
 				c, level := f.apply(fl, fc)
 				c.LogLevel = level
+				if c.Fleet, err = fleetConfig(fc.Fleet); err != nil {
+					return daemon.Config{}, err
+				}
 				return c, nil
 			}
 			err = runService(cmd.Context(), cfg)
@@ -441,6 +447,24 @@ func loadConfigFile(fl *pflag.FlagSet, name string) (config.File, error) {
 		return config.File{}, nil
 	}
 	return config.Load(name)
+}
+
+// fleetConfig turns the file's [fleet] table into the daemon's, reading
+// the database's URL (from SIF_FLEET_URL or the URL file) and the host
+// name. Its errors never show the URL.
+func fleetConfig(f *config.Fleet) (*daemon.FleetConfig, error) {
+	if f == nil {
+		return nil, nil
+	}
+	url, err := f.URL(nil)
+	if err != nil {
+		return nil, err
+	}
+	host, err := f.HostName(nil)
+	if err != nil {
+		return nil, err
+	}
+	return &daemon.FleetConfig{URL: url, Host: host, Publish: f.Publish, Silence: f.Silence, Timeout: f.Timeout, AskGroup: f.AskGroup}, nil
 }
 
 // apply returns the configuration to run with and the log level: the

@@ -149,6 +149,12 @@ func redactStatus(st ipc.Status, v lister) ipc.Status {
 	if rb := st.IndexRebuilt; rb != nil {
 		st.IndexRebuilt = &ipc.IndexRebuild{At: rb.At} // the reason and old place name the db
 	}
+	if f := st.Fleet; f != nil {
+		// The link's state, without counts of files or the database's
+		// errors (which may name its host and user).
+		st.Fleet = &ipc.FleetStatus{Host: f.Host, Connected: f.Connected, LagSecs: f.LagSecs,
+			Publishing: slices.DeleteFunc(slices.Clone(f.Publishing), func(p string) bool { return !v.CanList(p) })}
+	}
 	st.Roots = redactRoots(st.Roots, v)
 	st.RemovedRoots = slices.DeleteFunc(slices.Clone(st.RemovedRoots), func(p ipc.FilePath) bool { return !v.CanList(p.Exact()) })
 	st.Redacted = true

@@ -35,6 +35,8 @@ func (s *Server) routes() []route {
 		{pattern: "POST /v1/roots", change: "changing the roots", control: true, serve: withBody(s, s.changeRoots)},
 		{pattern: "POST /v1/rescan", change: "asking for a rescan", control: true, serve: withBody(s, s.rescan)},
 		{pattern: "POST /v1/wait", control: true, serve: withBody(s, s.wait)},
+		{pattern: "GET /v1/fleet/check", change: "checking the fleet index", serve: s.fleetCheck},
+		{pattern: "POST /v1/fleet/forget", change: "forgetting a fleet host", serve: withBody(s, s.fleetForget)},
 	}
 }
 

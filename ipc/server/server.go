@@ -34,6 +34,10 @@ type Backend struct {
 	// best candidates are checked against them (see ContentOpener).
 	// Without it, matches keep the index's estimates.
 	Content ContentOpener
+	// Fleet is the daemon's link to the fleet index: it answers
+	// /v1/fleet/check and /v1/fleet/forget. Without it those routes answer
+	// 404 no_fleet.
+	Fleet Fleet
 }
 
 // Controller is the daemon's side of the control routes. It returns
@@ -168,6 +172,7 @@ type Options struct {
 type Server struct {
 	q       index.Querier
 	ctl     Controller    // nil: the control routes answer 404
+	fleet   Fleet         // nil: the fleet routes answer 404 no_fleet
 	content ContentOpener // nil: matches are not checked
 	opts    Options
 	access  Access
@@ -188,7 +193,7 @@ func New(b Backend, opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{q: b.Query, ctl: b.Control, content: b.Content, opts: opts, log: log, mux: http.NewServeMux(), lim: newLimiter(opts)}
+	s := &Server{q: b.Query, ctl: b.Control, content: b.Content, fleet: b.Fleet, opts: opts, log: log, mux: http.NewServeMux(), lim: newLimiter(opts)}
 	if opts.Access != nil {
 		s.access = *opts.Access
 	} else {

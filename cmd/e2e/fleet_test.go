@@ -1,0 +1,238 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sif-dev/sif/daemon/fleet/pgtest"
+	"github.com/sif-dev/sif/ipc"
+)
+
+// The fleet, through the real binaries: sifd daemons as separate hosts
+// (their own roots, indexes, sockets and host names) publish into one
+// PostgreSQL database started by the test, and every fault ends with each
+// host's rows equal to its index (sifctl fleet check).
+
+// fleetHost starts a host of a test fleet: a daemon publishing its root
+// under name, with the database's URL in a 0600 file.
+func fleetHost(t *testing.T, name, url string) *env {
+	t.Helper()
+	e := newEnv(t)
+	e.setFleet(name, url)
+	return e
+}
+
+// setFleet writes the env's configuration file with a [fleet] table.
+func (e *env) setFleet(name, url string) {
+	e.t.Helper()
+	urlFile := filepath.Join(e.dir, "fleet.url")
+	must(e.t, os.WriteFile(urlFile, []byte(url+"\n"), 0o600))
+	if os.Geteuid() == 0 {
+		// sifd runs as nobody, and reads only a file no one else may.
+		must(e.t, os.Chown(urlFile, nobody, nobody))
+	}
+	cfg := fmt.Sprintf("[fleet]\nurl_file = %q\nhost = %q\npublish = [%q]\nsilence = \"30s\"\n", urlFile, name, e.root)
+	must(e.t, os.WriteFile(filepath.Join(e.dir, "sifd.toml"), []byte(cfg), 0o644))
+}
+
+func (e *env) startFleet() {
+	e.t.Helper()
+	e.start("--config", filepath.Join(e.dir, "sifd.toml"))
+}
+
+// published waits until the host has published every change, connected.
+func (e *env) published(what string) *ipc.Status {
+	e.t.Helper()
+	return e.until(60*time.Second, what, func(st *ipc.Status) bool {
+		f := st.Fleet
+		return f != nil && f.Connected && f.LastError == "" && f.Pending == 0 && !f.Resyncing
+	})
+}
+
+// fleetCheck runs sifctl fleet check --json and fails unless the host's
+// rows equal its index.
+func (e *env) fleetCheck(wantFiles int) ipc.FleetCheck {
+	e.t.Helper()
+	r := e.sifctl("fleet", "check", "--json")
+	var rep ipc.FleetCheck
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		e.t.Fatalf("sifctl fleet check --json: exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	if r.code != 0 || !rep.OK || rep.Files != wantFiles || rep.Rows != wantFiles {
+		e.t.Fatalf("fleet check: exit %d, %+v; want ok with %d files\n%s", r.code, rep, wantFiles, r.stderr)
+	}
+	return rep
+}
+
+func fleetCount(t *testing.T, url, sql string, args ...any) int {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestFleetPublish(t *testing.T) {
+	srv := pgtest.Start(t, nil)
+	srv.CreateDB("fleet")
+	url := srv.URL("fleet")
+	alpha, beta := fleetHost(t, "alpha", url), fleetHost(t, "beta", url)
+	for i := range 12 {
+		alpha.write(fmt.Sprintf("src/f%02d.txt", i), words(uint64(i), 6000))
+	}
+	// beta holds copies of two of alpha's files, an edited one, and a
+	// file of its own; a file under a name not valid UTF-8 too.
+	beta.write("copy1.txt", words(1, 6000))
+	beta.write("copy2.txt", words(2, 6000))
+	beta.write("edited.txt", edit(3, words(3, 6000), 0.2))
+	beta.write("own.txt", words(100, 6000))
+	beta.write("bad-\xff-name.txt", words(101, 3000))
+	alpha.startFleet()
+	beta.startFleet()
+	alpha.published("alpha published")
+	beta.published("beta published")
+	alpha.fleetCheck(12)
+	beta.fleetCheck(5)
+	// 12 + 3 new contents; copy1 and copy2 are stored once.
+	if n := fleetCount(t, url, `SELECT count(*) FROM sif_contents`); n != 15 {
+		t.Fatalf("%d contents in the fleet, want 15 (the copies once)", n)
+	}
+	if n := fleetCount(t, url, `SELECT count(DISTINCT host_id) FROM sif_files f JOIN sif_contents c USING (content_id) WHERE c.content_id IN (SELECT content_id FROM sif_files GROUP BY content_id HAVING count(*) > 1)`); n != 2 {
+		t.Fatalf("shared contents are held by %d hosts, want 2", n)
+	}
+	if r := alpha.sifctl("status"); !strings.Contains(r.stdout, "fleet: host alpha, connected; publishes "+alpha.root) {
+		t.Fatalf("status text does not show the fleet link:\n%s", r.stdout)
+	}
+
+	t.Run("database killed while files change", func(t *testing.T) {
+		srv.Kill()
+		alpha.write("src/new.txt", words(200, 5000))
+		alpha.write("src/f00.txt", words(201, 5000))
+		must(t, os.Remove(filepath.Join(alpha.root, "src/f01.txt")))
+		alpha.sifctl("wait")
+		st := alpha.until(30*time.Second, "the link down in the status", func(st *ipc.Status) bool {
+			return st.Fleet != nil && !st.Fleet.Connected && st.Fleet.LastError != "" && st.Fleet.Pending > 0
+		})
+		t.Logf("with the database down: %+v", *st.Fleet)
+		// Local answers go on.
+		q := filepath.Join(alpha.dir, "query.txt")
+		must(t, os.WriteFile(q, words(2, 6000), 0o644))
+		if r, out := alpha.similar(q); r.code != 0 || len(out) != 1 || len(out[0].Matches) == 0 {
+			t.Fatalf("similar with the database down: exit %d %s", r.code, r.stderr)
+		}
+		if r := alpha.sifctl("fleet", "check"); r.code != 2 || !strings.Contains(r.stderr, "fleet unavailable") {
+			t.Fatalf("fleet check with the database down: exit %d, %q", r.code, r.stderr)
+		}
+		srv.Start()
+		alpha.published("alpha caught up after the database came back")
+		alpha.fleetCheck(12)
+		beta.fleetCheck(5)
+	})
+
+	t.Run("database down when sifd starts", func(t *testing.T) {
+		alpha.stop()
+		srv.Stop()
+		alpha.write("src/while-down.txt", words(300, 4000))
+		alpha.startFleet()
+		alpha.until(30*time.Second, "the link down at start", func(st *ipc.Status) bool {
+			return st.Fleet != nil && !st.Fleet.Connected && st.Fleet.LastError != ""
+		})
+		srv.Start()
+		alpha.published("alpha published after a start without the database")
+		alpha.fleetCheck(13)
+	})
+
+	t.Run("restored from an older dump", func(t *testing.T) {
+		dump := filepath.Join(t.TempDir(), "fleet.dump")
+		srv.Dump("fleet", dump)
+		for i := range 4 {
+			alpha.write(fmt.Sprintf("src/after-dump-%d.txt", i), words(uint64(400+i), 4000))
+		}
+		must(t, os.Remove(filepath.Join(alpha.root, "src/f03.txt")))
+		alpha.sifctl("wait")
+		alpha.published("alpha published after the dump")
+		alpha.fleetCheck(16)
+		srv.Restore(dump, "fleet")
+		// The restored rows lack the last changes: sifd notices the batch
+		// number went back, compares, and publishes what differs.
+		alpha.write("src/nudge.txt", words(500, 4000))
+		alpha.sifctl("wait")
+		alpha.published("alpha converged after the restore")
+		alpha.fleetCheck(17)
+		beta.fleetCheck(5)
+	})
+
+	t.Run("schema of a newer sif", func(t *testing.T) {
+		alpha.stop()
+		srv.Exec("fleet", `UPDATE sif_schema SET version = 99`)
+		alpha.startFleet()
+		st := alpha.until(30*time.Second, "the newer schema refused", func(st *ipc.Status) bool {
+			return st.Fleet != nil && strings.Contains(st.Fleet.LastError, "99")
+		})
+		if !strings.Contains(st.Fleet.LastError, "upgrade sif") {
+			t.Fatalf("newer schema: last error %q does not say what to do", st.Fleet.LastError)
+		}
+		srv.Exec("fleet", fmt.Sprintf(`UPDATE sif_schema SET version = %d`, 1))
+		alpha.published("alpha published once the schema was its own again")
+		alpha.fleetCheck(17)
+	})
+
+	t.Run("forget a host", func(t *testing.T) {
+		beta.stop()
+		r := alpha.sifctl("fleet", "forget", "beta", "--json")
+		var out ipc.FleetForgetResponse
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &out) != nil || out.Files != 5 || out.Contents != 4 {
+			// Beta's own three, and copy1's, which alpha no longer holds
+			// (f01 was removed above); copy2's stays with alpha's f02.
+			t.Fatalf("fleet forget beta: exit %d %s %s; want 5 files and 4 contents", r.code, r.stdout, r.stderr)
+		}
+		if r := alpha.sifctl("fleet", "forget", "beta"); r.code != 2 || !strings.Contains(r.stderr, "no such host") {
+			t.Fatalf("forgetting beta again: exit %d %q", r.code, r.stderr)
+		}
+		alpha.fleetCheck(17)
+	})
+}
+
+// Wrong credentials: the link says why in the status, and local answers
+// go on.
+func TestFleetWrongCredentials(t *testing.T) {
+	srv := pgtest.Start(t, nil)
+	srv.CreateRole("sif", "right")
+	srv.CreateDBOwnedBy("fleet", "sif")
+	e := newEnv(t)
+	e.setFleet("alpha", strings.Replace(srv.URLFor("sif", "right", "fleet"), "right", "wrong", 1))
+	e.write("a.txt", words(1, 5000))
+	e.startFleet()
+	st := e.until(30*time.Second, "the refused credentials in the status", func(st *ipc.Status) bool {
+		return st.Fleet != nil && st.Fleet.LastError != ""
+	})
+	if !strings.Contains(st.Fleet.LastError, "password authentication failed") || strings.Contains(st.Fleet.LastError, "wrong") {
+		t.Fatalf("last error %q: want pgx's authentication error, without the password", st.Fleet.LastError)
+	}
+	q := filepath.Join(e.dir, "query.txt")
+	must(t, os.WriteFile(q, words(1, 5000), 0o644))
+	if r, _ := e.similar(q); r.code != 0 {
+		t.Fatalf("similar with the fleet refused: exit %d %s", r.code, r.stderr)
+	}
+	e.stop()
+	e.setFleet("alpha", srv.URLFor("sif", "right", "fleet"))
+	e.startFleet()
+	e.published("published with the right password")
+	e.fleetCheck(1)
+}

@@ -1,0 +1,185 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sif-dev/sif/daemon/fleet"
+	"github.com/sif-dev/sif/index"
+	"github.com/sif-dev/sif/ipc"
+	"github.com/sif-dev/sif/ipc/server"
+)
+
+// FleetConfig links the daemon to a fleet index (package daemon/fleet): a
+// database, reached with the PostgreSQL wire protocol, that holds the
+// published files of every host of the fleet.
+type FleetConfig struct {
+	// URL is the database's URL or key=value connection string, as pgx
+	// parses it. It holds a password: it comes from a 0600 file or the
+	// environment, never from a command line (config.Fleet.URL).
+	URL string
+	// Host is this host's name in the fleet.
+	Host string
+	// Publish lists the published roots, each a root or under one; empty
+	// means this host only asks.
+	Publish []string
+	// Silence is how long a host may go unheard before answers leave it
+	// out; Timeout bounds a fleet query.
+	Silence time.Duration
+	Timeout time.Duration
+	// AskGroup names a group whose members may ask the fleet, besides root
+	// and the daemon's user.
+	AskGroup string
+}
+
+// checkFleet makes the published roots absolute and resolved, and checks
+// each is a root or under one.
+func (c *Config) checkFleet() error {
+	f := c.Fleet
+	if f == nil {
+		return nil
+	}
+	if f.Host == "" {
+		return fmt.Errorf("fleet: no host name")
+	}
+	if _, err := pgxpool.ParseConfig(f.URL); err != nil {
+		// pgx's message quotes nothing of the URL but its shape.
+		return fmt.Errorf("fleet: the database URL does not parse: %w", err)
+	}
+	var pub []string
+	for _, p := range f.Publish {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return fmt.Errorf("fleet: publish %s: %w", p, err)
+		}
+		abs = resolved(abs)
+		ok := false
+		for _, r := range c.Roots {
+			ok = ok || under(abs, r)
+		}
+		if !ok {
+			return fmt.Errorf("fleet: publish %s: not a root nor under one (roots: %v)", p, c.Roots)
+		}
+		pub = append(pub, abs)
+	}
+	f.Publish = pub
+	return nil
+}
+
+// fleetEqual reports whether two fleet configurations are the same.
+func fleetEqual(a, b *FleetConfig) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.URL == b.URL && a.Host == b.Host && slices.Equal(a.Publish, b.Publish) &&
+		a.Silence == b.Silence && a.Timeout == b.Timeout && a.AskGroup == b.AskGroup
+}
+
+// publishing reports whether the daemon publishes to a fleet, and so keeps
+// the index's change journal.
+func (c *Config) publishing() bool { return c.Fleet != nil && len(c.Fleet.Publish) > 0 }
+
+// fleetLink is the daemon's side of the fleet: the database pool and the
+// publisher.
+type fleetLink struct {
+	d    *Daemon
+	pool *pgxpool.Pool
+	pub  *fleet.Publisher // nil when nothing is published
+}
+
+// linkFleet connects the daemon to its fleet, if it has one. The pool
+// connects lazily: a database that is down at start is only an error in
+// the status, tried again.
+func (d *Daemon) linkFleet(ctx context.Context) error {
+	f := d.cfg.Fleet
+	if f == nil {
+		return nil
+	}
+	pc, err := pgxpool.ParseConfig(f.URL)
+	if err != nil {
+		return fmt.Errorf("fleet: the database URL does not parse: %w", err)
+	}
+	pc.MaxConns = 4
+	pc.MinConns = 0
+	if pc.ConnConfig.ConnectTimeout == 0 || pc.ConnConfig.ConnectTimeout > f.Timeout {
+		pc.ConnConfig.ConnectTimeout = max(f.Timeout, time.Second)
+	}
+	if pc.ConnConfig.RuntimeParams == nil {
+		pc.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	pc.ConnConfig.RuntimeParams["application_name"] = "sifd " + f.Host
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return fmt.Errorf("fleet: %w", err)
+	}
+	d.fleet = &fleetLink{d: d, pool: pool}
+	if len(f.Publish) > 0 {
+		d.fleet.pub = fleet.NewPublisher(fleet.PublisherConfig{
+			Host: f.Host, Roots: f.Publish, Pool: pool, Version: d.cfg.Version,
+			Index:  func() *index.Index { return d.ix.cur() },
+			Logger: d.log.With("component", "fleet"),
+		})
+	}
+	d.log.Info("fleet linked", "host", f.Host, "publishing", f.Publish)
+	return nil
+}
+
+// backend returns the link as the server's Fleet, nil without a fleet.
+func (l *fleetLink) backend() server.Fleet {
+	if l == nil {
+		return nil
+	}
+	return l
+}
+
+// run publishes until ctx is done.
+func (l *fleetLink) run(ctx context.Context) {
+	if l != nil && l.pub != nil {
+		l.pub.Run(ctx)
+	}
+}
+
+// Check implements server.Fleet.
+func (l *fleetLink) Check(ctx context.Context) (*ipc.FleetCheck, error) {
+	f := l.d.cfg.Fleet
+	ctx, cancel := context.WithTimeout(ctx, max(f.Timeout, time.Minute))
+	defer cancel()
+	ix := l.d.ix.cur()
+	var pending int
+	if l.pub != nil {
+		pending = l.pub.Status().Pending
+	}
+	rep, err := fleet.Check(ctx, l.pool, f.Host, ix, f.Publish)
+	if err != nil {
+		return nil, err
+	}
+	rep.Pending = pending
+	return rep, nil
+}
+
+// Forget implements server.Fleet.
+func (l *fleetLink) Forget(ctx context.Context, host string) (*ipc.FleetForgetResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, max(l.d.cfg.Fleet.Timeout, time.Minute))
+	defer cancel()
+	files, contents, err := fleet.Forget(ctx, l.pool, host)
+	if errors.Is(err, fleet.ErrNoHost) {
+		return nil, fmt.Errorf("%w: %q", server.ErrNoHost, host)
+	}
+	if err != nil {
+		return nil, err
+	}
+	l.d.log.Info("fleet host forgotten", "host", host, "files", files, "contents", contents)
+	return &ipc.FleetForgetResponse{Host: host, Files: files, Contents: contents}, nil
+}
+
+func (l *fleetLink) close() {
+	if l != nil {
+		l.pool.Close()
+	}
+}
