@@ -159,6 +159,14 @@ func (d *Daemon) access() (*server.Access, error) {
 		}
 		a.Operators = []uint32{gid}
 	}
+	if f := d.cfg.Fleet; f != nil && f.AskGroup != "" {
+		// A group that does not exist has no members.
+		if gid, err := config.LookupGroup(f.AskGroup); err == nil {
+			a.FleetAskers = []uint32{gid}
+		} else {
+			d.log.Info("the fleet's ask group does not exist: only root and the daemon's user may ask the fleet", "group", f.AskGroup)
+		}
+	}
 	return a, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"time"
@@ -162,6 +163,47 @@ func (l *fleetLink) Check(ctx context.Context) (*ipc.FleetCheck, error) {
 	rep.Pending = pending
 	return rep, nil
 }
+
+// Host implements server.Fleet.
+func (l *fleetLink) Host() string { return l.d.cfg.Fleet.Host }
+
+// Similar implements server.Fleet: the files of other hosts that match q,
+// estimated from fingerprints. It gives up after the fleet's timeout.
+func (l *fleetLink) Similar(ctx context.Context, q index.Query, opts index.QueryOptions) ([]ipc.Match, error) {
+	f := l.d.cfg.Fleet
+	ctx, cancel := context.WithTimeout(ctx, f.Timeout)
+	defer cancel()
+	res, err := fleet.Similar(ctx, l.pool, fleet.Query{
+		Sketch: q.Sketch, Params: l.d.ix.Params(), Path: q.Path,
+		Threshold: opts.Threshold, Limit: opts.Limit, MaxDF: opts.MaxDF, MinFeatures: opts.MinFeatures,
+		SizeRatio: opts.SizeRatio, SameExt: opts.SameExt, SameType: opts.SameType, ExcludeHost: f.Host, Silence: f.Silence,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("the database did not answer within %s", f.Timeout)
+		}
+		return nil, err
+	}
+	out := make([]ipc.Match, 0, len(res.Matches))
+	for _, m := range res.Matches {
+		p, raw := ipc.PathFields(m.Path)
+		mo := ipc.Match{
+			Host: m.Host, Path: p, PathRaw: raw, Size: m.Size, MtimeNs: m.MtimeNs,
+			Containment: pct(m.Containment), ReverseContainment: pct(m.ReverseContainment),
+			Resemblance: pct(m.Resemblance), Identical: m.Identical, Type: m.Type.String(), Measure: ipc.MeasureEstimated,
+		}
+		if l.d.ix.Params().KnowsLengths() {
+			b := int64(m.SharedWeight)
+			mo.SharedBytes = &b
+		}
+		out = append(out, mo)
+	}
+	return out, nil
+}
+
+// pct is a share in 0..1 as a percentage rounded to 0.01, as the
+// server gives local matches.
+func pct(x float64) float64 { return math.Round(x*10000) / 100 }
 
 // Forget implements server.Fleet.
 func (l *fleetLink) Forget(ctx context.Context, host string) (*ipc.FleetForgetResponse, error) {

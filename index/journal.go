@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/sif-dev/sif/index/fingerprint"
 )
 
 // The change journal. A copy of the index elsewhere (the fleet index of
@@ -297,4 +299,34 @@ func DecodeSignature(raw []byte, dst []Entry) ([]Entry, error) {
 		dst = append(dst, Entry{Key: e.key, Weight: e.weight})
 	}
 	return dst, r.err()
+}
+
+// A QueryEntry is one entry of a query's sketch as the index sees it: a
+// fingerprint key, its weight, and the least level of the hashes that map
+// to it (fingerprint.Params.HashLevel).
+type QueryEntry struct {
+	Key    uint32
+	Weight uint64
+	Level  uint8
+}
+
+// QueryEntries returns the entries of sk under params p as a query of the
+// index would take them (sorted by key, one per key), for a copy of the
+// index that answers queries elsewhere. sk must have been made with p
+// (zero Params are taken to be p).
+func QueryEntries(p fingerprint.Params, sk *fingerprint.Sketch) ([]QueryEntry, error) {
+	if sk == nil {
+		return nil, fmt.Errorf("%w: no sketch", ErrBadQuery)
+	}
+	if sk.Params != (fingerprint.Params{}) {
+		if n, err := sk.Params.Normalize(); err != nil || n != p {
+			return nil, fmt.Errorf("%w: the sketch was made with %s, the index uses %s", ErrParamsMismatch, sk.Params, p)
+		}
+	}
+	es := entriesOf(p, sk.Features, p.Level(sk.Size))
+	out := make([]QueryEntry, len(es))
+	for i, e := range es {
+		out[i] = QueryEntry{Key: e.key, Weight: e.weight, Level: e.level}
+	}
+	return out, nil
 }

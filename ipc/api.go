@@ -198,6 +198,12 @@ type SimilarRequest struct {
 	// too common to count (SimilarResponse.Common): what sifctl's
 	// --explain marks as boilerplate.
 	ListCommon bool `json:"list_common,omitempty"`
+	// Fleet asks the fleet index too (the daemon's [fleet]): the answer
+	// adds the files of other hosts that match, each with its Host and
+	// estimated from fingerprints, to this host's own (checked as
+	// without Fleet). For root, the daemon's user and the fleet's ask
+	// group.
+	Fleet bool `json:"fleet,omitempty"`
 }
 
 // Match is one file similar to a query.
@@ -223,6 +229,9 @@ type Match struct {
 	// (SimilarResponse.Template), on a file found mostly through what many
 	// files share: one of the query's family.
 	Template bool `json:"template,omitempty"`
+	// Host is the host of the file, in an answer that asked the fleet
+	// (SimilarRequest.Fleet); absent otherwise.
+	Host string `json:"host,omitempty"`
 }
 
 // SimilarResponse answers a SimilarRequest.
@@ -259,6 +268,10 @@ type SimilarResponse struct {
 	// bytes; Dropped how many of those had vanished (they are not listed).
 	Checked int `json:"checked"`
 	Dropped int `json:"dropped,omitempty"`
+	// FleetError is set when the request asked the fleet and the fleet did
+	// not answer (CodeFleetDown: the database did not answer in time, or
+	// failed): the matches are this host's only.
+	FleetError *Error `json:"fleet_error,omitempty"`
 	// ElapsedNs is the time spent in the daemon, from the request's
 	// receipt (its body read) to the answer, any wait for a slot included.
 	ElapsedNs int64 `json:"elapsed_ns"`

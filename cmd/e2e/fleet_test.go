@@ -41,13 +41,13 @@ func (e *env) setFleet(name, url string) {
 		// sifd runs as nobody, and reads only a file no one else may.
 		must(e.t, os.Chown(urlFile, nobody, nobody))
 	}
-	cfg := fmt.Sprintf("[fleet]\nurl_file = %q\nhost = %q\npublish = [%q]\nsilence = \"30s\"\n", urlFile, name, e.root)
+	cfg := fmt.Sprintf("[fleet]\nurl_file = %q\nhost = %q\npublish = [%q]\nsilence = \"30s\"\nask_group = \"%d\"\n", urlFile, name, e.root, gidOps)
 	must(e.t, os.WriteFile(filepath.Join(e.dir, "sifd.toml"), []byte(cfg), 0o644))
 }
 
 func (e *env) startFleet() {
 	e.t.Helper()
-	e.start("--config", filepath.Join(e.dir, "sifd.toml"))
+	e.start("--config", filepath.Join(e.dir, "sifd.toml"), "--socket-access", "all")
 }
 
 // published waits until the host has published every change, connected.
@@ -120,6 +120,57 @@ func TestFleetPublish(t *testing.T) {
 		t.Fatalf("status text does not show the fleet link:\n%s", r.stdout)
 	}
 
+	t.Run("similar across the fleet", func(t *testing.T) {
+		// A file outside both roots, a copy of alpha's f02 and beta's
+		// copy2, and an edited one of f05.
+		q := filepath.Join(alpha.dir, "q2.txt")
+		must(t, os.WriteFile(q, words(2, 6000), 0o644))
+		r, out := alpha.similar("--fleet", q)
+		if r.code != 0 || len(out) != 1 {
+			t.Fatalf("similar --fleet: exit %d %s", r.code, r.stderr)
+		}
+		hosts := map[string]ipc.Match{}
+		for _, m := range out[0].Matches {
+			hosts[m.Host+":"+filepath.Base(m.Path)] = m
+		}
+		a, b := hosts["alpha:f02.txt"], hosts["beta:copy2.txt"]
+		if !a.Identical || !b.Identical || a.Measure == ipc.MeasureEstimated || b.Measure != ipc.MeasureEstimated {
+			t.Fatalf("similar --fleet: want alpha's f02 checked and beta's copy2 estimated, both identical; got %+v", out[0].Matches)
+		}
+		q5 := filepath.Join(alpha.dir, "q5.txt")
+		must(t, os.WriteFile(q5, edit(3, words(3, 6000), 0.2), 0o644))
+		_, out = alpha.similar("--fleet", "--fast", q5)
+		var beta3, alpha3 *ipc.Match
+		for i, m := range out[0].Matches {
+			switch m.Host + ":" + filepath.Base(m.Path) {
+			case "beta:edited.txt":
+				beta3 = &out[0].Matches[i]
+			case "alpha:f03.txt":
+				alpha3 = &out[0].Matches[i]
+			}
+		}
+		if beta3 == nil || alpha3 == nil || !beta3.Identical || alpha3.Containment < 50 {
+			t.Fatalf("similar --fleet of an edited copy: want beta's identical edited.txt and alpha's f03 (the original); got %+v", out[0].Matches)
+		}
+		// Text names the host; a signature asks the fleet as well.
+		if r := alpha.sifctl("similar", "--fleet", q); !strings.Contains(r.stdout, "beta:"+filepath.Join(beta.root, "copy2.txt")) {
+			t.Fatalf("similar --fleet text does not name beta's copy:\n%s", r.stdout)
+		}
+		sig := alpha.sifctl("sketch", q)
+		sigFile := filepath.Join(alpha.dir, "q2.sig")
+		must(t, os.WriteFile(sigFile, []byte(sig.stdout), 0o644))
+		if r := alpha.sifctl("similar", "--fleet", "--signature", sigFile); r.code != 0 || !strings.Contains(r.stdout, "beta:") {
+			t.Fatalf("similar --fleet --signature: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		// Who may ask: the ask group (bob) yes; dave no.
+		if r := alpha.sifctlAs(asBob, "similar", "--fleet", "--fast", q); r.code != 0 || !strings.Contains(r.stdout, "beta:") {
+			t.Fatalf("similar --fleet as a member of the ask group: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		if r := alpha.sifctlAs(asDave, "similar", "--fleet", "--fast", q); r.code != 2 || !strings.Contains(r.stderr, "asking the fleet is for root") {
+			t.Fatalf("similar --fleet as a user outside the ask group: exit %d %q", r.code, r.stderr)
+		}
+	})
+
 	t.Run("database killed while files change", func(t *testing.T) {
 		srv.Kill()
 		alpha.write("src/new.txt", words(200, 5000))
@@ -138,6 +189,16 @@ func TestFleetPublish(t *testing.T) {
 		}
 		if r := alpha.sifctl("fleet", "check"); r.code != 2 || !strings.Contains(r.stderr, "fleet unavailable") {
 			t.Fatalf("fleet check with the database down: exit %d, %q", r.code, r.stderr)
+		}
+		// A fleet query: this host's matches, the error, exit 2.
+		r, out := alpha.similar("--fleet", q)
+		if r.code != 2 || len(out) != 1 || len(out[0].Matches) == 0 || !strings.Contains(r.stdout, `"fleet_error":{"code":"fleet_unavailable"`) {
+			t.Fatalf("similar --fleet with the database down: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		for _, m := range out[0].Matches {
+			if m.Host != "alpha" {
+				t.Fatalf("similar --fleet with the database down lists %s's %s", m.Host, m.Path)
+			}
 		}
 		srv.Start()
 		alpha.published("alpha caught up after the database came back")
@@ -235,4 +296,19 @@ func TestFleetWrongCredentials(t *testing.T) {
 	e.startFleet()
 	e.published("published with the right password")
 	e.fleetCheck(1)
+}
+
+// A daemon without a [fleet] says so to every fleet request.
+func TestFleetNone(t *testing.T) {
+	e := newEnv(t)
+	q := e.write("a.txt", words(1, 5000))
+	e.start()
+	for _, args := range [][]string{{"similar", "--fleet", q}, {"fleet", "check"}, {"fleet", "forget", "x"}} {
+		if r := e.sifctl(args...); r.code != 2 || !strings.Contains(r.stderr, "has no fleet") {
+			t.Errorf("sifctl %v on a daemon without a fleet: exit %d %q", args, r.code, r.stderr)
+		}
+	}
+	if st := e.status(); st.Fleet != nil {
+		t.Errorf("status of a daemon without a fleet shows one: %+v", st.Fleet)
+	}
 }

@@ -31,6 +31,7 @@ type similarFlags struct {
 	fast      bool
 	explain   bool
 	signature string
+	fleet     bool
 }
 
 // similarLine is one line of `sifctl similar --json`.
@@ -58,6 +59,9 @@ type similarLine struct {
 	// against them.
 	Signature *signatureRef `json:"signature,omitempty"`
 	Estimated bool          `json:"estimated,omitempty"`
+	// FleetError is set when --fleet asked the fleet and it did not
+	// answer: the matches are this host's only, and the exit status is 2.
+	FleetError *ipc.Error `json:"fleet_error,omitempty"`
 }
 
 // similarExplained is one line of `sifctl similar --explain --json`.
@@ -174,7 +178,14 @@ has none). A line that is not a signature of this index (not JSON,
 truncated, longer than 64 MiB, made with other parameters) is named, with
 its file and line, on stderr and with --json as {"query", "signature",
 "error": {"code": "bad_signature"|"params_mismatch"|CODE, "message"}};
-the next line is asked, and the exit status is 2.`,
+the next line is asked, and the exit status is 2.
+
+--fleet asks the fleet index too (sifd with a [fleet] table; for root, sifd's
+user and the fleet's ask group): every match then names its host (HOST:PATH,
+"host" in JSON); this host's are checked as usual, other hosts' are
+estimates from fingerprints ("estimated"). When the fleet does not answer in
+time, this host's matches are listed, the error is said on stderr (and as
+"fleet_error" with --json), and the exit status is 2.`,
 		Args: func(cmd *cobra.Command, args []string) error { return queryArgs(f.signature, args) },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSimilar(cmd, g, &f, args)
@@ -191,6 +202,7 @@ the next line is asked, and the exit status is 2.`,
 	fl.BoolVar(&f.fast, "fast", false, "keep the index's estimates: do not check the best matches against their bytes")
 	fl.BoolVar(&f.explain, "explain", false, "show the runs of lines (or bytes) each match shares with FILE")
 	fl.StringVar(&f.signature, "signature", "", `ask with the signatures in this file ("-": standard input), as 'sifctl sketch' prints them, instead of FILEs`)
+	fl.BoolVar(&f.fleet, "fleet", false, "ask the fleet index too: matches on every host of the fleet, each with its host (see 'sifctl fleet --help')")
 	return cmd
 }
 
@@ -200,6 +212,9 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 	}
 	if f.sizeRatio != 0 && f.sizeRatio < 1 {
 		return failedf("--size-ratio %v: want 0 (any size) or a factor of at least 1", f.sizeRatio)
+	}
+	if f.fleet && f.explain {
+		return failedf("--explain shows the bytes a match shares; the fleet's files are on other hosts (drop --fleet or --explain)")
 	}
 	if f.signature != "" && f.explain {
 		return failedf("--explain shows the bytes FILE shares; a signature (--signature) carries none")
@@ -215,6 +230,11 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 	found, errs := false, 0
 	for _, file := range files {
 		if isDir(file) { // directory similarity: similarDir, below
+			if f.fleet {
+				fmt.Fprintf(g.stderr, "sifctl: %s: is a directory; --fleet asks about files (name the files, or drop --fleet)\n", file)
+				errs++
+				continue
+			}
 			if f.explain {
 				fmt.Fprintf(g.stderr, "sifctl: %s: is a directory; --explain compares files\n", file)
 				errs++
@@ -255,9 +275,13 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 		req.Limit, req.SizeRatio, req.SameExt, req.SameType = f.limit, f.sizeRatio, f.sameExt, f.sameType
 		req.PathPrefix, req.MaxDF = prefix, f.maxDF
 		req.ListCommon = f.explain
+		req.Fleet = f.fleet
 		resp, err := c.Similar(ctx, req)
 		if err != nil {
 			return failed(fmt.Errorf("%s: %w", file, describe(err, g.socket)))
+		}
+		if resp.FleetError != nil {
+			errs++
 		}
 		if len(resp.Matches) > 0 {
 			found = true
@@ -266,7 +290,7 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 			q, raw := queryFields(file, abs)
 			line := similarLine{Query: q, QueryRaw: raw, Size: sk.Size, Fingerprints: resp.Fingerprints,
 				Skipped: resp.Skipped, TooFew: resp.TooFew, Checked: resp.Checked, Matches: resp.Matches,
-				Template: resp.Template, Total: resp.Total,
+				Template: resp.Template, Total: resp.Total, FleetError: resp.FleetError,
 				Repetitive: repetitive(qs.params, sk.Size, resp.Fingerprints, resp.MinFingerprints)}
 			if f.explain {
 				ex := similarExplained{similarLine: line, Matches: make([]explainedMatch, 0, len(resp.Matches))}
@@ -304,6 +328,9 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 // whole answer.
 func printSimilar(g *globals, file string, size int64, threshold float64, rep bool, note string, r *ipc.SimilarResponse) {
 	w := g.stdout
+	if e := r.FleetError; e != nil {
+		defer fmt.Fprintf(g.stderr, "sifctl: %s: %s (%s); the matches listed are this host's only\n", file, e.Message, e.Code)
+	}
 	fmt.Fprintf(w, "%s (%d bytes, %d fingerprints", file, size, r.Fingerprints)
 	if r.Skipped > 0 {
 		fmt.Fprintf(w, ", %d too common to count", r.Skipped)
@@ -350,6 +377,12 @@ func printSimilar(g *globals, file string, size int64, threshold float64, rep bo
 			note = "  changed since indexed"
 		case m.Template:
 			note = "  template"
+		}
+		if m.Host != "" {
+			p = m.Host + ":" + p
+			if m.Measure == ipc.MeasureEstimated && !m.Identical && note == "" {
+				note = "  estimated"
+			}
 		}
 		fmt.Fprintf(w, "  %3.0f%%  %s  %d%s\n", m.Containment, p, m.Size, note)
 	}
@@ -548,18 +581,22 @@ const estimatedNote = "estimated: the bytes were not sent (a signature); no matc
 // of the file is asked as --fast asks a FILE, without its bytes.
 func similarSignatures(qs *queries, f *similarFlags) error {
 	g := qs.g
+	fleetDown := 0
 	answered, found, errs, err := qs.askSignatures(f.signature, func(s *signature) (bool, error) {
 		req := &ipc.SimilarRequest{QuerySketch: *s.q, Fast: true, Threshold: &f.threshold, Limit: f.limit,
-			SizeRatio: f.sizeRatio, SameExt: f.sameExt, SameType: f.sameType, PathPrefix: qs.prefix, MaxDF: f.maxDF}
+			SizeRatio: f.sizeRatio, SameExt: f.sameExt, SameType: f.sameType, PathPrefix: qs.prefix, MaxDF: f.maxDF, Fleet: f.fleet}
 		resp, err := qs.c.Similar(qs.ctx, req)
 		if err != nil {
 			return false, err
+		}
+		if resp.FleetError != nil {
+			fleetDown++
 		}
 		rep := repetitive(qs.params, s.q.Size, resp.Fingerprints, resp.MinFingerprints)
 		if g.json {
 			line := similarLine{Size: s.q.Size, Fingerprints: resp.Fingerprints, Skipped: resp.Skipped,
 				TooFew: resp.TooFew, Checked: resp.Checked, Matches: resp.Matches, Template: resp.Template,
-				Total: resp.Total, Repetitive: rep, Signature: s.ref(), Estimated: true}
+				Total: resp.Total, Repetitive: rep, Signature: s.ref(), Estimated: true, FleetError: resp.FleetError}
 			line.Query, line.QueryRaw = s.fields()
 			return len(resp.Matches) > 0, g.printJSON(line)
 		}
@@ -569,7 +606,7 @@ func similarSignatures(qs *queries, f *similarFlags) error {
 	switch {
 	case err != nil:
 		return err
-	case errs > 0:
+	case errs > 0 || fleetDown > 0:
 		return &statusError{code: exitError}
 	case found == 0 || answered == 0:
 		return nothing()

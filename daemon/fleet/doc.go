@@ -95,4 +95,22 @@
 //     1 s to 30 s; the notes wait in the local index meanwhile, so
 //     nothing is lost and a database back after an hour gets only what
 //     changed.
+//
+// # Asking
+//
+// Similar answers a query in one round trip: for each of the query's
+// fingerprint keys (index.QueryEntries) its first MaxDF+1 postings, an
+// index range scan of sif_postings' primary key, under a LATERAL join;
+// keys with more are common and skipped, as the local index skips keys
+// held by more than MaxDF files (here counted in contents); the rest
+// summed per content (the lesser of the two weights, as locally), the
+// MaxContents best kept with the query's identical content if any, and
+// joined with their records and up to MaxFilesPerContent of their files
+// on hosts heard from within the silence. The measures are then computed
+// as the local index does (at the higher of the two files' levels, the
+// query's weight of the keys that count), so a content the fleet holds
+// gets the estimate the local index would give it when no key is
+// common; they are estimates from fingerprints, never checked against
+// bytes the asking host does not have. The asking daemon answers for its
+// own files from its own index (ExcludeHost).
 package fleet

@@ -629,13 +629,13 @@ func (p *Publisher) putContents(ctx context.Context, tx pgx.Tx, v *index.View, f
 		return nil
 	}
 	rows, err = tx.Query(ctx, `
-		INSERT INTO sif_contents (content_id, strong, size, weight, features, level, level_weights, signature)
-		SELECT id, st, sz, w, f, l, string_to_array(lw, ',')::bigint[], sig
-		FROM unnest($1::bigint[], $2::bytea[], $3::bigint[], $4::bigint[], $5::int[], $6::smallint[], $7::text[], $8::bytea[])
-			AS u(id, st, sz, w, f, l, lw, sig)
+		INSERT INTO sif_contents (content_id, strong, size, weight, features, level, level_weights, type, signature)
+		SELECT id, st, sz, w, f, l, string_to_array(lw, ',')::bigint[], ty, sig
+		FROM unnest($1::bigint[], $2::bytea[], $3::bigint[], $4::bigint[], $5::int[], $6::smallint[], $7::text[], $8::smallint[], $9::bytea[])
+			AS u(id, st, sz, w, f, l, lw, ty, sig)
 		ON CONFLICT (content_id) DO NOTHING
 		RETURNING content_id`,
-		c.id, c.strong, c.size, c.weight, c.features, c.level, c.levelWeights, c.sig)
+		c.id, c.strong, c.size, c.weight, c.features, c.level, c.levelWeights, c.typ, c.sig)
 	if err != nil {
 		return fmt.Errorf("fleet: publishing contents: %w", err)
 	}
@@ -668,7 +668,7 @@ func (p *Publisher) putContents(ctx context.Context, tx pgx.Tx, v *index.View, f
 type contentRows struct {
 	id, size, weight []int64
 	features         []int32
-	level            []int16
+	level, typ       []int16
 	levelWeights     []string // comma-separated: pgx has no array of arrays of differing lengths
 	strong, sig      [][]byte
 	sigOf            map[int64][]byte
@@ -684,6 +684,7 @@ func (c *contentRows) add(id int64, rec *index.FileRecord, sig []byte) {
 	c.weight = append(c.weight, int64(rec.Weight))
 	c.features = append(c.features, int32(rec.Features))
 	c.level = append(c.level, int16(rec.Level))
+	c.typ = append(c.typ, int16(rec.Type))
 	lw := make([]string, len(rec.LevelWeights))
 	for i, w := range rec.LevelWeights {
 		lw[i] = fmt.Sprint(w)

@@ -68,6 +68,7 @@ var schemaV1 = []string{
 		features integer NOT NULL,
 		level smallint NOT NULL,
 		level_weights bigint[] NOT NULL,
+		type smallint NOT NULL DEFAULT 0,
 		signature bytea NOT NULL
 	)`,
 	`CREATE TABLE sif_postings (

@@ -32,6 +32,9 @@ type Access struct {
 	// 0600): a caller whose credentials cannot be learned here is then
 	// taken to be Owner. Otherwise such a caller is refused.
 	Private bool
+	// FleetAskers are groups whose members may ask the fleet index,
+	// besides root and the daemon's user.
+	FleetAskers []uint32
 }
 
 // caller is who sent a request, and what follows from it.
@@ -40,6 +43,7 @@ type caller struct {
 	known bool // cred was learned from the connection
 	all   bool // sees every file: root, the daemon's user, or a private socket's unknown caller
 	admin bool // may change the daemon
+	fleet bool // may ask the fleet index
 	err   error
 }
 
@@ -65,7 +69,7 @@ func (s *Server) judge(cred peer.Cred, err error) *caller {
 	a := s.access
 	if err != nil {
 		if a.Private {
-			return &caller{all: true, admin: true}
+			return &caller{all: true, admin: true, fleet: true}
 		}
 		s.log.Warn("cannot tell who is calling: refusing the connection's requests", "err", err)
 		return &caller{err: err}
@@ -73,6 +77,7 @@ func (s *Server) judge(cred peer.Cred, err error) *caller {
 	c := &caller{cred: cred, known: true}
 	c.all = cred.UID == 0 || cred.UID == a.Owner
 	c.admin = c.all || slices.ContainsFunc(a.Operators, cred.InGroup)
+	c.fleet = c.all || slices.ContainsFunc(a.FleetAskers, cred.InGroup)
 	return c
 }
 
@@ -82,7 +87,7 @@ func (s *Server) callerOf(r *http.Request) *caller {
 	if c, ok := r.Context().Value(callerKey{}).(*caller); ok {
 		return c
 	}
-	return &caller{cred: peer.Cred{UID: s.access.Owner, GID: uint32(os.Getegid())}, known: true, all: true, admin: true}
+	return &caller{cred: peer.Cred{UID: s.access.Owner, GID: uint32(os.Getegid())}, known: true, all: true, admin: true, fleet: true}
 }
 
 // view returns what c may read, or nil when c sees everything.

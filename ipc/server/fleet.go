@@ -1,11 +1,15 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
+	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/ipc"
 )
 
@@ -17,11 +21,68 @@ type Fleet interface {
 	// Forget removes host from the fleet; an error wrapping ErrNoHost
 	// says there is no such host.
 	Forget(ctx context.Context, host string) (*ipc.FleetForgetResponse, error)
+	// Host is this host's name in the fleet.
+	Host() string
+	// Similar answers q from the fleet: the files of other hosts that
+	// match, best first, each with its Host and Measure set. It returns
+	// within the fleet's timeout, with an error when the database did not
+	// answer.
+	Similar(ctx context.Context, q index.Query, opts index.QueryOptions) ([]ipc.Match, error)
 }
 
 // ErrNoHost is wrapped by Fleet.Forget's error for a host the fleet does
 // not know; it is answered 404 not_found.
 var ErrNoHost = errors.New("no such host in the fleet")
+
+// mayAskFleet answers 403 and returns false unless c may ask the fleet,
+// and 404 no_fleet when there is none.
+func (s *Server) mayAskFleet(w http.ResponseWriter, c *caller) bool {
+	if s.noFleet(w) {
+		return false
+	}
+	if c.fleet {
+		return true
+	}
+	msg := fmt.Sprintf("asking the fleet is for root, the daemon's user (uid %d)", s.access.Owner)
+	if len(s.access.FleetAskers) > 0 {
+		msg += fmt.Sprintf(" or members of the fleet's ask group (gid %d)", s.access.FleetAskers[0])
+	}
+	msg += fmt.Sprintf("; you are uid %d: a fleet answer names files on other hosts", c.cred.UID)
+	writeError(w, http.StatusForbidden, ipc.CodeForbidden, msg)
+	return false
+}
+
+// addFleet adds to out the fleet's answer to q: other hosts' matches
+// merged with this host's (given its name), best first, cut to limit. A
+// fleet that does not answer leaves this host's matches, and the error in
+// out.FleetError.
+func (s *Server) addFleet(ctx context.Context, out *ipc.SimilarResponse, q index.Query, opts index.QueryOptions, limit int) {
+	host := s.fleet.Host()
+	for i := range out.Matches {
+		out.Matches[i].Host = host
+	}
+	opts.Visible = nil // the trust statement: fleet callers see published files' hosts, paths and sizes
+	remote, err := s.fleet.Similar(ctx, q, opts)
+	if err != nil {
+		s.log.Warn("fleet query failed", "err", err)
+		out.FleetError = &ipc.Error{Code: ipc.CodeFleetDown, Message: "fleet unavailable: " + err.Error()}
+		return
+	}
+	out.Matches = append(out.Matches, remote...)
+	out.Total += len(remote)
+	slices.SortStableFunc(out.Matches, func(a, b ipc.Match) int {
+		if a.Identical != b.Identical {
+			if a.Identical {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(b.Containment, a.Containment)
+	})
+	if limit > 0 && len(out.Matches) > limit {
+		out.Matches = out.Matches[:limit]
+	}
+}
 
 // noFleet answers 404 no_fleet for a fleet route on a daemon without one.
 func (s *Server) noFleet(w http.ResponseWriter) bool {

@@ -305,6 +305,10 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request, c *caller, req 
 		s.badQuery(w, err)
 		return
 	}
+	if req.Fleet && !s.mayAskFleet(w, c) {
+		return
+	}
+	fleetOpts := opts
 	if v := c.view(); v != nil {
 		opts.Visible = visibleTo(v)
 	}
@@ -371,6 +375,9 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request, c *caller, req 
 		mo := matchOf(m.Match)
 		mo.Measure, mo.Changed = m.measure, m.changed
 		out.Matches = append(out.Matches, mo)
+	}
+	if req.Fleet {
+		s.addFleet(r.Context(), &out, q, fleetOpts, limit)
 	}
 	out.ElapsedNs = time.Since(start).Nanoseconds()
 	writeJSON(w, out)

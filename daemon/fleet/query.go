@@ -1,0 +1,281 @@
+package fleet
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sif-dev/sif/index"
+	"github.com/sif-dev/sif/index/fingerprint"
+)
+
+// Query asks the fleet which files, on which hosts, hold a good part of a
+// file. See doc.go, "Asking".
+type Query struct {
+	// Sketch is the file's sketch, made with Params, the fleet's (and the
+	// asking host's) parameters.
+	Sketch *fingerprint.Sketch
+	Params fingerprint.Params
+	// Path is the file's path on the asking host, or "": with SameExt,
+	// its extension is compared.
+	Path string
+	// Threshold is the least containment of the query in a match, a
+	// fraction; 0 means index.DefaultThreshold.
+	Threshold float64
+	// Limit caps the matches; 0 means no cap but MaxRows.
+	Limit int
+	// MaxDF: a fingerprint key held by more contents than this carries no
+	// evidence and is skipped; 0 means index.DefaultMaxDF.
+	MaxDF int
+	// MinFeatures: with fewer keys left, only identical files are
+	// listed; 0 means index.DefaultMinFeatures.
+	MinFeatures int
+	// SizeRatio, SameExt: as index.QueryOptions.
+	SizeRatio float64
+	SameExt   bool
+	SameType  bool
+	// ExcludeHost names a host whose files are left out (the asking host,
+	// which answers for itself from its own index).
+	ExcludeHost string
+	// Silence: hosts not heard from for longer are left out; 0 means none
+	// is.
+	Silence time.Duration
+}
+
+// MaxContents bounds the contents a query reads the files of (the best by
+// shared weight), and MaxFilesPerContent the files it lists per content.
+const (
+	MaxContents        = 500
+	MaxFilesPerContent = 100
+)
+
+// Match is a file on a host of the fleet that holds a good part of a
+// query. Its measures are estimates from fingerprints: the bytes are on
+// the other host.
+type Match struct {
+	Host               string
+	Path               string
+	Size               int64
+	MtimeNs            int64
+	Containment        float64 // of the query in the file, a fraction
+	ReverseContainment float64
+	Resemblance        float64
+	SharedWeight       uint64
+	Identical          bool
+	Type               fingerprint.Type
+	// Content is the fleet's id of the file's content.
+	Content int64
+}
+
+// Result answers a Query.
+type Result struct {
+	Matches []Match
+	// Fingerprints is the number of the query's fingerprint keys, Skipped
+	// how many were held by more than MaxDF contents.
+	Fingerprints int
+	Skipped      int
+	TooFew       bool
+	// Candidates is the number of contents sharing a counted key with the
+	// query (at most MaxContents are read), and Total the number of files
+	// that passed the threshold and filters before Limit.
+	Candidates int
+	Total      int
+}
+
+// similarSQL is the one round trip of a query. For each of the query's
+// keys, its first maxDF+1 postings (an index range scan of the primary
+// key); keys with more are common and skipped; the rest summed per
+// content, the best MaxContents contents kept, with the identical content
+// (by strong hash) whatever its share; then their records and up to
+// MaxFilesPerContent of their files on hosts heard from recently. The
+// skipped keys come back in every row (an empty answer has none to
+// carry them: the caller counts them as unknown).
+const similarSQL = `
+WITH q AS (
+	SELECT * FROM unnest($1::int[], $2::bigint[]) AS q(key, w)
+), hits AS (
+	SELECT q.key, q.w, p.content_id, p.weight
+	FROM q CROSS JOIN LATERAL (
+		SELECT content_id, weight FROM sif_postings p WHERE p.key = q.key LIMIT $3
+	) p
+), common AS (
+	SELECT key FROM hits GROUP BY key HAVING count(*) >= $3
+), shared AS (
+	SELECT content_id, sum(least(weight, w)) AS shared FROM hits
+	WHERE key NOT IN (SELECT key FROM common)
+	GROUP BY content_id
+), best AS (
+	SELECT content_id, max(shared) AS shared FROM (
+		(SELECT content_id, shared FROM shared ORDER BY shared DESC, content_id LIMIT $4)
+		UNION ALL
+		(SELECT content_id, 0 FROM sif_contents WHERE content_id = $5 AND strong = $6)
+	) u GROUP BY content_id
+)
+SELECT b.content_id, b.shared, c.size, c.weight, c.level, c.level_weights, c.type, c.strong,
+	h.name, f.path, f.size, f.mtime,
+	(SELECT count(*) FROM shared) AS candidates,
+	(SELECT coalesce(array_agg(key), '{}') FROM common) AS skipped
+FROM best b
+JOIN sif_contents c ON c.content_id = b.content_id
+CROSS JOIN LATERAL (
+	SELECT host_id, path, size, mtime FROM sif_files f
+	WHERE f.content_id = b.content_id AND f.host_id <> $7
+	LIMIT $8
+) f
+JOIN sif_hosts h ON h.host_id = f.host_id
+WHERE h.last_seen > now() - $9::interval
+`
+
+// Similar answers q from the fleet database in one round trip.
+func Similar(ctx context.Context, db Querier, q Query) (*Result, error) {
+	entries, err := index.QueryEntries(q.Params, q.Sketch)
+	if err != nil {
+		return nil, err
+	}
+	if q.Threshold <= 0 {
+		q.Threshold = index.DefaultThreshold
+	}
+	if q.MaxDF == 0 {
+		q.MaxDF = index.DefaultMaxDF
+	}
+	if q.MinFeatures == 0 {
+		q.MinFeatures = index.DefaultMinFeatures
+	}
+	keys := make([]int32, len(entries))
+	weights := make([]int64, len(entries))
+	for i, e := range entries {
+		keys[i], weights[i] = int32(e.Key), int64(min(e.Weight, 1<<62))
+	}
+	silence := "100 years"
+	if q.Silence > 0 {
+		silence = fmt.Sprintf("%d milliseconds", q.Silence.Milliseconds())
+	}
+	var strongID *int64
+	if q.Sketch.Strong != ([32]byte{}) {
+		id := ContentID(q.Sketch.Strong)
+		strongID = &id
+	}
+	maxDF := q.MaxDF
+	if maxDF < 0 {
+		maxDF = 1 << 30
+	}
+	rows, err := db.Query(ctx, similarSQL, keys, weights, maxDF+1, MaxContents, strongID, q.Sketch.Strong[:],
+		HostID(q.ExcludeHost), MaxFilesPerContent, silence)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: query: %w", err)
+	}
+	defer rows.Close()
+	res := &Result{Fingerprints: len(entries)}
+	var skipped []int32
+	type row struct {
+		Match
+		size, weight int64
+		level, typ   int16
+		levelWeights []int64
+		strong       []byte
+	}
+	var got []row
+	for rows.Next() {
+		var r row
+		var shared int64
+		var path []byte
+		var candidates int
+		if err := rows.Scan(&r.Content, &shared, &r.size, &r.weight, &r.level, &r.levelWeights, &r.typ, &r.strong,
+			&r.Host, &path, &r.Size, &r.MtimeNs, &candidates, &skipped); err != nil {
+			return nil, fmt.Errorf("fleet: query: %w", err)
+		}
+		r.Path = string(path)
+		r.SharedWeight = uint64(max(shared, 0))
+		res.Candidates = candidates
+		got = append(got, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("fleet: query: %w", err)
+	}
+	res.Skipped = len(skipped)
+	skip := map[uint32]bool{}
+	for _, k := range skipped {
+		skip[uint32(k)] = true
+	}
+
+	// The query's weight at each level, of the keys that count; as the
+	// local index measures (index/query.go).
+	lvl := q.Params.Level(q.Sketch.Size)
+	var weightAt, fullAt, countAt [18]uint64
+	for _, e := range entries {
+		for l := 0; l <= min(int(e.Level), 17); l++ {
+			fullAt[l] += e.Weight
+			if !skip[e.Key] {
+				weightAt[l] += e.Weight
+				countAt[l]++
+			}
+		}
+	}
+	res.TooFew = len(entries)-res.Skipped < q.MinFeatures
+	ext := strings.ToLower(filepath.Ext(q.Path))
+	for _, r := range got {
+		rec := index.FileRecord{Weight: uint64(r.weight), Level: uint8(r.level)}
+		for _, w := range r.levelWeights {
+			rec.LevelWeights = append(rec.LevelWeights, uint64(w))
+		}
+		l := min(max(lvl, int(rec.Level)), 17)
+		identical := len(r.strong) == 32 && [32]byte(r.strong) == q.Sketch.Strong && r.size == q.Sketch.Size
+		qw, fw := weightAt[l], rec.WeightAt(l)
+		shared := r.SharedWeight
+		if identical {
+			qw, shared = fullAt[l], fullAt[l]
+		}
+		m := r.Match
+		m.Type = fingerprint.Type(r.typ)
+		m.Identical = identical
+		m.Containment = fingerprint.Ratio(shared, qw)
+		m.ReverseContainment = fingerprint.Ratio(shared, fw)
+		m.Resemblance = fingerprint.Ratio(shared, qw+fw-min(shared, qw+fw))
+		switch {
+		case !identical && (res.TooFew || countAt[l] < uint64(q.MinFeatures)):
+			continue
+		case !identical && m.Containment < q.Threshold:
+			continue
+		case q.SizeRatio > 0 && !withinRatio(m.Size, q.Sketch.Size, q.SizeRatio):
+			continue
+		case q.SameExt && strings.ToLower(filepath.Ext(m.Path)) != ext:
+			continue
+		case q.SameType && m.Type != q.Sketch.Type:
+			continue
+		}
+		res.Matches = append(res.Matches, m)
+	}
+	res.Total = len(res.Matches)
+	slices.SortFunc(res.Matches, compareMatches)
+	if q.Limit > 0 && len(res.Matches) > q.Limit {
+		res.Matches = res.Matches[:q.Limit]
+	}
+	return res, nil
+}
+
+// compareMatches orders matches as the local index does: identical files
+// first, then by containment, resemblance, and host and path.
+func compareMatches(a, b Match) int {
+	if a.Identical != b.Identical {
+		if a.Identical {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Or(cmp.Compare(b.Containment, a.Containment), cmp.Compare(b.Resemblance, a.Resemblance),
+		cmp.Compare(a.Host, b.Host), cmp.Compare(a.Path, b.Path))
+}
+
+func withinRatio(a, b int64, ratio float64) bool {
+	x, y := float64(max(a, 1)), float64(max(b, 1))
+	return max(x, y)/min(x, y) <= ratio
+}
+
+// ErrTimeout is wrapped by the error of a query the database did not
+// answer within its time.
+var ErrTimeout = errors.New("fleet: the database did not answer in time")

@@ -1,0 +1,149 @@
+package fleet
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sif-dev/sif/daemon/fleet/pgtest"
+	"github.com/sif-dev/sif/index"
+	"github.com/sif-dev/sif/index/fingerprint"
+)
+
+// edited returns the sketch of an edited version of base: its first keep
+// features, and the rest from other.
+func edited(base, other string, keep int) *fingerprint.Sketch {
+	b, o := content(base), content(other)
+	sk := &fingerprint.Sketch{Params: testParams}
+	seen := map[uint64]bool{}
+	for _, f := range b.Features[:keep] {
+		seen[f.Hash] = true
+		sk.Features = append(sk.Features, f)
+	}
+	for _, f := range o.Features {
+		if len(sk.Features) == len(b.Features) {
+			break
+		}
+		if !seen[f.Hash] {
+			seen[f.Hash] = true
+			sk.Features = append(sk.Features, f)
+		}
+	}
+	slices.SortFunc(sk.Features, func(x, y fingerprint.Feature) int { return cmp.Compare(x.Hash, y.Hash) })
+	sk.Size = b.Size
+	sk.Strong = sha256.Sum256(fmt.Appendf(nil, "%s+%s/%d", base, other, keep))
+	sk.Type = fingerprint.TypeText
+	return sk
+}
+
+// The fleet answers a query with the files the local index would list, on
+// every host, with the same estimates when no fingerprint is common.
+func TestSimilarMatchesLocal(t *testing.T) {
+	srv := pgtest.Start(t, nil)
+	pool := newPool(t, srv.URL("postgres"))
+	a := newTestHost(t, pool, "alpha", "/a")
+	b := newTestHost(t, pool, "beta", "/b")
+	sketches := map[string]*fingerprint.Sketch{}
+	put := func(h *testHost, path string, sk *fingerprint.Sketch) {
+		t.Helper()
+		sketches[path] = sk
+		if _, err := h.ix.Put(index.FileMeta{Path: path, Size: sk.Size, MtimeNs: 1}, sk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 6 {
+		base := fmt.Sprintf("base%d", i)
+		put(a, "/a/"+base, content(base))
+		put(a, "/a/"+base+".v2", edited(base, "x"+base, 30)) // 75 % kept
+		put(a, "/a/"+base+".v3", edited(base, "y"+base, 12)) // 30 %
+		put(a, "/a/"+base+".v4", edited(base, "z"+base, 6))  // 15 %: below the threshold
+		put(b, "/b/"+base+".copy", content(base))
+		put(b, "/b/"+base+".v5", edited(base, "w"+base, 20))
+	}
+	a.drain(t)
+	b.drain(t)
+
+	for path, sk := range sketches {
+		host := a
+		if path[1] == 'b' {
+			host = b
+		}
+		local, err := host.ix.Similar(context.Background(), index.Query{Path: path, Sketch: sk}, index.QueryOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Similar(context.Background(), pool, Query{Sketch: sk, Params: testParams, Path: path, Silence: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fleetOf := map[string]Match{}
+		for _, m := range res.Matches {
+			fleetOf[m.Host+":"+m.Path] = m
+		}
+		for _, m := range local.Matches {
+			f, ok := fleetOf[host.name+":"+m.Path]
+			if !ok {
+				t.Errorf("%s: the fleet misses %s, which the local index lists at %.2f", path, m.Path, m.Containment)
+				continue
+			}
+			if math.Abs(f.Containment-m.Containment) > 1e-9 || math.Abs(f.Resemblance-m.Resemblance) > 1e-9 || f.Identical != m.Identical {
+				t.Errorf("%s → %s: fleet %.4f/%.4f identical %v, local %.4f/%.4f identical %v", path, m.Path,
+					f.Containment, f.Resemblance, f.Identical, m.Containment, m.Resemblance, m.Identical)
+			}
+			delete(fleetOf, host.name+":"+m.Path)
+		}
+		for k, f := range fleetOf {
+			if k == host.name+":"+path {
+				if !f.Identical {
+					t.Errorf("%s: its own row is not identical", path)
+				}
+				continue
+			}
+			if f.Host == host.name {
+				t.Errorf("%s: the fleet lists %s (%.2f) on its own host, which the local index does not", path, f.Path, f.Containment)
+			}
+		}
+	}
+
+	// Across hosts: beta's copy is identical, its .v5 (20 of 40) at 50 %;
+	// the 15 % version is left out; ExcludeHost leaves the asking host
+	// out.
+	res, err := Similar(context.Background(), pool, Query{Sketch: content("base1"), Params: testParams, ExcludeHost: "alpha"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range res.Matches {
+		got = append(got, fmt.Sprintf("%s:%s:%.2f:%v", m.Host, m.Path, m.Containment, m.Identical))
+	}
+	want := []string{"beta:/b/base1.copy:1.00:true", "beta:/b/base1.v5:0.50:false"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("fleet answer excluding alpha: %v, want %v", got, want)
+	}
+}
+
+// A host that has been silent longer than the query's silence is left out
+// of answers.
+func TestSimilarLeavesSilentHostsOut(t *testing.T) {
+	srv := pgtest.Start(t, nil)
+	pool := newPool(t, srv.URL("postgres"))
+	a := newTestHost(t, pool, "alpha", "/a")
+	b := newTestHost(t, pool, "beta", "/b")
+	a.put(t, "/a/x", "shared")
+	b.put(t, "/b/x", "shared")
+	a.drain(t)
+	b.drain(t)
+	srv.Exec("postgres", `UPDATE sif_hosts SET last_seen = now() - interval '1 hour' WHERE name = 'beta'`)
+	res, err := Similar(context.Background(), pool, Query{Sketch: content("shared"), Params: testParams, Silence: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Matches) != 1 || res.Matches[0].Host != "alpha" {
+		t.Fatalf("matches %+v, want alpha's only", res.Matches)
+	}
+}
