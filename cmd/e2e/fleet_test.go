@@ -254,6 +254,34 @@ func TestFleetPublish(t *testing.T) {
 		alpha.fleetCheck(17)
 	})
 
+	t.Run("sifd and the database killed in the middle of publishing", func(t *testing.T) {
+		gamma := fleetHost(t, "gamma", url)
+		const n = 3000
+		for i := range n {
+			gamma.write(fmt.Sprintf("d%02d/g%04d.txt", i%30, i), words(uint64(10_000+i), 600))
+		}
+		midway := func(st *ipc.Status) bool {
+			return st.Fleet != nil && st.Fleet.Published > 0 && (st.Fleet.Pending > 0 || st.Fleet.Resyncing)
+		}
+		gamma.startFleet()
+		gamma.until(60*time.Second, "gamma midway through publishing", midway)
+		gamma.kill()
+		gamma.startFleet()
+		gamma.until(60*time.Second, "gamma midway again", func(st *ipc.Status) bool {
+			return st.Fleet != nil && st.Fleet.Connected
+		})
+		srv.Kill()
+		srv.Start()
+		gamma.published("gamma published after both were killed")
+		gamma.fleetCheck(n)
+		alpha.fleetCheck(17)
+		gamma.stop()
+		r := alpha.sifctl("fleet", "forget", "gamma")
+		if r.code != 0 {
+			t.Fatalf("forgetting gamma: exit %d %s", r.code, r.stderr)
+		}
+	})
+
 	t.Run("forget a host", func(t *testing.T) {
 		beta.stop()
 		r := alpha.sifctl("fleet", "forget", "beta", "--json")
