@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -197,6 +198,35 @@ func (l *fleetLink) Similar(ctx context.Context, q index.Query, opts index.Query
 			mo.SharedBytes = &b
 		}
 		out = append(out, mo)
+	}
+	return out, nil
+}
+
+// Dupes implements server.Fleet.
+func (l *fleetLink) Dupes(ctx context.Context, prefix string) ([]ipc.DupeSet, error) {
+	f := l.d.cfg.Fleet
+	ctx, cancel := context.WithTimeout(ctx, max(f.Timeout, 30*time.Second))
+	defer cancel()
+	sets, err := fleet.Dupes(ctx, l.pool, f.Silence)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("the database did not answer within %s", max(f.Timeout, 30*time.Second))
+		}
+		return nil, err
+	}
+	out := make([]ipc.DupeSet, 0, len(sets))
+	for _, s := range sets {
+		if prefix != "" && !slices.ContainsFunc(s.Files, func(d fleet.DupeFile) bool {
+			return d.Host == f.Host && index.InTree(d.Path, prefix)
+		}) {
+			continue
+		}
+		set := ipc.DupeSet{Size: s.Size, Strong: hex.EncodeToString(s.Strong[:]), Hosts: s.Hosts,
+			Inodes: len(s.Files), RedundantFiles: len(s.Files) - 1, RedundantBytes: s.Size * int64(len(s.Files)-1)}
+		for _, d := range s.Files {
+			set.Files = append(set.Files, ipc.DupeFile{Host: d.Host, FilePath: ipc.NewFilePath(d.Path)})
+		}
+		out = append(out, set)
 	}
 	return out, nil
 }

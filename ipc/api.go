@@ -343,10 +343,15 @@ type DupeSet struct {
 	Inodes         int   `json:"inodes"`
 	RedundantFiles int   `json:"redundant_files"`
 	RedundantBytes int64 `json:"redundant_bytes"`
+	// Hosts is the number of hosts holding the content, in an answer from
+	// the fleet (fleet=1); absent otherwise.
+	Hosts int `json:"hosts,omitempty"`
 }
 
 // DupeFile is one file of a DupeSet.
 type DupeFile struct {
+	// Host is the file's host, in an answer from the fleet.
+	Host string `json:"host,omitempty"`
 	FilePath
 	// HardLinkOf names the first file of the set (by path) that is the same
 	// file on disk (same device and inode), when this one is a hard link

@@ -317,9 +317,24 @@ func (c *Client) Dupes(ctx context.Context, prefix string) (*DupesResponse, erro
 // answer that ends midway returns an error wrapping ErrCutShort, after fn
 // has seen the sets that came whole.
 func (c *Client) DupesEach(ctx context.Context, prefix string, fn func(DupeSet) error) (DupesTotals, error) {
+	return c.dupesEach(ctx, url.Values{"prefix": {prefix}}, fn)
+}
+
+// FleetDupesEach is DupesEach asked of the fleet index: the sets of
+// identical files across every host of the fleet (each file with its
+// Host), those with a file of this host under prefix when prefix is not
+// "".
+func (c *Client) FleetDupesEach(ctx context.Context, prefix string, fn func(DupeSet) error) (DupesTotals, error) {
+	return c.dupesEach(ctx, url.Values{"prefix": {prefix}, "fleet": {"1"}}, fn)
+}
+
+func (c *Client) dupesEach(ctx context.Context, q url.Values, fn func(DupeSet) error) (DupesTotals, error) {
+	if q.Get("prefix") == "" {
+		q.Del("prefix")
+	}
 	p := "/v1/dupes"
-	if prefix != "" {
-		p += "?" + url.Values{"prefix": {prefix}}.Encode()
+	if len(q) > 0 {
+		p += "?" + q.Encode()
 	}
 	var totals DupesTotals
 	var fnErr error

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,6 +162,29 @@ func TestFleetPublish(t *testing.T) {
 		must(t, os.WriteFile(sigFile, []byte(sig.stdout), 0o644))
 		if r := alpha.sifctl("similar", "--fleet", "--signature", sigFile); r.code != 0 || !strings.Contains(r.stdout, "beta:") {
 			t.Fatalf("similar --fleet --signature: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		// Identical files across the fleet: alpha's f01 and f02 with
+		// beta's copies, each set on two hosts.
+		r = alpha.sifctl("dupes", "--fleet", "--json")
+		var dupes ipc.DupesResponse
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &dupes) != nil {
+			t.Fatalf("dupes --fleet: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		var sets []string
+		for _, set := range dupes.Sets {
+			var names []string
+			for _, f := range set.Files {
+				names = append(names, f.Host+":"+filepath.Base(f.Path))
+			}
+			sets = append(sets, fmt.Sprintf("%d hosts %v", set.Hosts, names))
+		}
+		slices.Sort(sets) // equal redundant bytes: in content id order
+		if want := []string{"2 hosts [alpha:f01.txt beta:copy1.txt]", "2 hosts [alpha:f02.txt beta:copy2.txt]"}; !slices.Equal(sets, want) {
+			t.Fatalf("dupes --fleet: %v, want %v", sets, want)
+		}
+		if r := alpha.sifctl("dupes", "--fleet", "--prefix", filepath.Join(alpha.root, "src/f02.txt")); r.code != 0 ||
+			!strings.Contains(r.stdout, "2 identical files of 6000 bytes on 2 hosts") || strings.Contains(r.stdout, "f01") {
+			t.Fatalf("dupes --fleet --prefix: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
 		// Who may ask: the ask group (bob) yes; dave no.
 		if r := alpha.sifctlAs(asBob, "similar", "--fleet", "--fast", q); r.code != 0 || !strings.Contains(r.stdout, "beta:") {

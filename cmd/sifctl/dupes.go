@@ -13,6 +13,7 @@ import (
 
 func newDupesCmd(g *globals) *cobra.Command {
 	var prefix string
+	var fleet bool
 	cmd := &cobra.Command{
 		Use:   "dupes [--json]",
 		Short: "List sets of identical files in the index",
@@ -31,7 +32,15 @@ redundant. The last line sums the sets:
 With --json, one object: {"sets": [{"size": N, "strong": HEX, "files":
 [{"path": P, "hard_link_of": {"path": P}}, ...], "inodes": N,
 "redundant_files": N, "redundant_bytes": N}, ...], "totals": {"sets": N,
-"files": N, "redundant_files": N, "redundant_bytes": N}}.`,
+"files": N, "redundant_files": N, "redundant_bytes": N}}.
+
+--fleet lists the sets across every host of the fleet index (sifd with a
+[fleet] table; for root, sifd's user and the fleet's ask group): the files
+under published roots of hosts heard from recently, each as HOST:PATH
+("host" in JSON, and "hosts" per set), the most redundant bytes first, at
+most 10,000 sets; --prefix then keeps the sets with a file of this host
+under it (what here is also stored elsewhere). Hard links are not known
+to the fleet: every file counts as a copy.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			prefix, err := absPrefix(prefix)
@@ -44,7 +53,11 @@ With --json, one object: {"sets": [{"size": N, "strong": HEX, "files":
 			if g.json {
 				p = &dupesJSON{w: g.stdout, list: jsonList{open: `{"sets":[`}}
 			}
-			totals, err := g.client().DupesEach(cmd.Context(), prefix, p.set)
+			each := g.client().DupesEach
+			if fleet {
+				each = g.client().FleetDupesEach
+			}
+			totals, err := each(cmd.Context(), prefix, p.set)
 			if err != nil {
 				if p.count() > 0 {
 					p.cut() // what was printed is not the whole answer
@@ -61,6 +74,7 @@ With --json, one object: {"sets": [{"size": N, "strong": HEX, "files":
 		},
 	}
 	cmd.Flags().StringVar(&prefix, "prefix", "", "only files in this directory tree (whole path components; relative to the current directory)")
+	cmd.Flags().BoolVar(&fleet, "fleet", false, "identical files across every host of the fleet index")
 	return cmd
 }
 
@@ -82,15 +96,22 @@ func (p *dupesText) set(s ipc.DupeSet) error {
 	p.sets++
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d identical files of %d bytes", len(s.Files), s.Size)
+	if s.Hosts > 0 {
+		fmt.Fprintf(&b, " on %s", count(s.Hosts, "host", "hosts"))
+	}
 	if s.Inodes != len(s.Files) {
 		fmt.Fprintf(&b, ", %s on disk", count(s.Inodes, "copy", "copies"))
 	}
 	b.WriteString(":\n")
 	for _, f := range s.Files {
+		name := f.Exact()
+		if f.Host != "" {
+			name = f.Host + ":" + name
+		}
 		if f.HardLinkOf != nil {
-			fmt.Fprintf(&b, "  %s  (hard link of %s)\n", f.Exact(), f.HardLinkOf.Exact())
+			fmt.Fprintf(&b, "  %s  (hard link of %s)\n", name, f.HardLinkOf.Exact())
 		} else {
-			fmt.Fprintf(&b, "  %s\n", f.Exact())
+			fmt.Fprintf(&b, "  %s\n", name)
 		}
 	}
 	_, err := io.WriteString(p.w, b.String())

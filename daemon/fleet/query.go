@@ -151,10 +151,7 @@ func Similar(ctx context.Context, db Querier, q Query) (*Result, error) {
 	for i, e := range entries {
 		keys[i], weights[i] = int32(e.Key), int64(min(e.Weight, 1<<62))
 	}
-	silence := "100 years"
-	if q.Silence > 0 {
-		silence = fmt.Sprintf("%d milliseconds", q.Silence.Milliseconds())
-	}
+	silence := intervalOf(q.Silence)
 	var strongID *int64
 	if q.Sketch.Strong != ([32]byte{}) {
 		id := ContentID(q.Sketch.Strong)
@@ -279,3 +276,83 @@ func withinRatio(a, b int64, ratio float64) bool {
 // ErrTimeout is wrapped by the error of a query the database did not
 // answer within its time.
 var ErrTimeout = errors.New("fleet: the database did not answer in time")
+
+// DupeSet is a set of identical files across the fleet: one content and
+// the files holding it, on every host.
+type DupeSet struct {
+	Content int64
+	Strong  [32]byte
+	Size    int64
+	Files   []DupeFile
+	Hosts   int
+}
+
+// DupeFile is one file of a DupeSet.
+type DupeFile struct {
+	Host string
+	Path string
+}
+
+// MaxDupeSets caps the sets Dupes returns, the most redundant bytes first.
+const MaxDupeSets = 10_000
+
+// dupesSQL lists the contents held by two or more files of hosts heard
+// from recently, the most redundant bytes first.
+const dupesSQL = `
+WITH live AS (
+	SELECT host_id, name FROM sif_hosts WHERE last_seen > now() - $1::interval
+), sets AS (
+	SELECT f.content_id, count(*) AS n FROM sif_files f JOIN live USING (host_id)
+	WHERE f.content_id IS NOT NULL
+	GROUP BY f.content_id HAVING count(*) > 1
+), best AS (
+	SELECT s.content_id, s.n, c.size, c.strong FROM sets s JOIN sif_contents c USING (content_id)
+	ORDER BY c.size * (s.n - 1) DESC, s.content_id LIMIT $2
+)
+SELECT b.content_id, b.size, b.strong, live.name, f.path
+FROM best b JOIN sif_files f ON f.content_id = b.content_id JOIN live USING (host_id)
+ORDER BY b.size * (b.n - 1) DESC, b.content_id, live.name, f.path
+`
+
+// Dupes returns the sets of identical files across the fleet, the most
+// redundant bytes first, at most MaxDupeSets; hosts silent for longer
+// than silence (0: none is) are left out.
+func Dupes(ctx context.Context, db Querier, silence time.Duration) ([]DupeSet, error) {
+	rows, err := db.Query(ctx, dupesSQL, intervalOf(silence), MaxDupeSets)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: dupes: %w", err)
+	}
+	defer rows.Close()
+	var sets []DupeSet
+	for rows.Next() {
+		var id, size int64
+		var strong, path []byte
+		var host string
+		if err := rows.Scan(&id, &size, &strong, &host, &path); err != nil {
+			return nil, fmt.Errorf("fleet: dupes: %w", err)
+		}
+		if n := len(sets); n == 0 || sets[n-1].Content != id {
+			set := DupeSet{Content: id, Size: size}
+			copy(set.Strong[:], strong)
+			sets = append(sets, set)
+		}
+		set := &sets[len(sets)-1]
+		if len(set.Files) == 0 || set.Files[len(set.Files)-1].Host != host {
+			set.Hosts++
+		}
+		set.Files = append(set.Files, DupeFile{Host: host, Path: string(path)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("fleet: dupes: %w", err)
+	}
+	return sets, nil
+}
+
+// intervalOf is silence as an SQL interval: hosts not heard from for
+// longer are left out (0: none is).
+func intervalOf(silence time.Duration) string {
+	if silence <= 0 {
+		return "100 years"
+	}
+	return fmt.Sprintf("%d milliseconds", silence.Milliseconds())
+}

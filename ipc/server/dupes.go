@@ -21,6 +21,18 @@ func (s *Server) dupes(w http.ResponseWriter, r *http.Request, c *caller) {
 		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, err.Error())
 		return
 	}
+	if r.URL.Query().Get("fleet") == "1" {
+		if !s.mayAskFleet(w, c) {
+			return
+		}
+		sets, err := s.fleet.Dupes(r.Context(), prefix)
+		if err != nil {
+			s.fleetFailed(w, err)
+			return
+		}
+		s.streamDupes(w, len(sets), func(i int) (ipc.DupeSet, bool) { return sets[i], true })
+		return
+	}
 	sets, err := s.q.Dupes(r.Context(), prefix)
 	if err != nil {
 		s.fail(w, err)
@@ -30,12 +42,21 @@ func (s *Server) dupes(w http.ResponseWriter, r *http.Request, c *caller) {
 	if v := c.view(); v != nil {
 		canRead = visibleTo(v)
 	}
+	s.streamDupes(w, len(sets), func(i int) (ipc.DupeSet, bool) {
+		set, ok := dupeSet(&sets[i], canRead)
+		sets[i] = index.DupeSet{} // sent: the collector may have it
+		return set, ok
+	})
+}
+
+// streamDupes writes the answer of n sets, set(i) giving the i-th and
+// whether to send it.
+func (s *Server) streamDupes(w http.ResponseWriter, n int, set func(i int) (ipc.DupeSet, bool)) {
 	st := newStream(w)
 	st.buf = append(st.buf, `{"sets":[`...)
 	var totals ipc.DupesTotals
-	for i := range sets {
-		set, ok := dupeSet(&sets[i], canRead)
-		sets[i] = index.DupeSet{} // sent: the collector may have it
+	for i := range n {
+		set, ok := set(i)
 		if !ok {
 			continue
 		}

@@ -28,6 +28,10 @@ type Fleet interface {
 	// within the fleet's timeout, with an error when the database did not
 	// answer.
 	Similar(ctx context.Context, q index.Query, opts index.QueryOptions) ([]ipc.Match, error)
+	// Dupes returns the sets of identical files across the fleet (each
+	// file with its Host), the most redundant bytes first; with prefix,
+	// those with a file of this host under it.
+	Dupes(ctx context.Context, prefix string) ([]ipc.DupeSet, error)
 }
 
 // ErrNoHost is wrapped by Fleet.Forget's error for a host the fleet does
