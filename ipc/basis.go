@@ -44,6 +44,10 @@ type BasisRequest struct {
 	Limit      int    `json:"limit,omitempty"`
 	PathPrefix string `json:"path_prefix,omitempty"`
 	MaxDF      int    `json:"max_df,omitempty"`
+	// Fleet asks the fleet index too, as SimilarRequest.Fleet: the
+	// candidates of other hosts, estimated from fingerprints, each with
+	// its Host.
+	Fleet bool `json:"fleet,omitempty"`
 }
 
 // BasisCandidate is one indexed file and what a delta from it would cost.
@@ -73,6 +77,9 @@ type BasisCandidate struct {
 	// Changed: the file changed since it was indexed; estimated on its
 	// current bytes.
 	Changed bool `json:"changed,omitempty"`
+	// Host is the host holding the file, in an answer that asked the
+	// fleet (BasisRequest.Fleet).
+	Host string `json:"host,omitempty"`
 }
 
 // BasisResponse answers a BasisRequest. Basis is the best candidate when it
@@ -87,7 +94,10 @@ type BasisResponse struct {
 	// many were read to estimate their delta.
 	Considered int   `json:"considered"`
 	Checked    int   `json:"checked"`
-	ElapsedNs  int64 `json:"elapsed_ns"`
+	// FleetError is set when the request asked the fleet and it did not
+	// answer: the candidates are this host's only.
+	FleetError *Error `json:"fleet_error,omitempty"`
+	ElapsedNs  int64  `json:"elapsed_ns"`
 }
 
 // Basis asks which indexed file is the best basis for a delta of the

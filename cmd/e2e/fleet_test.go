@@ -186,6 +186,19 @@ func TestFleetPublish(t *testing.T) {
 			!strings.Contains(r.stdout, "2 identical files of 6000 bytes on 2 hosts") || strings.Contains(r.stdout, "f01") {
 			t.Fatalf("dupes --fleet --prefix: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
+		// Which host holds the best basis: a file only alpha has a near
+		// copy of, asked of beta with its signature alone.
+		q6 := filepath.Join(beta.dir, "q6.txt")
+		must(t, os.WriteFile(q6, edit(9, words(5, 6000), 0.05), 0o644))
+		r = run(t, "/bin/sh", "-c", fmt.Sprintf("%s --socket %s sketch %s | %s --socket %s basis --fleet --json --signature -", sifctlBin, beta.socket, q6, sifctlBin, beta.socket))
+		var bl struct {
+			Basis     *ipc.BasisCandidate `json:"basis"`
+			Estimated bool                `json:"estimated"`
+		}
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &bl) != nil || bl.Basis == nil || !bl.Estimated ||
+			bl.Basis.Host != "alpha" || filepath.Base(bl.Basis.Path) != "f05.txt" || bl.Basis.EstimatedBytesHigh == 0 {
+			t.Fatalf("sketch | basis --fleet --signature - on beta: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
 		// Who may ask: the ask group (bob) yes; dave no.
 		if r := alpha.sifctlAs(asBob, "similar", "--fleet", "--fast", q); r.code != 0 || !strings.Contains(r.stdout, "beta:") {
 			t.Fatalf("similar --fleet as a member of the ask group: exit %d\n%s%s", r.code, r.stdout, r.stderr)

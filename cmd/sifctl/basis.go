@@ -13,6 +13,7 @@ type basisFlags struct {
 	prefix    string
 	maxDF     int
 	signature string
+	fleet     bool
 }
 
 // basisLine is one line of `sifctl basis --json`.
@@ -28,6 +29,8 @@ type basisLine struct {
 	// Signature and Estimated: as in similarLine (--signature).
 	Signature *signatureRef `json:"signature,omitempty"`
 	Estimated bool          `json:"estimated,omitempty"`
+	// FleetError: as in similarLine (--fleet).
+	FleetError *ipc.Error `json:"fleet_error,omitempty"`
 }
 
 func newBasisCmd(g *globals) *cobra.Command {
@@ -85,6 +88,14 @@ The output says the answer is an estimate ("estimated": true, and
 "signature": {"file", "line"}, with --json); a bad line is reported as in
 'sifctl similar --help'.
 
+--fleet asks the fleet index too (sifd with a [fleet] table; for root, sifd's
+user and the fleet's ask group): candidates on every host of the fleet, each
+named HOST:PATH ("host" in JSON), other hosts' estimated from fingerprints;
+the best tells a sync tool which host already holds the best basis. When the
+fleet does not answer in time, this host's candidates are listed, the error
+is said on stderr (and as "fleet_error" with --json), and the exit status is
+2.
+
 Exit status: 0 when every FILE has a basis, 1 when one has none, 2 on error.`,
 		Args: func(cmd *cobra.Command, args []string) error { return queryArgs(f.signature, args) },
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -96,6 +107,7 @@ Exit status: 0 when every FILE has a basis, 1 when one has none, 2 on error.`,
 	fl.StringVar(&f.prefix, "prefix", "", "only bases in this directory tree (whole path components; relative to the current directory)")
 	fl.IntVar(&f.maxDF, "max-df", 0, "ignore fingerprints found in more than this many files (0: the daemon's default, -1: none)")
 	fl.StringVar(&f.signature, "signature", "", `ask with the signatures in this file ("-": standard input), as 'sifctl sketch' prints them, instead of FILEs`)
+	fl.BoolVar(&f.fleet, "fleet", false, "ask the fleet index too: candidates on every host of the fleet, each with its host")
 	return cmd
 }
 
@@ -122,10 +134,13 @@ func runBasis(cmd *cobra.Command, g *globals, f *basisFlags, files []string) err
 			continue
 		}
 		req := ipc.NewBasisRequest(abs, sk, data)
-		req.Limit, req.PathPrefix, req.MaxDF = f.limit, qs.prefix, f.maxDF
+		req.Limit, req.PathPrefix, req.MaxDF, req.Fleet = f.limit, qs.prefix, f.maxDF, f.fleet
 		resp, err := c.Basis(ctx, req)
 		if err != nil {
 			return failed(fmt.Errorf("%s: %w", file, describe(err, g.socket)))
+		}
+		if resp.FleetError != nil {
+			errs++
 		}
 		if resp.Basis == nil {
 			none = true
@@ -134,7 +149,7 @@ func runBasis(cmd *cobra.Command, g *globals, f *basisFlags, files []string) err
 		if g.json {
 			q, raw := queryFields(file, abs)
 			line := basisLine{Query: q, QueryRaw: raw, Size: resp.Size, Basis: resp.Basis,
-				CompressedBytes: resp.CompressedBytes, Candidates: resp.Candidates, Repetitive: rep}
+				CompressedBytes: resp.CompressedBytes, Candidates: resp.Candidates, Repetitive: rep, FleetError: resp.FleetError}
 			if err := g.printJSON(line); err != nil {
 				return err
 			}
@@ -156,6 +171,15 @@ func runBasis(cmd *cobra.Command, g *globals, f *basisFlags, files []string) err
 // estimate, and the cost of sending the file whole is its size.
 func printBasis(g *globals, file string, rep, sig bool, r *ipc.BasisResponse) {
 	w := g.stdout
+	if e := r.FleetError; e != nil {
+		defer fmt.Fprintf(g.stderr, "sifctl: %s: %s (%s); the candidates listed are this host's only\n", file, e.Message, e.Code)
+	}
+	name := func(c *ipc.BasisCandidate) string {
+		if c.Host != "" {
+			return c.Host + ":" + exactPath(c.Path, c.PathRaw)
+		}
+		return exactPath(c.Path, c.PathRaw)
+	}
 	if rep {
 		fmt.Fprintf(w, "%s (%d bytes, repetitive: few distinct windows): ", file, r.Size)
 	} else {
@@ -167,11 +191,11 @@ func printBasis(g *globals, file string, rep, sig bool, r *ipc.BasisResponse) {
 	case b == nil:
 		fmt.Fprintf(w, "no basis: send it compressed (about %d bytes)\n", r.CompressedBytes)
 	case b.Identical:
-		fmt.Fprintf(w, "identical to %s: nothing to send\n", exactPath(b.Path, b.PathRaw))
+		fmt.Fprintf(w, "identical to %s: nothing to send\n", name(b))
 	case sig:
-		fmt.Fprintf(w, "basis %s, about %d bytes to send%s (whole: %d)\n", exactPath(b.Path, b.PathRaw), b.EstimatedBytes, rangeText(b), r.CompressedBytes)
+		fmt.Fprintf(w, "basis %s, about %d bytes to send%s (whole: %d)\n", name(b), b.EstimatedBytes, rangeText(b), r.CompressedBytes)
 	default:
-		fmt.Fprintf(w, "basis %s, about %d bytes to send%s (compressed: %d)\n", exactPath(b.Path, b.PathRaw), b.EstimatedBytes, rangeText(b), r.CompressedBytes)
+		fmt.Fprintf(w, "basis %s, about %d bytes to send%s (compressed: %d)\n", name(b), b.EstimatedBytes, rangeText(b), r.CompressedBytes)
 	}
 	if sig {
 		fmt.Fprintf(w, "  %s\n", estimatedBasisNote)
@@ -187,7 +211,7 @@ func printBasis(g *globals, file string, rep, sig bool, r *ipc.BasisResponse) {
 		if c.EstimatedBytesHigh > 0 {
 			note += fmt.Sprintf("  %d to %d", c.EstimatedBytesLow, c.EstimatedBytesHigh)
 		}
-		fmt.Fprintf(w, "  %9d  %s  %d%s\n", c.EstimatedBytes, exactPath(c.Path, c.PathRaw), c.Size, note)
+		fmt.Fprintf(w, "  %9d  %s  %d%s\n", c.EstimatedBytes, name(&c), c.Size, note)
 	}
 }
 
@@ -207,16 +231,20 @@ const estimatedBasisNote = "estimated: the bytes were not sent (a signature); th
 // the file is asked without the bytes.
 func basisSignatures(qs *queries, f *basisFlags) error {
 	g := qs.g
+	fleetDown := 0
 	answered, found, errs, err := qs.askSignatures(f.signature, func(s *signature) (bool, error) {
-		req := &ipc.BasisRequest{QuerySketch: *s.q, Limit: f.limit, PathPrefix: qs.prefix, MaxDF: f.maxDF}
+		req := &ipc.BasisRequest{QuerySketch: *s.q, Limit: f.limit, PathPrefix: qs.prefix, MaxDF: f.maxDF, Fleet: f.fleet}
 		resp, err := qs.c.Basis(qs.ctx, req)
 		if err != nil {
 			return false, err
 		}
+		if resp.FleetError != nil {
+			fleetDown++
+		}
 		rep := repetitive(qs.params, s.q.Size, len(s.q.Features), defaultMinFingerprints)
 		if g.json {
 			line := basisLine{Size: resp.Size, Basis: resp.Basis, CompressedBytes: resp.CompressedBytes,
-				Candidates: resp.Candidates, Repetitive: rep, Signature: s.ref(), Estimated: true}
+				Candidates: resp.Candidates, Repetitive: rep, Signature: s.ref(), Estimated: true, FleetError: resp.FleetError}
 			line.Query, line.QueryRaw = s.fields()
 			return resp.Basis != nil, g.printJSON(line)
 		}
@@ -226,7 +254,7 @@ func basisSignatures(qs *queries, f *basisFlags) error {
 	switch {
 	case err != nil:
 		return err
-	case errs > 0:
+	case errs > 0 || fleetDown > 0:
 		return &statusError{code: exitError}
 	case found < answered:
 		return nothing()

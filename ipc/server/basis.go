@@ -33,6 +33,10 @@ func (s *Server) basis(w http.ResponseWriter, r *http.Request, c *caller, req *i
 		s.badQuery(w, err)
 		return
 	}
+	if req.Fleet && !s.mayAskFleet(w, c) {
+		return
+	}
+	fleetOpts := opts
 	if v := c.view(); v != nil {
 		opts.Visible = visibleTo(v)
 	}
@@ -72,6 +76,28 @@ func (s *Server) basis(w http.ResponseWriter, r *http.Request, c *caller, req *i
 		}
 	}
 	eq.release()
+	if req.Fleet {
+		host := s.fleet.Host()
+		for i := range cands {
+			cands[i].Host = host
+		}
+		fleetOpts.Limit = ipc.BasisCheck
+		remote, err := s.fleet.Similar(r.Context(), q, fleetOpts)
+		if err != nil {
+			s.log.Warn("fleet query failed", "err", err)
+			out.FleetError = &ipc.Error{Code: ipc.CodeFleetDown, Message: "fleet unavailable: " + err.Error()}
+		}
+		for _, m := range remote {
+			bc := ipc.BasisCandidate{Host: m.Host, Path: m.Path, PathRaw: m.PathRaw, Size: m.Size, MtimeNs: m.MtimeNs,
+				Method: ipc.BasisFingerprints, Copied: m.Containment}
+			bc.EstimatedBytesLow, bc.EstimatedBytes, bc.EstimatedBytesHigh = fingerprintRange(m.Containment/100, req.Size, m.Size, s.q.Params())
+			if m.Identical {
+				bc.Identical, bc.EstimatedBytes, bc.Method, bc.Copied = true, 0, ipc.BasisIdentical, 100
+				bc.EstimatedBytesLow, bc.EstimatedBytesHigh = 0, 0
+			}
+			cands = append(cands, cand{bc, 0})
+		}
+	}
 	slices.SortStableFunc(cands, func(a, b cand) int {
 		if c := cmp.Compare(a.EstimatedBytes, b.EstimatedBytes); c != 0 {
 			return c
