@@ -92,8 +92,8 @@ type BasisResponse struct {
 	Candidates      []BasisCandidate `json:"candidates"` // cheapest first
 	// Considered is how many indexed files were candidates, Checked how
 	// many were read to estimate their delta.
-	Considered int   `json:"considered"`
-	Checked    int   `json:"checked"`
+	Considered int `json:"considered"`
+	Checked    int `json:"checked"`
 	// FleetError is set when the request asked the fleet and it did not
 	// answer: the candidates are this host's only.
 	FleetError *Error `json:"fleet_error,omitempty"`
