@@ -48,6 +48,10 @@ type PublisherConfig struct {
 	Heartbeat time.Duration
 }
 
+// SweepEvery is how often a publisher sweeps the contents no file holds
+// (Sweep).
+var SweepEvery = time.Hour
+
 // DefaultBatchFiles is the number of files one publishing transaction
 // carries by default.
 const DefaultBatchFiles = 1000
@@ -123,7 +127,17 @@ func (p *Publisher) Status() ipc.FleetStatus {
 // nothing is lost meanwhile: the notes wait in the local index.
 func (p *Publisher) Run(ctx context.Context) {
 	backoff := time.Second
+	lastSweep := time.Now()
 	for ctx.Err() == nil {
+		if p.joined && time.Since(lastSweep) >= SweepEvery {
+			// Contents a failed drop or a forgotten host left unheld.
+			lastSweep = time.Now()
+			if n, err := Sweep(ctx, p.cfg.Pool); err != nil {
+				p.log.Debug("fleet: sweeping unheld contents failed; trying again later", "err", err)
+			} else if n > 0 {
+				p.log.Info("fleet: unheld contents dropped", "contents", n)
+			}
+		}
 		busy, err := p.round(ctx)
 		if err != nil && ctx.Err() == nil {
 			p.failed(err)
