@@ -131,7 +131,9 @@ func migrateStep(ctx context.Context, db TxStarter, target int) (version int, fl
 // version 1 with a new fleet id, in one transaction. Losing the race to
 // another host creating it is a conflict; finding some of sif's other
 // tables without sif_schema is not (the CREATE fails again after the
-// retry: the error names the table).
+// retry: the error names the table), except sif_postings, which an
+// operator may create beforehand (partitioned, say): it is taken when its
+// columns are sif's, and refused with an error naming them otherwise.
 func createSchema(ctx context.Context, db TxStarter, target int) (version int, fleetID string, err error) {
 	tx, err := db.Begin(ctx)
 	if err != nil {
@@ -142,6 +144,9 @@ func createSchema(ctx context.Context, db TxStarter, target int) (version int, f
 		if _, err := tx.Exec(ctx, stmt); err != nil {
 			return 0, "", stepError(0, err)
 		}
+	}
+	if err := checkPostings(ctx, tx); err != nil {
+		return 0, "", err
 	}
 	id := newFleetID()
 	if _, err := tx.Exec(ctx, `INSERT INTO sif_schema (singleton, version, fleet_id) VALUES (1, 1, $1)`, id); err != nil {

@@ -303,6 +303,51 @@ func TestMigrate(t *testing.T) {
 		}
 	})
 
+	t.Run("postings created beforehand", func(t *testing.T) {
+		// An operator's sif_postings, hash-partitioned on key (here with
+		// local partitions; multinode_test.go puts them on other
+		// servers), is taken as it is: no primary key, still partitioned.
+		conn := dial(t, freshDB(t, srv, "prepostings"))
+		mustExec(t, conn, `CREATE TABLE sif_postings (key integer NOT NULL, content_id bigint NOT NULL, weight integer NOT NULL) PARTITION BY HASH (key)`)
+		mustExec(t, conn, `CREATE TABLE sif_postings_0 PARTITION OF sif_postings FOR VALUES WITH (MODULUS 2, REMAINDER 0)`)
+		mustExec(t, conn, `CREATE TABLE sif_postings_1 PARTITION OF sif_postings FOR VALUES WITH (MODULUS 2, REMAINDER 1)`)
+		id, err := Migrate(ctx, conn)
+		if err != nil {
+			t.Fatalf("Migrate over a partitioned sif_postings: %v", err)
+		}
+		var kind string
+		if err := conn.QueryRow(ctx, "SELECT relkind::text FROM pg_class WHERE oid = 'sif_postings'::regclass").Scan(&kind); err != nil || kind != "p" {
+			t.Errorf("sif_postings relkind %q (%v), want p: the operator's table was replaced", kind, err)
+		}
+		if v, readID, _, err := ReadSchema(ctx, conn); err != nil || v != 1 || readID != id {
+			t.Errorf("ReadSchema: %d %q %v", v, readID, err)
+		}
+		if id2, err := Migrate(ctx, conn); err != nil || id2 != id {
+			t.Errorf("second Migrate: %q %v, want %q", id2, err, id)
+		}
+	})
+
+	t.Run("unrelated postings refused", func(t *testing.T) {
+		for i, create := range []string{
+			`CREATE TABLE sif_postings (key integer, content_id text)`,
+			`CREATE TABLE sif_postings (key integer NOT NULL, content_id bigint NOT NULL, weight integer NOT NULL, extra text)`,
+			`CREATE TABLE sif_postings (key integer NOT NULL, content_id bigint NOT NULL, weight integer)`,
+			`CREATE TABLE sif_postings (key bigint NOT NULL, content_id bigint NOT NULL, weight integer NOT NULL)`,
+		} {
+			conn := dial(t, freshDB(t, srv, fmt.Sprintf("badpostings%d", i)))
+			mustExec(t, conn, create)
+			_, err := Migrate(ctx, conn)
+			if err == nil || !strings.Contains(err.Error(), "sif_postings exists and is not sif's") {
+				t.Fatalf("Migrate over %s: %v", create, err)
+			}
+			t.Log(err)
+			var exists *string
+			if err := conn.QueryRow(ctx, "SELECT to_regclass('sif_schema')::text").Scan(&exists); err != nil || exists != nil {
+				t.Errorf("sif_schema left behind after %s: %v %v", create, exists, err)
+			}
+		}
+	})
+
 	t.Run("foreign tables", func(t *testing.T) {
 		// A database holding a table of sif's names but no sif_schema is
 		// not taken over.

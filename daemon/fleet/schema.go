@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -71,7 +72,11 @@ var schemaV1 = []string{
 		type smallint NOT NULL DEFAULT 0,
 		signature bytea NOT NULL
 	)`,
-	`CREATE TABLE sif_postings (
+	// An operator may create sif_postings before the first host joins,
+	// e.g. hash-partitioned on key with partitions on other servers
+	// (packaging/fleet/partitioned-postings.sql); createSchema then
+	// checks its columns (checkPostings).
+	`CREATE TABLE IF NOT EXISTS sif_postings (
 		key integer NOT NULL,
 		content_id bigint NOT NULL,
 		weight integer NOT NULL,
@@ -87,6 +92,53 @@ var schemaV1 = []string{
 		PRIMARY KEY (host_id, file_id)
 	)`,
 	`CREATE INDEX sif_files_content ON sif_files (content_id)`,
+}
+
+// postingsColumns are sif_postings' columns, in order, as
+// information_schema names their types.
+var postingsColumns = []struct{ name, typ string }{
+	{"key", "integer"}, {"content_id", "bigint"}, {"weight", "integer"},
+}
+
+// checkPostings checks that the table sif_postings has exactly sif's
+// columns (key integer, content_id bigint, weight integer, all NOT NULL),
+// so that a table an operator created beforehand (partitioned, its
+// partitions perhaps on other servers) is taken and an unrelated table of
+// that name is refused with an error naming what differs.
+func checkPostings(ctx context.Context, q Querier) error {
+	rows, err := q.Query(ctx, `
+		SELECT column_name, data_type, is_nullable FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'sif_postings'
+		ORDER BY ordinal_position`)
+	if err != nil {
+		return fmt.Errorf("fleet: reading sif_postings' columns: %w", err)
+	}
+	var have []string
+	ok := true
+	for i := 0; rows.Next(); i++ {
+		var name, typ, nullable string
+		if err := rows.Scan(&name, &typ, &nullable); err != nil {
+			rows.Close()
+			return fmt.Errorf("fleet: reading sif_postings' columns: %w", err)
+		}
+		col := name + " " + typ
+		if nullable != "NO" {
+			col += " NULL"
+		}
+		have = append(have, col)
+		if i >= len(postingsColumns) || name != postingsColumns[i].name || typ != postingsColumns[i].typ || nullable != "NO" {
+			ok = false
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("fleet: reading sif_postings' columns: %w", err)
+	}
+	if ok && len(have) == len(postingsColumns) {
+		return nil
+	}
+	return fmt.Errorf("fleet: the table sif_postings exists and is not sif's: its columns are (%s), sif's are (key integer, content_id bigint, weight integer), all NOT NULL: drop or rename it, or create it as packaging/fleet/partitioned-postings.sql does",
+		strings.Join(have, ", "))
 }
 
 // ReadSchema returns the database's schema version, fleet id and
