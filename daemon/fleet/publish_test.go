@@ -35,7 +35,7 @@ var testParams = func() fingerprint.Params {
 	return p
 }()
 
-func newPool(t *testing.T, url string) *pgxpool.Pool {
+func newPool(t testing.TB, url string) *pgxpool.Pool {
 	t.Helper()
 	pool, err := pgxpool.New(context.Background(), url)
 	if err != nil {

@@ -436,6 +436,10 @@ func (s *Server) Log() string {
 // socket.
 func (s *Server) Dir() string { return s.dir }
 
+// Bin returns the directory of the PostgreSQL binaries the server runs
+// from, which holds the client programs (psql) of the same version too.
+func (s *Server) Bin() string { return s.bin }
+
 // Port returns the server's TCP port (with Options.TCP), which is also the
 // number in its socket's name.
 func (s *Server) Port() int { return s.port }
