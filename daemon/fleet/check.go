@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -121,22 +122,35 @@ func checkContents(ctx context.Context, q Querier, contents []int64) (int, error
 		return 0, fmt.Errorf("fleet: %w", err)
 	}
 	bad := len(contents) - len(want)
-	rows, err = q.Query(ctx, `
-		SELECT p.content_id, count(*) FROM sif_postings p
-		JOIN unnest($1::int[], $2::bigint[]) AS u(k, c) ON p.key = u.k AND p.content_id = u.c
-		GROUP BY p.content_id`, keys, owners)
+	// The postings with one of the keys and one of the contents, of which
+	// those the signatures name are counted. A join with the (key,
+	// content) pairs would do the same on one server, but through
+	// postgres_fdw it reads every posting of every shard; this form runs
+	// on each shard as it is.
+	type posting struct {
+		key     int32
+		content int64
+	}
+	expect := make(map[posting]bool, len(keys))
+	for i := range keys {
+		expect[posting{keys[i], owners[i]}] = true
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	rows, err = q.Query(ctx, `SELECT key, content_id FROM sif_postings WHERE key = ANY($1) AND content_id = ANY($2)`, keys, contents)
 	if err != nil {
 		return 0, fmt.Errorf("fleet: %w", err)
 	}
 	got := map[int64]int{}
 	for rows.Next() {
-		var id int64
-		var n int
-		if err := rows.Scan(&id, &n); err != nil {
+		var p posting
+		if err := rows.Scan(&p.key, &p.content); err != nil {
 			rows.Close()
 			return 0, err
 		}
-		got[id] = n
+		if expect[p] {
+			got[p.content]++
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {

@@ -191,4 +191,26 @@ func TestMultinodePublish(t *testing.T) {
 	if _, of := m.shardCounts(t, labelID("c20")); sum(of) != 0 {
 		t.Fatalf("c20, removed while the shard was down, has %v postings left", of)
 	}
+
+	// A posting lost on a shard is a bad content for Check; put back, the
+	// rows match again.
+	shard := 0
+	if of[0] == 0 {
+		shard = 1
+	}
+	table := fmt.Sprintf("sif_postings_%d", shard)
+	var k, w int32
+	if err := m.shardPools[shard].QueryRow(context.Background(),
+		`DELETE FROM `+table+` WHERE ctid = (SELECT ctid FROM `+table+` WHERE content_id = $1 LIMIT 1) RETURNING key, weight`,
+		labelID("fresh")).Scan(&k, &w); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Check(context.Background(), m.pool, "alpha", a.ix, []string{"/a"})
+	if err != nil || rep.OK || rep.BadContents != 1 {
+		t.Fatalf("Check with a posting lost on shard %d: %+v, %v; want one bad content", shard, rep, err)
+	}
+	if _, err := m.shardPools[shard].Exec(context.Background(), `INSERT INTO `+table+` VALUES ($1, $2, $3)`, k, labelID("fresh"), w); err != nil {
+		t.Fatal(err)
+	}
+	a.mustMatch(t, m.pool)
 }

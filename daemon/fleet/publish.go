@@ -661,7 +661,8 @@ func (p *Publisher) putContents(ctx context.Context, tx pgx.Tx, v *index.View, f
 		return nil
 	}
 	slices.Sort(added)
-	var postings [][]any
+	var keys, weights []int32
+	var owners []int64
 	var es []index.Entry
 	for _, id := range added {
 		es, err = index.DecodeSignature(c.sigOf[id], es[:0])
@@ -669,10 +670,17 @@ func (p *Publisher) putContents(ctx context.Context, tx pgx.Tx, v *index.View, f
 			return err
 		}
 		for _, e := range es {
-			postings = append(postings, []any{int32(e.Key), id, int32(min(e.Weight, 1<<31-1))})
+			keys = append(keys, int32(e.Key))
+			owners = append(owners, id)
+			weights = append(weights, int32(min(e.Weight, 1<<31-1)))
 		}
 	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"sif_postings"}, []string{"key", "content_id", "weight"}, pgx.CopyFromRows(postings)); err != nil {
+	// An INSERT from arrays rather than COPY: as fast on one server, and
+	// when sif_postings' partitions are on other servers (postgres_fdw,
+	// packaging/fleet/partitioned-postings.sql) PostgreSQL 15 sends an
+	// INSERT's rows to them in batches but COPY's one per round trip.
+	if _, err := tx.Exec(ctx, `INSERT INTO sif_postings (key, content_id, weight)
+		SELECT * FROM unnest($1::int[], $2::bigint[], $3::int[])`, keys, owners, weights); err != nil {
 		return fmt.Errorf("fleet: publishing postings: %w", err)
 	}
 	return nil
@@ -728,7 +736,6 @@ func dropContents(ctx context.Context, db TxStarter, contents []int64) (int, err
 	}
 	var gone []int64
 	var keys []int32
-	var owners []int64
 	var es []index.Entry
 	for rows.Next() {
 		var id int64
@@ -744,7 +751,6 @@ func dropContents(ctx context.Context, db TxStarter, contents []int64) (int, err
 		gone = append(gone, id)
 		for _, e := range es {
 			keys = append(keys, int32(e.Key))
-			owners = append(owners, id)
 		}
 	}
 	rows.Close()
@@ -754,9 +760,14 @@ func dropContents(ctx context.Context, db TxStarter, contents []int64) (int, err
 	if len(gone) == 0 {
 		return 0, nil
 	}
-	if _, err := tx.Exec(ctx, `
-		DELETE FROM sif_postings p USING unnest($1::int[], $2::bigint[]) AS u(k, c)
-		WHERE p.key = u.k AND p.content_id = u.c`, keys, owners); err != nil {
+	// Every posting of the contents gone: those with one of their keys
+	// (for the index on key) and one of their ids. A join with the
+	// (key, content) pairs would do the same on one server, but through
+	// postgres_fdw it reads, and locks, every posting of every shard;
+	// this form runs on each shard as it is.
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	if _, err := tx.Exec(ctx, `DELETE FROM sif_postings WHERE key = ANY($1) AND content_id = ANY($2)`, keys, gone); err != nil {
 		return 0, err
 	}
 	if _, err := tx.Exec(ctx, `DELETE FROM sif_contents WHERE content_id = ANY($1)`, gone); err != nil {
