@@ -38,7 +38,13 @@
 //     fingerprints up in. Its primary key (key, content_id) makes the
 //     lookup of a key an index range scan and a republished posting an
 //     upsert that changes nothing; since postings belong to contents, not
-//     hosts, a content held by many hosts has its postings once.
+//     hosts, a content held by many hosts has its postings once. An
+//     operator may create it before the first host joins, hash-partitioned
+//     on key over several servers (packaging/fleet/partitioned-postings.sql:
+//     postgres_fdw partitions, which have no primary key); Migrate takes
+//     it when its columns are sif's. Postings go in with their content's
+//     row only, and out and to Check by key = ANY and content_id = ANY,
+//     forms each partition runs as it is.
 //   - sif_files has a row per (host, file): the path (bytea), size,
 //     modification time (Unix nanoseconds) and content, NULL while the
 //     file's strong hash is unknown. Its rows go with their host's
@@ -73,7 +79,7 @@
 //     from one view of the index, and sends them in one transaction: the
 //     files as they are now (upserted by host and file id) or their
 //     removal, the contents the fleet lacks (the row, then the postings
-//     with COPY), and gen + 1 on the host's row, checked under FOR UPDATE
+//     with one INSERT from arrays), and gen + 1 on the host's row, checked under FOR UPDATE
 //     to be the gen the publisher expected. Only after the commit does it
 //     remove the notes it sent, those not noted again meanwhile, and write
 //     the journal mark (fleet id, host, gen, roots) in the same local
