@@ -1,359 +1,75 @@
 package pgtest
 
 import (
-	"bytes"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"net"
-	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/sif-dev/sif/daemon/fleet/pgserver"
 )
 
-// Options says how to start a test server. A nil *Options means the
-// defaults: a Unix socket only, no TLS, superuser "postgres" with a random
-// password, synchronous commit off.
-type Options struct {
-	// TCP makes the server also listen on 127.0.0.1, on a free port
-	// (TCPURL).
-	TCP bool
-	// TLS turns on TLS with a certificate for localhost and 127.0.0.1
-	// signed by a CA made for this server (CAFile). It implies TCP, and
-	// TCP clients must then use TLS (pg_hba has only hostssl lines for
-	// 127.0.0.1); the Unix socket stays without TLS.
-	TLS bool
-	// User and Password are the superuser's; empty means "postgres" and a
-	// random password.
-	User, Password string
-	// SynchronousCommit keeps synchronous_commit on, so a transaction
-	// acknowledged before Kill survives it. Off by default, for speed.
-	SynchronousCommit bool
-	// MaxConnections is the server's max_connections; 0 means 100.
-	MaxConnections int
-}
+// Options says how to start a test server; see pgserver.Options. A nil
+// *Options means the defaults: a Unix socket only, no TLS, superuser
+// "postgres" with a random password, synchronous commit off.
+type Options = pgserver.Options
 
 // EnvBin names the environment variable that, when set, is the directory
 // holding PostgreSQL's server binaries (initdb, postgres, pg_dump,
 // pg_restore).
-const EnvBin = "SIF_TEST_PGBIN"
-
-// How long the server may take to accept connections after it starts, and
-// to shut down after SIGINT before it is killed.
-const (
-	readyTimeout = 90 * time.Second
-	stopTimeout  = 30 * time.Second
-)
+const EnvBin = pgserver.EnvBin
 
 // Server is a PostgreSQL server started by Start for one test. Its
 // methods must be called from the test's goroutine (they call t.Fatal).
 type Server struct {
-	t        testing.TB
-	bin      string // directory of the server binaries
-	dir      string // the temporary directory: socket, log, certificates
-	data     string // the cluster's data directory, under dir
-	logPath  string
-	port     int // TCP port, and the number in the socket's name
-	tcp, tls bool
-	user     string
-	password string
-	runAs    *account // nil: as this process's user
-
-	proc *process // nil when stopped
+	t   testing.TB
+	srv *pgserver.Server
 }
 
 // Start starts a fresh PostgreSQL server for t and returns it; opts may be
 // nil. The server is stopped and its directory removed when the test ends
-// (t.Cleanup). Start fails the test, never skips it, when PostgreSQL's
-// server binaries are not installed or the server does not start.
+// (t.Cleanup); a failed test logs the end of the server's log first. Start
+// fails the test, never skips it, when PostgreSQL's server binaries are
+// not installed or the server does not start.
 func Start(t testing.TB, opts *Options) *Server {
 	t.Helper()
-	if opts == nil {
-		opts = &Options{}
-	}
-	if err := supported(); err != nil {
-		t.Fatal(err)
-	}
-	bin, err := findBin()
+	srv, err := pgserver.Start(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{
-		t:        t,
-		bin:      bin,
-		tcp:      opts.TCP || opts.TLS,
-		tls:      opts.TLS,
-		user:     opts.User,
-		password: opts.Password,
-		port:     5432,
-	}
-	if s.user == "" {
-		s.user = "postgres"
-	}
-	if s.password == "" {
-		s.password = randomHex(16)
-	}
-	if os.Geteuid() == 0 {
-		if s.runAs, err = serverAccount(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if s.dir, err = shortTempDir(); err != nil {
-		t.Fatal(err)
-	}
+	s := &Server{t: t, srv: srv}
 	t.Cleanup(s.cleanup)
-	s.data = filepath.Join(s.dir, "data")
-	s.logPath = filepath.Join(s.dir, "postgres.log")
-	if s.tcp {
-		if s.port, err = freePort(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.initdb(opts); err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
 	return s
 }
 
-// findBin returns the directory holding initdb and postgres.
-func findBin() (string, error) {
-	has := func(dir string) bool {
-		for _, name := range []string{"initdb", "postgres"} {
-			if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.IsDir() {
-				return false
-			}
-		}
-		return true
-	}
-	if dir := os.Getenv(EnvBin); dir != "" {
-		if !has(dir) {
-			return "", fmt.Errorf("pgtest: %s=%s holds no initdb and postgres", EnvBin, dir)
-		}
-		return dir, nil
-	}
-	// Debian: /usr/lib/postgresql/<major>/bin, the highest major first.
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	sort.Slice(dirs, func(i, j int) bool { return majorOf(dirs[i]) > majorOf(dirs[j]) })
-	for _, dir := range dirs {
-		if has(dir) {
-			return dir, nil
+func (s *Server) cleanup() {
+	if s.srv.Running() {
+		if err := s.srv.Stop(); err != nil {
+			s.t.Error(err)
 		}
 	}
-	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
-		if dir := strings.TrimSpace(string(out)); has(dir) {
-			return dir, nil
-		}
+	if s.t.Failed() {
+		s.t.Logf("pgtest: the end of the server's log (%s/postgres.log):\n%s", s.srv.Dir(), s.srv.LogTail(4000))
 	}
-	return "", errors.New("pgtest: PostgreSQL's server is needed for the fleet tests " +
-		"(initdb and postgres were not found in /usr/lib/postgresql/*/bin nor by pg_config): " +
-		"apt-get install postgresql (as .ci/run does), or set " + EnvBin + " to the directory holding them")
+	if err := s.srv.Close(); err != nil {
+		s.t.Error(err)
+	}
 }
 
-// majorOf returns the version number in /usr/lib/postgresql/<n>/bin, or -1.
-func majorOf(dir string) float64 {
-	v, err := strconv.ParseFloat(filepath.Base(filepath.Dir(dir)), 64)
+func (s *Server) check(err error) {
+	s.t.Helper()
 	if err != nil {
-		return -1
+		s.t.Fatal(err)
 	}
-	return v
 }
 
-// shortTempDir makes the server's directory. Not t.TempDir: its path,
-// with the socket's name, would overflow a Unix socket's 107 bytes.
-func shortTempDir() (string, error) {
-	dir, err := os.MkdirTemp("", "sifpg")
-	if err == nil && len(dir)+len("/.s.PGSQL.65535") > 107 {
-		os.RemoveAll(dir)
-		dir, err = os.MkdirTemp("/tmp", "sifpg")
-	}
-	if err != nil {
-		return "", fmt.Errorf("pgtest: %w", err)
-	}
-	// Anyone may reach the socket (a daemon running as nobody); the data
-	// directory below stays 0700.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return "", fmt.Errorf("pgtest: %w", err)
-	}
-	return dir, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("pgtest: finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// initdb makes the cluster and writes its configuration.
-func (s *Server) initdb(opts *Options) error {
-	if err := s.chown(s.dir); err != nil {
-		return err
-	}
-	pwfile := filepath.Join(s.dir, "pwfile")
-	if err := s.writeFile(pwfile, []byte(s.password+"\n"), 0o600); err != nil {
-		return err
-	}
-	out, err := s.command("initdb", "-D", s.data, "-U", s.user, "--pwfile="+pwfile,
-		"--auth=scram-sha-256", "--encoding=UTF8", "--locale=C", "--no-sync").CombinedOutput()
-	os.Remove(pwfile)
-	if err != nil {
-		return fmt.Errorf("pgtest: initdb in %s: %v\n%s", s.data, err, out)
-	}
-	if s.tls {
-		if err := s.writeCerts(); err != nil {
-			return err
-		}
-	}
-	listen := ""
-	if s.tcp {
-		listen = "127.0.0.1"
-	}
-	maxConn := opts.MaxConnections
-	if maxConn == 0 {
-		maxConn = 100
-	}
-	syncCommit := "off"
-	if opts.SynchronousCommit {
-		syncCommit = "on"
-	}
-	conf := fmt.Sprintf(`
-# pgtest: a server for one test, fast rather than durable.
-listen_addresses = '%s'
-port = %d
-unix_socket_directories = '%s'
-unix_socket_permissions = 0777
-max_connections = %d
-shared_buffers = 16MB
-huge_pages = off
-fsync = off
-synchronous_commit = %s
-full_page_writes = off
-logging_collector = off
-`, listen, s.port, s.dir, maxConn, syncCommit)
-	hba := "local all all scram-sha-256\n"
-	if s.tls {
-		conf += fmt.Sprintf("ssl = on\nssl_cert_file = '%s'\nssl_key_file = '%s'\n",
-			filepath.Join(s.dir, "server.crt"), filepath.Join(s.dir, "server.key"))
-		hba += "hostssl all all 127.0.0.1/32 scram-sha-256\n"
-	} else if s.tcp {
-		hba += "host all all 127.0.0.1/32 scram-sha-256\n"
-	}
-	f, err := os.OpenFile(filepath.Join(s.data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	if err == nil {
-		_, err = f.WriteString(conf)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err == nil {
-		// The file keeps its owner (the server's user): it is rewritten,
-		// not replaced.
-		err = os.WriteFile(filepath.Join(s.data, "pg_hba.conf"), []byte(hba), 0o600)
-	}
-	if err != nil {
-		return fmt.Errorf("pgtest: configuring the cluster: %w", err)
-	}
-	return nil
-}
-
-// writeFile writes a file that the server's user owns.
-func (s *Server) writeFile(path string, data []byte, perm os.FileMode) error {
-	if err := os.WriteFile(path, data, perm); err != nil {
-		return fmt.Errorf("pgtest: %w", err)
-	}
-	return s.chown(path)
-}
-
-func (s *Server) chown(path string) error {
-	if s.runAs == nil {
-		return nil
-	}
-	if err := os.Chown(path, s.runAs.uid, s.runAs.gid); err != nil {
-		return fmt.Errorf("pgtest: giving %s to %s: %w", path, s.runAs.name, err)
-	}
-	return nil
-}
-
-// command returns a command running one of the server's binaries as the
-// server's user, in the server's directory.
-func (s *Server) command(name string, args ...string) *exec.Cmd {
-	cmd := exec.Command(filepath.Join(s.bin, name), args...)
-	cmd.Dir = s.dir
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C"}
-	cmd.SysProcAttr = sysProcAttr(s.runAs)
-	return cmd
-}
+// Server returns the pgserver.Server underneath, for what pgtest does not
+// wrap.
+func (s *Server) Server() *pgserver.Server { return s.srv }
 
 // Start starts the server again after Stop or Kill, on the same data,
 // port and socket, and waits until it accepts connections. Start (the
 // function) already started it once.
 func (s *Server) Start() {
 	s.t.Helper()
-	if s.proc != nil {
-		s.t.Fatal("pgtest: Start: the server is already running")
-	}
-	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		s.t.Fatalf("pgtest: %v", err)
-	}
-	defer logf.Close()
-	cmd := s.command("postgres", "-D", s.data)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	start := time.Now()
-	proc, err := startProcess(cmd)
-	if err != nil {
-		s.t.Fatalf("pgtest: starting postgres: %v", err)
-	}
-	s.proc = proc
-	if err := s.waitReady(); err != nil {
-		s.t.Fatalf("pgtest: %v after %v; the server's log:\n%s", err, time.Since(start).Round(time.Millisecond), s.Log())
-	}
-}
-
-// waitReady connects until the server answers, it exits, or readyTimeout.
-func (s *Server) waitReady() error {
-	deadline := time.Now().Add(readyTimeout)
-	var last error
-	for time.Now().Before(deadline) {
-		select {
-		case <-s.proc.done:
-			s.proc = nil
-			return errors.New("postgres exited while starting")
-		default:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		conn, err := pgx.Connect(ctx, s.URL("postgres"))
-		if err == nil {
-			err = conn.Ping(ctx)
-			conn.Close(ctx)
-		}
-		cancel()
-		if err == nil {
-			return nil
-		}
-		last = err
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("postgres did not accept connections (last: %v)", last)
+	s.check(s.srv.Start())
 }
 
 // Stop shuts the server down cleanly (SIGINT: PostgreSQL's fast shutdown,
@@ -361,26 +77,7 @@ func (s *Server) waitReady() error {
 // exited within 30 s. Start starts it again.
 func (s *Server) Stop() {
 	s.t.Helper()
-	if s.proc == nil {
-		s.t.Fatal("pgtest: Stop: the server is not running")
-	}
-	if err := s.stop(); err != nil {
-		s.t.Fatal(err)
-	}
-}
-
-func (s *Server) stop() error {
-	p := s.proc
-	s.proc = nil
-	p.interrupt()
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(stopTimeout):
-		p.killGroup()
-		<-p.done
-		return fmt.Errorf("pgtest: postgres did not stop within %v of SIGINT and was killed", stopTimeout)
-	}
+	s.check(s.srv.Stop())
 }
 
 // Kill kills the server and every process it started at once (SIGKILL),
@@ -388,91 +85,52 @@ func (s *Server) stop() error {
 // cluster from its write-ahead log.
 func (s *Server) Kill() {
 	s.t.Helper()
-	if s.proc == nil {
-		s.t.Fatal("pgtest: Kill: the server is not running")
-	}
-	p := s.proc
-	s.proc = nil
-	p.killGroup()
-	<-p.done
-	// Backends notice their postmaster's death on their own; a killed
-	// group has none left, but wait for them to be reaped anyway.
-	p.waitGroupGone(10 * time.Second)
+	s.check(s.srv.Kill())
 }
 
 // Running reports whether the server is running (started and not stopped
 // or killed by a method of s).
-func (s *Server) Running() bool { return s.proc != nil }
-
-// cleanup stops the server and removes its directory; on a failed test it
-// logs the end of the server's log first.
-func (s *Server) cleanup() {
-	if s.proc != nil {
-		if err := s.stop(); err != nil {
-			s.t.Error(err)
-		}
-	}
-	if s.t.Failed() {
-		log := s.Log()
-		if len(log) > 4000 {
-			log = "..." + log[len(log)-4000:]
-		}
-		s.t.Logf("pgtest: the end of the server's log (%s):\n%s", s.logPath, log)
-	}
-	os.RemoveAll(s.dir)
-}
+func (s *Server) Running() bool { return s.srv.Running() }
 
 // Log returns the server's log so far (its standard error, over every
 // Start).
-func (s *Server) Log() string {
-	b, err := os.ReadFile(s.logPath)
-	if err != nil {
-		return fmt.Sprintf("(no log: %v)", err)
-	}
-	return string(b)
-}
+func (s *Server) Log() string { return s.srv.Log() }
 
 // Dir returns the server's temporary directory, which also holds its Unix
 // socket.
-func (s *Server) Dir() string { return s.dir }
+func (s *Server) Dir() string { return s.srv.Dir() }
 
 // Bin returns the directory of the PostgreSQL binaries the server runs
 // from, which holds the client programs (psql) of the same version too.
-func (s *Server) Bin() string { return s.bin }
+func (s *Server) Bin() string { return s.srv.Bin() }
 
 // Port returns the server's TCP port (with Options.TCP), which is also the
 // number in its socket's name.
-func (s *Server) Port() int { return s.port }
+func (s *Server) Port() int { return s.srv.Port() }
 
 // User and Password return the superuser's name and password.
-func (s *Server) User() string     { return s.user }
-func (s *Server) Password() string { return s.password }
+func (s *Server) User() string     { return s.srv.User() }
+func (s *Server) Password() string { return s.srv.Password() }
 
 // CAFile returns the path of the CA certificate (PEM) that signed the
 // server's certificate; "" unless started with Options.TLS.
-func (s *Server) CAFile() string {
-	if !s.tls {
-		return ""
-	}
-	return filepath.Join(s.dir, "ca.crt")
-}
+func (s *Server) CAFile() string { return s.srv.CAFile() }
 
 // URL returns a postgres:// URL for the superuser and database db over the
 // Unix socket (the socket's directory in the host parameter, as pgx and
 // libpq read it).
-func (s *Server) URL(db string) string { return s.URLFor(s.user, s.password, db) }
+func (s *Server) URL(db string) string { return s.srv.URL(db) }
 
 // URLFor returns a postgres:// URL for user with password and database db
 // over the Unix socket.
-func (s *Server) URLFor(user, password, db string) string {
-	q := url.Values{"host": {s.dir}, "port": {strconv.Itoa(s.port)}, "sslmode": {"disable"}}
-	u := url.URL{Scheme: "postgres", User: url.UserPassword(user, password), Path: "/" + db, RawQuery: q.Encode()}
-	return u.String()
-}
+func (s *Server) URLFor(user, password, db string) string { return s.srv.URLFor(user, password, db) }
 
 // TCPURL returns a postgres:// URL for the superuser and database db over
 // TCP to 127.0.0.1; see TCPURLFor.
-func (s *Server) TCPURL(db string) string { return s.TCPURLFor(s.user, s.password, db) }
+func (s *Server) TCPURL(db string) string {
+	s.t.Helper()
+	return s.TCPURLFor(s.srv.User(), s.srv.Password(), db)
+}
 
 // TCPURLFor returns a postgres:// URL for user with password and database
 // db over TCP to 127.0.0.1. With Options.TLS it asks for
@@ -480,79 +138,40 @@ func (s *Server) TCPURL(db string) string { return s.TCPURLFor(s.user, s.passwor
 // fails the test when the server was started without Options.TCP.
 func (s *Server) TCPURLFor(user, password, db string) string {
 	s.t.Helper()
-	if !s.tcp {
-		s.t.Fatal("pgtest: TCPURL: the server was started without Options.TCP")
-	}
-	q := url.Values{"sslmode": {"disable"}}
-	if s.tls {
-		q = url.Values{"sslmode": {"verify-full"}, "sslrootcert": {s.CAFile()}}
-	}
-	u := url.URL{Scheme: "postgres", User: url.UserPassword(user, password),
-		Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)), Path: "/" + db, RawQuery: q.Encode()}
-	return u.String()
+	u, err := s.srv.TCPURLFor(user, password, db)
+	s.check(err)
+	return u
 }
 
 // Exec runs sql with args as the superuser in database db.
 func (s *Server) Exec(db, sql string, args ...any) {
 	s.t.Helper()
-	if err := s.exec(db, sql, args...); err != nil {
-		s.t.Fatal(err)
-	}
-}
-
-func (s *Server) exec(db, sql string, args ...any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, s.URL(db))
-	if err != nil {
-		return fmt.Errorf("pgtest: connecting to %s: %w", db, err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql, args...); err != nil {
-		return fmt.Errorf("pgtest: in %s: %s: %w", db, sql, err)
-	}
-	return nil
+	s.check(s.srv.Exec(db, sql, args...))
 }
 
 // CreateDB creates database name, owned by the superuser.
 func (s *Server) CreateDB(name string) {
 	s.t.Helper()
-	s.Exec("postgres", "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	s.check(s.srv.CreateDB(name))
 }
 
 // CreateDBOwnedBy creates database name owned by role owner, who may then
 // create tables in it.
 func (s *Server) CreateDBOwnedBy(name, owner string) {
 	s.t.Helper()
-	s.Exec("postgres", "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" OWNER "+pgx.Identifier{owner}.Sanitize())
+	s.check(s.srv.CreateDBOwnedBy(name, owner))
 }
 
 // CreateRole creates a role that may log in with password.
 func (s *Server) CreateRole(name, password string) {
 	s.t.Helper()
-	s.Exec("postgres", "CREATE ROLE "+pgx.Identifier{name}.Sanitize()+" LOGIN PASSWORD "+quoteLiteral(password))
-}
-
-// quoteLiteral quotes s as an SQL string literal (standard_conforming_strings
-// is on, so only quotes are doubled).
-func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
-// clientEnv is the environment of pg_dump and pg_restore: the superuser
-// over the Unix socket.
-func (s *Server) clientEnv() []string {
-	return []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C",
-		"PGHOST=" + s.dir, "PGPORT=" + strconv.Itoa(s.port),
-		"PGUSER=" + s.user, "PGPASSWORD=" + s.password, "PGSSLMODE=disable"}
+	s.check(s.srv.CreateRole(name, password))
 }
 
 // Dump writes database db to path with pg_dump, in its custom format.
 func (s *Server) Dump(db, path string) {
 	s.t.Helper()
-	cmd := exec.Command(filepath.Join(s.bin, "pg_dump"), "--format=custom", "--file="+path, "--dbname="+db)
-	cmd.Env = s.clientEnv()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		s.t.Fatalf("pgtest: pg_dump of %s: %v\n%s", db, err, out)
-	}
+	s.check(s.srv.Dump(db, path))
 }
 
 // Restore replaces database db with the dump at path (made by Dump): it
@@ -561,30 +180,5 @@ func (s *Server) Dump(db, path string) {
 // into it with pg_restore, in one transaction.
 func (s *Server) Restore(path, db string) {
 	s.t.Helper()
-	owner := s.user
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, s.URL("postgres"))
-	if err != nil {
-		s.t.Fatalf("pgtest: Restore: %v", err)
-	}
-	err = conn.QueryRow(ctx, "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = $1", db).Scan(&owner)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		conn.Close(ctx)
-		s.t.Fatalf("pgtest: Restore: %v", err)
-	}
-	id := pgx.Identifier{db}.Sanitize()
-	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+id+" WITH (FORCE)")
-	if err == nil {
-		_, err = conn.Exec(ctx, "CREATE DATABASE "+id+" OWNER "+pgx.Identifier{owner}.Sanitize())
-	}
-	conn.Close(ctx)
-	if err != nil {
-		s.t.Fatalf("pgtest: Restore: recreating %s: %v", db, err)
-	}
-	cmd := exec.Command(filepath.Join(s.bin, "pg_restore"), "--exit-on-error", "--single-transaction", "--dbname="+db, path)
-	cmd.Env = s.clientEnv()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		s.t.Fatalf("pgtest: pg_restore of %s into %s: %v\n%s", path, db, err, bytes.TrimSpace(out))
-	}
+	s.check(s.srv.Restore(path, db))
 }

@@ -13,7 +13,7 @@ import (
 // the end-to-end tests run by root) reaches the server over its socket.
 func TestOtherUserConnects(t *testing.T) {
 	srv := Start(t, nil)
-	cmd := exec.Command(filepath.Join(srv.bin, "psql"), "--no-psqlrc", "--tuples-only", "--no-align",
+	cmd := exec.Command(filepath.Join(srv.Bin(), "psql"), "--no-psqlrc", "--tuples-only", "--no-align",
 		"--command", "SELECT current_user", srv.URL("postgres"))
 	cmd.Dir = "/"
 	if os.Geteuid() == 0 {

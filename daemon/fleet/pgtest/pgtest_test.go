@@ -2,7 +2,14 @@ package pgtest
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -198,12 +205,8 @@ func TestTLS(t *testing.T) {
 	connect(t, strings.Replace(url, "127.0.0.1", "localhost", 1))
 
 	// A CA that did not sign the server's certificate.
-	other, err := newAuthority("another CA")
-	if err != nil {
-		t.Fatal(err)
-	}
 	wrongCA := filepath.Join(t.TempDir(), "wrong.crt")
-	if err := os.WriteFile(wrongCA, other.certPEM, 0o644); err != nil {
+	if err := os.WriteFile(wrongCA, selfSignedCA(t), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	tryFail := func(url, want string) {
@@ -267,23 +270,25 @@ func TestDumpRestore(t *testing.T) {
 	}
 }
 
-func TestFindBin(t *testing.T) {
-	t.Setenv(EnvBin, "")
-	bin, err := findBin()
+// selfSignedCA returns a CA certificate (PEM) that signed nothing.
+func selfSignedCA(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("server binaries in %s", bin)
-	t.Setenv(EnvBin, bin)
-	if got, err := findBin(); err != nil || got != bin {
-		t.Errorf("with %s=%s: %q %v", EnvBin, bin, got, err)
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "another CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
 	}
-	empty := t.TempDir()
-	t.Setenv(EnvBin, empty)
-	if _, err := findBin(); err == nil || !strings.Contains(err.Error(), empty) {
-		t.Errorf("with %s naming an empty directory: %v", EnvBin, err)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := majorOf("/usr/lib/postgresql/15/bin"); got != 15 {
-		t.Errorf("majorOf: %v", got)
-	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package pgtest
+package pgserver
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 )
 
 func supported() error {
-	return errors.New("pgtest: the test PostgreSQL server runs on Linux only")
+	return errors.New("pgserver: the test PostgreSQL server runs on Linux only")
 }
 
 func serverAccount() (*account, error) { return nil, supported() }

@@ -1,4 +1,4 @@
-package pgtest
+package pgserver
 
 import (
 	"crypto/ecdsa"
@@ -100,7 +100,7 @@ func (s *Server) writeCerts() error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("pgtest: making the TLS certificates: %w", err)
+		return fmt.Errorf("pgserver: making the TLS certificates: %w", err)
 	}
 	return nil
 }

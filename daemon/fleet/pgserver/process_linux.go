@@ -1,4 +1,4 @@
-package pgtest
+package pgserver
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ func serverAccount() (*account, error) {
 		}
 		return &account{name: name, uid: uid, gid: gid}, nil
 	}
-	return nil, errors.New("pgtest: running as root, and neither a postgres nor a nobody user exists to run PostgreSQL's server (it refuses root)")
+	return nil, errors.New("pgserver: running as root, and neither a postgres nor a nobody user exists to run PostgreSQL's server (it refuses root)")
 }
 
 // sysProcAttr runs a server binary in a process group of its own (so Kill
