@@ -394,6 +394,7 @@ func (s *Server) stop() error {
 	case <-time.After(stopTimeout):
 		p.killGroup()
 		<-p.done
+		p.waitGroupGone(10 * time.Second)
 		return fmt.Errorf("pgserver: postgres did not stop within %v of SIGINT and was killed", stopTimeout)
 	}
 }
@@ -409,8 +410,8 @@ func (s *Server) Kill() error {
 	s.proc = nil
 	p.killGroup()
 	<-p.done
-	// Backends notice their postmaster's death on their own; a killed
-	// group has none left, but wait for them to be reaped anyway.
+	// Until every killed process is gone, its shared memory is in use and
+	// a new server on the same data refuses to start.
 	p.waitGroupGone(10 * time.Second)
 	return nil
 }

@@ -10,6 +10,8 @@ type process struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed when it has exited and been reaped
 	err  error         // its exit status, once done is closed
+	// killed are the pids killGroup killed: postgres and its children.
+	killed []int
 }
 
 func startProcess(cmd *exec.Cmd) (*process, error) {

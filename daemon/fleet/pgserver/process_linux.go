@@ -42,45 +42,72 @@ func sysProcAttr(as *account) *syscall.SysProcAttr {
 	return attr
 }
 
-// killGroup kills postgres and every process of its group.
+// killGroup kills postgres and every process it started, at once, as a
+// crash would. Its children do not stay in its process group (each
+// backend calls setsid), so they are found by their parent: postgres is
+// stopped first, so that it forks no more, then its children and it are
+// killed. The killed pids are kept for waitGroupGone.
 func (p *process) killGroup() {
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	pid := p.cmd.Process.Pid
+	syscall.Kill(pid, syscall.SIGSTOP)
+	p.killed = append(childrenOf(pid), pid)
+	for _, c := range p.killed {
+		syscall.Kill(c, syscall.SIGKILL)
+	}
+	syscall.Kill(-pid, syscall.SIGKILL)
 }
 
-// waitGroupGone waits, at most timeout, until no live (not zombie) process
-// is left in postgres's process group.
+// waitGroupGone waits, at most timeout, until every process killGroup
+// killed is gone (or a zombie): until then a new server on the same data
+// finds the old shared memory in use and refuses to start.
 func (p *process) waitGroupGone(timeout time.Duration) {
-	pgid := p.cmd.Process.Pid
 	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if !groupAlive(pgid) {
+		alive := false
+		for _, pid := range p.killed {
+			if st, _, ok := procStat(pid); ok && st != "Z" && st != "X" {
+				alive = true
+				break
+			}
+		}
+		if !alive {
 			return
 		}
 	}
 }
 
-// groupAlive reports whether /proc shows a process of group pgid that is
-// not a zombie.
-func groupAlive(pgid int) bool {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	want := strconv.Itoa(pgid)
-	for _, path := range stats {
-		b, err := os.ReadFile(path)
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	var out []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		c, err := strconv.Atoi(filepath.Base(d))
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid pgrp ...: comm may hold spaces, so parse
-		// after its closing parenthesis.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := bytes.Fields(b[i+1:])
-		if len(f) < 3 || string(f[0]) == "Z" || string(f[0]) == "X" {
-			continue
-		}
-		if string(f[2]) == want {
-			return true
+		if _, ppid, ok := procStat(c); ok && ppid == pid {
+			out = append(out, c)
 		}
 	}
-	return false
+	return out
+}
+
+// procStat returns the state and parent of process pid, from
+// /proc/PID/stat; ok is false when there is no such process.
+func procStat(pid int) (state string, ppid int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", 0, false
+	}
+	// pid (comm) state ppid ...: comm may hold spaces, so parse after its
+	// closing parenthesis.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return "", 0, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 2 {
+		return "", 0, false
+	}
+	ppid, _ = strconv.Atoi(string(f[1]))
+	return string(f[0]), ppid, true
 }
