@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -92,7 +93,10 @@ func (c *Config) publishing() bool { return c.Fleet != nil && len(c.Fleet.Publis
 type fleetLink struct {
 	d    *Daemon
 	pool *pgxpool.Pool
-	pub  *fleet.Publisher // nil when nothing is published
+	// grouped caches fleet.Partitioned once it answered: 1 key by key,
+	// 2 grouped (postings partitioned over servers).
+	grouped atomic.Int32
+	pub     *fleet.Publisher // nil when nothing is published
 }
 
 // linkFleet connects the daemon to its fleet, if it has one. The pool
@@ -174,7 +178,12 @@ func (l *fleetLink) Similar(ctx context.Context, q index.Query, opts index.Query
 	f := l.d.cfg.Fleet
 	ctx, cancel := context.WithTimeout(ctx, f.Timeout)
 	defer cancel()
-	res, err := fleet.Similar(ctx, l.pool, fleet.Query{
+	if l.grouped.Load() == 0 {
+		if p, err := fleet.Partitioned(ctx, l.pool); err == nil {
+			l.grouped.Store(map[bool]int32{false: 1, true: 2}[p])
+		}
+	}
+	res, err := fleet.Similar(ctx, l.pool, fleet.Query{Grouped: l.grouped.Load() == 2,
 		Sketch: q.Sketch, Params: l.d.ix.Params(), Path: q.Path,
 		Threshold: opts.Threshold, Limit: opts.Limit, MaxDF: opts.MaxDF, MinFeatures: opts.MinFeatures,
 		SizeRatio: opts.SizeRatio, SameExt: opts.SameExt, SameType: opts.SameType, ExcludeHost: f.Host, Silence: f.Silence,

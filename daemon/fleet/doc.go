@@ -106,7 +106,10 @@
 //
 // Similar answers a query in one round trip: for each of the query's
 // fingerprint keys (index.QueryEntries) its first MaxDF+1 postings, an
-// index range scan of sif_postings' primary key, under a LATERAL join;
+// index range scan of sif_postings' primary key, under a LATERAL join (or,
+// when sif_postings is partitioned over servers, the postings of all the
+// keys grouped by key with the cut inside the aggregate, which each shard
+// answers in one round trip: Partitioned, Query.Grouped);
 // keys with more are common and skipped, as the local index skips keys
 // held by more than MaxDF files (here counted in contents); the rest
 // summed per content (the lesser of the two weights, as locally), the

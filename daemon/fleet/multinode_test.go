@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -117,6 +118,25 @@ func TestMultinodePublish(t *testing.T) {
 	if n := count(t, m.pool, `SELECT count(*) FROM sif_contents`); n != 35 {
 		t.Fatalf("%d contents, want 35", n)
 	}
+	// A query across the shards, in the form Partitioned picks: beta's
+	// copy of c03 and alpha's original, identical; and c13 and c23, which
+	// content() draws with the same features (its seed is the label's
+	// length and last byte) but other bytes.
+	grouped, err := Partitioned(context.Background(), m.pool)
+	if err != nil || !grouped {
+		t.Fatalf("Partitioned = %v, %v; want true", grouped, err)
+	}
+	res, err := Similar(context.Background(), m.pool, Query{Sketch: content("c03"), Params: testParams, Grouped: grouped})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range res.Matches {
+		got = append(got, fmt.Sprintf("%s:%s:%v", m.Host, m.Path, m.Identical))
+	}
+	if want := []string{"alpha:/a/f03:true", "beta:/b/copy3:true", "alpha:/a/f13:false", "alpha:/a/f23:false"}; !slices.Equal(got, want) {
+		t.Fatalf("query across the shards: %v, want %v", got, want)
+	}
 	all, _ := m.shardCounts(t, 0)
 	t.Logf("postings per shard: %v", all)
 	if sum(all) != 35*perContent {
@@ -158,7 +178,7 @@ func TestMultinodePublish(t *testing.T) {
 	if err := a.ix.Remove("/a/f20"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := a.pub.round(context.Background())
+	_, err = a.pub.round(context.Background())
 	if err == nil {
 		t.Fatal("publishing with a shard down succeeded")
 	}

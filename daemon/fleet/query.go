@@ -45,6 +45,9 @@ type Query struct {
 	// Silence: hosts not heard from for longer are left out; 0 means none
 	// is.
 	Silence time.Duration
+	// Grouped reads the postings grouped by key, for postings partitioned
+	// over servers (Partitioned); else key by key.
+	Grouped bool
 }
 
 // MaxContents bounds the contents a query reads the files of (the best by
@@ -87,15 +90,22 @@ type Result struct {
 	Total      int
 }
 
-// similarSQL is the one round trip of a query. For each of the query's
-// keys, its first maxDF+1 postings (an index range scan of the primary
-// key); keys with more are common and skipped; the rest summed per
-// content, the best MaxContents contents kept, with the identical content
-// (by strong hash) whatever its share; then their records and up to
-// MaxFilesPerContent of their files on hosts heard from recently. The
-// skipped keys come back in every row (an empty answer has none to
-// carry them: the caller counts them as unknown).
-const similarSQL = `
+// The one round trip of a query, in two forms that differ in how they
+// read the postings of the query's keys ($1, weights $2) with the
+// document-frequency cut ($3 = MaxDF+1: a key with that many postings or
+// more is common and skipped).
+//
+// similarLateral reads, for each key, its first $3 postings: an index
+// range scan of the primary key that stops there, however common the key.
+// It is the faster on one server. On postings partitioned over servers
+// (postgres_fdw) each key is a round trip to a shard.
+//
+// similarGrouped asks for the postings of every key at once, grouped by
+// key, the cut inside the aggregate: with partitionwise aggregation each
+// shard answers in one round trip, all shards at once, and sends no
+// posting of a common key. It counts every posting of a common key.
+const (
+	similarLateral = `
 WITH q AS (
 	SELECT * FROM unnest($1::int[], $2::bigint[]) AS q(key, w)
 ), hits AS (
@@ -109,7 +119,28 @@ WITH q AS (
 	SELECT content_id, sum(least(weight, w)) AS shared FROM hits
 	WHERE key NOT IN (SELECT key FROM common)
 	GROUP BY content_id
-), best AS (
+)`
+	similarGrouped = `
+WITH q AS (
+	SELECT * FROM unnest($1::int[], $2::bigint[]) AS q(key, w)
+), agg AS (
+	SELECT key, CASE WHEN count(*) < $3 THEN array_agg(content_id) END AS cs,
+		CASE WHEN count(*) < $3 THEN array_agg(weight) END AS ws
+	FROM sif_postings WHERE key = ANY($1) GROUP BY key
+), common AS (
+	SELECT key FROM agg WHERE cs IS NULL
+), shared AS (
+	SELECT u.content_id, sum(least(u.weight, q.w)) AS shared
+	FROM agg JOIN q ON q.key = agg.key CROSS JOIN LATERAL unnest(agg.cs, agg.ws) AS u(content_id, weight)
+	WHERE agg.cs IS NOT NULL
+	GROUP BY u.content_id
+)`
+	// similarTail keeps the best MaxContents contents ($4), with the
+	// identical content (by strong hash, $5 and $6) whatever its share;
+	// then their records and up to MaxFilesPerContent ($8) of their files
+	// on hosts other than $7 heard from within $9. The skipped keys come
+	// back in every row.
+	similarTail = `, best AS (
 	SELECT content_id, max(shared) AS shared FROM (
 		(SELECT content_id, shared FROM shared ORDER BY shared DESC, content_id LIMIT $4)
 		UNION ALL
@@ -130,6 +161,19 @@ CROSS JOIN LATERAL (
 JOIN sif_hosts h ON h.host_id = f.host_id
 WHERE h.last_seen > now() - $9::interval
 `
+)
+
+// Partitioned reports whether sif_postings is a partitioned table (on one
+// server or, through postgres_fdw, over several): queries then read the
+// postings grouped by key (Query.Grouped).
+func Partitioned(ctx context.Context, db Querier) (bool, error) {
+	var kind string
+	err := db.QueryRow(ctx, `SELECT relkind::text FROM pg_class WHERE relname = 'sif_postings' AND relkind IN ('r', 'p') LIMIT 1`).Scan(&kind)
+	if err != nil {
+		return false, fmt.Errorf("fleet: reading the postings table's kind: %w", err)
+	}
+	return kind == "p", nil
+}
 
 // Similar answers q from the fleet database in one round trip.
 func Similar(ctx context.Context, db Querier, q Query) (*Result, error) {
@@ -161,7 +205,11 @@ func Similar(ctx context.Context, db Querier, q Query) (*Result, error) {
 	if maxDF < 0 {
 		maxDF = 1 << 30
 	}
-	rows, err := db.Query(ctx, similarSQL, keys, weights, maxDF+1, MaxContents, strongID, q.Sketch.Strong[:],
+	sql := similarLateral + similarTail
+	if q.Grouped {
+		sql = similarGrouped + similarTail
+	}
+	rows, err := db.Query(ctx, sql, keys, weights, maxDF+1, MaxContents, strongID, q.Sketch.Strong[:],
 		HostID(q.ExcludeHost), MaxFilesPerContent, silence)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: query: %w", err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,8 +43,15 @@ func edited(base, other string, keep int) *fingerprint.Sketch {
 }
 
 // The fleet answers a query with the files the local index would list, on
-// every host, with the same estimates when no fingerprint is common.
+// every host, with the same estimates when no fingerprint is common; in
+// both forms of the query.
 func TestSimilarMatchesLocal(t *testing.T) {
+	for _, grouped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("grouped=%v", grouped), func(t *testing.T) { testSimilarMatchesLocal(t, grouped) })
+	}
+}
+
+func testSimilarMatchesLocal(t *testing.T, grouped bool) {
 	srv := pgtest.Start(t, nil)
 	pool := newPool(t, srv.URL("postgres"))
 	a := newTestHost(t, pool, "alpha", "/a")
@@ -77,7 +85,7 @@ func TestSimilarMatchesLocal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Similar(context.Background(), pool, Query{Sketch: sk, Params: testParams, Path: path, Silence: time.Minute})
+		res, err := Similar(context.Background(), pool, Query{Sketch: sk, Params: testParams, Path: path, Silence: time.Minute, Grouped: grouped})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +121,7 @@ func TestSimilarMatchesLocal(t *testing.T) {
 	// Across hosts: beta's copy is identical, its .v5 (20 of 40) at 50 %;
 	// the 15 % version is left out; ExcludeHost leaves the asking host
 	// out.
-	res, err := Similar(context.Background(), pool, Query{Sketch: content("base1"), Params: testParams, ExcludeHost: "alpha"})
+	res, err := Similar(context.Background(), pool, Query{Sketch: content("base1"), Params: testParams, ExcludeHost: "alpha", Grouped: grouped})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,5 +153,46 @@ func TestSimilarLeavesSilentHostsOut(t *testing.T) {
 	}
 	if len(res.Matches) != 1 || res.Matches[0].Host != "alpha" {
 		t.Fatalf("matches %+v, want alpha's only", res.Matches)
+	}
+}
+
+// The two forms of the query give the same answer, common keys and all.
+func TestSimilarFormsAgree(t *testing.T) {
+	srv := pgtest.Start(t, nil)
+	pool := newPool(t, srv.URL("postgres"))
+	a := newTestHost(t, pool, "alpha", "/a")
+	b := newTestHost(t, pool, "beta", "/b")
+	// Contents drawn from a small pool of hashes, so keys are shared by
+	// many of them.
+	for i := range 40 {
+		base := fmt.Sprintf("base%d", i%8)
+		a.put(t, fmt.Sprintf("/a/f%02d", i), fmt.Sprintf("a%d", i))
+		if _, err := b.ix.Put(index.FileMeta{Path: fmt.Sprintf("/b/e%02d", i), Size: 4000, MtimeNs: 1}, edited(base, fmt.Sprintf("o%d", i), 10+i%25)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.drain(t)
+	b.drain(t)
+	for _, maxDF := range []int{2, 5, 200} {
+		for i := range 8 {
+			sk := content(fmt.Sprintf("base%d", i))
+			var answers [2]string
+			for j, grouped := range []bool{false, true} {
+				res, err := Similar(context.Background(), pool, Query{Sketch: sk, Params: testParams, MaxDF: maxDF, Grouped: grouped, Threshold: 0.01})
+				if err != nil {
+					t.Fatal(err)
+				}
+				answers[j] = fmt.Sprintf("skipped %d, candidates %d, too few %v:", res.Skipped, res.Candidates, res.TooFew)
+				for _, m := range res.Matches {
+					answers[j] += fmt.Sprintf(" %s:%s:%.4f", m.Host, m.Path, m.Containment)
+				}
+			}
+			if answers[0] != answers[1] {
+				t.Errorf("max_df %d, base%d: key by key %q, grouped %q", maxDF, i, answers[0], answers[1])
+			}
+			if maxDF == 2 && strings.HasPrefix(answers[0], "skipped 0,") {
+				t.Errorf("max_df 2, base%d: no key skipped (%s): the test shares no key widely", i, answers[0])
+			}
+		}
 	}
 }
