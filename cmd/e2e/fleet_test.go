@@ -208,6 +208,27 @@ func TestFleetPublish(t *testing.T) {
 		}
 	})
 
+	t.Run("database that stops answering", func(t *testing.T) {
+		// The server hangs (SIGSTOP): a fleet query gives up after the
+		// fleet's timeout (2 s by default) with this host's answer.
+		q := filepath.Join(alpha.dir, "q2.txt")
+		srv.Pause()
+		start := time.Now()
+		r, out := alpha.similar("--fleet", "--fast", q)
+		took := time.Since(start)
+		srv.Resume()
+		if r.code != 2 || len(out) != 1 || len(out[0].Matches) == 0 ||
+			!strings.Contains(r.stdout, "did not answer within 2s") || took > 10*time.Second {
+			t.Fatalf("similar --fleet with the database hung: exit %d after %v\n%s%s", r.code, took, r.stdout, r.stderr)
+		}
+		for _, m := range out[0].Matches {
+			if m.Host != "alpha" {
+				t.Fatalf("similar --fleet with the database hung lists %s's %s", m.Host, m.Path)
+			}
+		}
+		alpha.published("alpha's link back after the database answered again")
+	})
+
 	t.Run("database killed while files change", func(t *testing.T) {
 		srv.Kill()
 		alpha.write("src/new.txt", words(200, 5000))

@@ -416,6 +416,26 @@ func (s *Server) Kill() error {
 	return nil
 }
 
+// Pause stops the server and every process it started (SIGSTOP), as a
+// server that no longer answers: connections stay open and requests wait.
+// Resume lets it go on.
+func (s *Server) Pause() error {
+	if s.proc == nil {
+		return errors.New("pgserver: Pause: the server is not running")
+	}
+	s.proc.pause(true)
+	return nil
+}
+
+// Resume lets a paused server go on (SIGCONT).
+func (s *Server) Resume() error {
+	if s.proc == nil {
+		return errors.New("pgserver: Resume: the server is not running")
+	}
+	s.proc.pause(false)
+	return nil
+}
+
 // Running reports whether the server is running (started and not stopped
 // or killed by a method of s).
 func (s *Server) Running() bool { return s.proc != nil }

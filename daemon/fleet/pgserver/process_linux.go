@@ -111,3 +111,20 @@ func procStat(pid int) (state string, ppid int, ok bool) {
 	ppid, _ = strconv.Atoi(string(f[1]))
 	return string(f[0]), ppid, true
 }
+
+// pause stops (SIGSTOP) or lets go on (SIGCONT) postgres and every
+// process it started.
+func (p *process) pause(stop bool) {
+	sig := syscall.SIGCONT
+	if stop {
+		sig = syscall.SIGSTOP
+	}
+	pid := p.cmd.Process.Pid
+	if stop {
+		syscall.Kill(pid, sig) // first: it forks no more meanwhile
+	}
+	for _, c := range childrenOf(pid) {
+		syscall.Kill(c, sig)
+	}
+	syscall.Kill(pid, sig)
+}

@@ -19,3 +19,5 @@ func sysProcAttr(*account) *syscall.SysProcAttr { return nil }
 func (p *process) killGroup() { p.cmd.Process.Kill() }
 
 func (p *process) waitGroupGone(time.Duration) {}
+
+func (p *process) pause(bool) {}

@@ -88,6 +88,13 @@ func (s *Server) Kill() {
 	s.check(s.srv.Kill())
 }
 
+// Pause makes the server stop answering (SIGSTOP to it and every process
+// it started): requests wait, as on a server that hangs. Resume undoes it.
+func (s *Server) Pause() { s.check(s.srv.Pause()) }
+
+// Resume lets a paused server answer again.
+func (s *Server) Resume() { s.check(s.srv.Resume()) }
+
 // Running reports whether the server is running (started and not stopped
 // or killed by a method of s).
 func (s *Server) Running() bool { return s.srv.Running() }
