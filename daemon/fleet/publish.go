@@ -48,6 +48,11 @@ type PublisherConfig struct {
 	Heartbeat time.Duration
 }
 
+// RoundTimeout bounds one round of publishing (a batch, or a run of a
+// whole comparison): a database that stops answering fails the round, which
+// is tried again, rather than hold the publisher forever.
+var RoundTimeout = 2 * time.Minute
+
 // SweepEvery is how often a publisher sweeps the contents no file holds
 // (Sweep).
 var SweepEvery = time.Hour
@@ -138,7 +143,9 @@ func (p *Publisher) Run(ctx context.Context) {
 				p.log.Info("fleet: unheld contents dropped", "contents", n)
 			}
 		}
-		busy, err := p.round(ctx)
+		rctx, cancel := context.WithTimeout(ctx, RoundTimeout)
+		busy, err := p.round(rctx)
+		cancel()
 		if err != nil && ctx.Err() == nil {
 			p.failed(err)
 			if !sleep(ctx, backoff, nil) {
