@@ -48,9 +48,9 @@ type PublisherConfig struct {
 	Heartbeat time.Duration
 }
 
-// RoundTimeout bounds one round of publishing (a batch, or a run of a
-// whole comparison): a database that stops answering fails the round, which
-// is tried again, rather than hold the publisher forever.
+// RoundTimeout bounds one step of publishing (a batch, or one run of file
+// ids of a whole comparison): a database that stops answering fails the
+// round, which is tried again, rather than hold the publisher forever.
 var RoundTimeout = 2 * time.Minute
 
 // SweepEvery is how often a publisher sweeps the contents no file holds
@@ -143,9 +143,7 @@ func (p *Publisher) Run(ctx context.Context) {
 				p.log.Info("fleet: unheld contents dropped", "contents", n)
 			}
 		}
-		rctx, cancel := context.WithTimeout(ctx, RoundTimeout)
-		busy, err := p.round(rctx)
-		cancel()
+		busy, err := p.round(ctx)
 		if err != nil && ctx.Err() == nil {
 			p.failed(err)
 			if !sleep(ctx, backoff, nil) {
@@ -223,7 +221,9 @@ func ContentID(strong [32]byte) int64 { return int64(binary.BigEndian.Uint64(str
 // compare the whole index with the fleet's rows (when the mark does not
 // match the database) or publish one batch of notes, and beat the heart.
 // busy says there may be more to do at once.
-func (p *Publisher) round(ctx context.Context) (busy bool, err error) {
+func (p *Publisher) round(parent context.Context) (busy bool, err error) {
+	ctx, cancel := context.WithTimeout(parent, RoundTimeout)
+	defer cancel()
 	ix := p.cfg.Index()
 	if !p.joined {
 		if err := p.join(ctx); err != nil {
@@ -241,7 +241,7 @@ func (p *Publisher) round(ctx context.Context) (busy bool, err error) {
 	}
 	want := p.markFor(p.fleetID, gen).encode()
 	if !bytes.Equal(raw, want) {
-		if err := p.resync(ctx, ix, gen, raw); err != nil {
+		if err := p.resync(parent, ix, gen, raw); err != nil {
 			return false, err
 		}
 		return true, nil
@@ -373,46 +373,61 @@ func (p *Publisher) resync(ctx context.Context, ix *index.Index, gen int64, had 
 	var sent, compared int
 	after := uint32(0)
 	for {
-		v, err := ix.View()
-		if err != nil {
+		if err := p.resyncStep(ctx, ix, &gen, &after, &compared, &sent); err != nil {
 			return err
 		}
-		var local []index.FileRecord
-		last, more, err := v.FilesAfter(after, p.cfg.BatchFiles, func(rec index.FileRecord) error {
-			if p.published(rec.Path) {
-				local = append(local, rec)
-			}
-			return nil
-		})
-		if err != nil {
-			v.Close()
-			return err
-		}
-		hi := int64(last)
-		if !more {
-			hi = 1 << 32
-		}
-		b, err := diffRange(ctx, p.cfg.Pool, HostID(p.cfg.Host), int64(after), hi, local)
-		if err == nil && (len(b.set) > 0 || len(b.del) > 0) {
-			err = p.apply(ctx, v, gen, &b)
-			gen++
-		}
-		v.Close()
-		if err != nil {
-			return err
-		}
-		compared += len(local)
-		sent += len(b.set) + len(b.del)
-		p.published1(len(b.set) + len(b.del))
-		if !more {
+		if after == ^uint32(0) {
 			break
 		}
-		after = last
 	}
 	if err := ix.JournalDone(nil, p.markFor(p.fleetID, gen).encode()); err != nil {
 		return err
 	}
 	p.log.Info("fleet: host rows compared", "host", p.cfg.Host, "files", compared, "published", sent, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// resyncStep compares one run of file ids after *after, moving *after on
+// (to ^0 after the last run) and *gen with each batch sent.
+func (p *Publisher) resyncStep(parent context.Context, ix *index.Index, gen *int64, after *uint32, compared, sent *int) error {
+	ctx, cancel := context.WithTimeout(parent, RoundTimeout)
+	defer cancel()
+	v, err := ix.View()
+	if err != nil {
+		return err
+	}
+	defer v.Close()
+	var local []index.FileRecord
+	last, more, err := v.FilesAfter(*after, p.cfg.BatchFiles, func(rec index.FileRecord) error {
+		if p.published(rec.Path) {
+			local = append(local, rec)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	hi := int64(last)
+	if !more {
+		hi = 1 << 32
+	}
+	b, err := diffRange(ctx, p.cfg.Pool, HostID(p.cfg.Host), int64(*after), hi, local)
+	if err != nil {
+		return err
+	}
+	if len(b.set) > 0 || len(b.del) > 0 {
+		if err := p.apply(ctx, v, *gen, &b); err != nil {
+			return err
+		}
+		*gen++
+	}
+	*compared += len(local)
+	*sent += len(b.set) + len(b.del)
+	p.published1(len(b.set) + len(b.del))
+	*after = last
+	if !more {
+		*after = ^uint32(0)
+	}
 	return nil
 }
 
