@@ -240,6 +240,55 @@ func (l *fleetLink) Dupes(ctx context.Context, prefix string) ([]ipc.DupeSet, er
 	return out, nil
 }
 
+// Hosts implements server.Fleet.
+func (l *fleetLink) Hosts(ctx context.Context) ([]ipc.FleetHost, error) {
+	f := l.d.cfg.Fleet
+	ctx, cancel := context.WithTimeout(ctx, f.Timeout)
+	defer cancel()
+	hosts, err := fleet.Hosts(ctx, l.pool, f.Silence)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("the database did not answer within %s", f.Timeout)
+		}
+		return nil, err
+	}
+	out := make([]ipc.FleetHost, 0, len(hosts))
+	for _, h := range hosts {
+		fh := ipc.FleetHost{Host: h.Name, Roots: make([]ipc.FilePath, 0, len(h.Roots)), LastSeen: h.LastSeen, Version: h.Version}
+		for _, r := range h.Roots {
+			fh.Roots = append(fh.Roots, ipc.NewFilePath(r))
+		}
+		out = append(out, fh)
+	}
+	return out, nil
+}
+
+// DirTotals implements server.Fleet: one round trip for all dirs, which
+// may read up to maxFiles rows each, so it may take longer than a query,
+// up to 30 s.
+func (l *fleetLink) DirTotals(ctx context.Context, dirs []ipc.HostDir, maxFiles int) ([]ipc.DirTotal, error) {
+	f := l.d.cfg.Fleet
+	limit := max(f.Timeout, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	hd := make([]fleet.HostDir, len(dirs))
+	for i, d := range dirs {
+		hd[i] = fleet.HostDir{Host: d.Host, Path: d.Exact()}
+	}
+	ts, err := fleet.DirTotals(ctx, l.pool, hd, maxFiles)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("the database did not answer within %s", limit)
+		}
+		return nil, err
+	}
+	out := make([]ipc.DirTotal, len(ts))
+	for i, t := range ts {
+		out[i] = ipc.DirTotal{Host: dirs[i].Host, FilePath: dirs[i].FilePath, Files: t.Files, Bytes: t.Bytes, Truncated: t.Truncated}
+	}
+	return out, nil
+}
+
 // pct is a share in 0..1 as a percentage rounded to 0.01, as the
 // server gives local matches.
 func pct(x float64) float64 { return math.Round(x*10000) / 100 }

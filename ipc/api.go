@@ -378,8 +378,18 @@ type DupesResponse struct {
 // components). MaxFiles caps the files counted per directory: 0 means
 // DefaultDirMaxFiles, and more than MaxDirMaxFiles is cut to it.
 type DirTotalsRequest struct {
-	Dirs     []FilePath `json:"dirs"`
-	MaxFiles int        `json:"max_files,omitempty"`
+	Dirs     []HostDir `json:"dirs"`
+	MaxFiles int       `json:"max_files,omitempty"`
+}
+
+// HostDir is a directory asked of POST /v1/dirs/totals. Host, when set,
+// names a host of the fleet (the daemon's [fleet]): the directory is
+// that host's, and its totals are what the host published under it,
+// from the fleet database (this host's own name is this host). Asking
+// for another host's directory is for those who may ask the fleet.
+type HostDir struct {
+	Host string `json:"host,omitempty"`
+	FilePath
 }
 
 // Limits of POST /v1/dirs/totals.
@@ -393,6 +403,8 @@ const (
 // the files the caller may read. Truncated is set when the count stopped
 // at the request's MaxFiles: Files and Bytes are then lower bounds.
 type DirTotal struct {
+	// Host is the directory's host, as asked (HostDir.Host).
+	Host string `json:"host,omitempty"`
 	FilePath
 	Files     int64 `json:"files"`
 	Bytes     int64 `json:"bytes"`

@@ -117,13 +117,21 @@ func (c *Client) Similar(ctx context.Context, req *SimilarRequest) (*SimilarResp
 // one DirTotal per directory, in order. More than MaxDirTotals directories
 // are sent in several requests.
 func (c *Client) DirTotals(ctx context.Context, dirs []string, maxFiles int) (*DirTotalsResponse, error) {
+	hd := make([]HostDir, len(dirs))
+	for i, d := range dirs {
+		hd[i] = HostDir{FilePath: NewFilePath(d)}
+	}
+	return c.FleetDirTotals(ctx, hd, maxFiles)
+}
+
+// FleetDirTotals is DirTotals for directories on hosts of the fleet: a
+// HostDir with a Host other than this host's is counted from what that
+// host published (the fleet database), one with none from this index.
+func (c *Client) FleetDirTotals(ctx context.Context, dirs []HostDir, maxFiles int) (*DirTotalsResponse, error) {
 	out := &DirTotalsResponse{Dirs: make([]DirTotal, 0, len(dirs))}
 	for len(dirs) > 0 {
 		n := min(len(dirs), MaxDirTotals)
-		req := DirTotalsRequest{Dirs: make([]FilePath, n), MaxFiles: maxFiles}
-		for i, d := range dirs[:n] {
-			req.Dirs[i] = NewFilePath(d)
-		}
+		req := DirTotalsRequest{Dirs: dirs[:n], MaxFiles: maxFiles}
 		var part DirTotalsResponse
 		if err := c.do(ctx, http.MethodPost, "/v1/dirs/totals", &req, &part); err != nil {
 			return nil, err

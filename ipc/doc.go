@@ -71,6 +71,7 @@
 //	POST /v1/wait         WaitRequest → WaitResponse once every earlier change is applied
 //	GET  /v1/fleet/check  how this host's rows in the fleet index differ from its index → FleetCheck
 //	POST /v1/fleet/forget FleetForgetRequest (a host gone for good) → FleetForgetResponse
+//	GET  /v1/fleet/hosts  the hosts of the fleet and their published roots → FleetHostsResponse
 //
 // The limits the daemon puts on requests (body size, fingerprints per
 // query, slots, timeouts, connections) are described in package

@@ -3,6 +3,7 @@ package ipc
 import (
 	"context"
 	"net/http"
+	"time"
 )
 
 // FleetCheck answers GET /v1/fleet/check: how this host's rows in the
@@ -61,6 +62,35 @@ func (c *Client) FleetCheck(ctx context.Context) (*FleetCheck, error) {
 func (c *Client) FleetForget(ctx context.Context, host string) (*FleetForgetResponse, error) {
 	var out FleetForgetResponse
 	if err := c.do(ctx, http.MethodPost, "/v1/fleet/forget", &FleetForgetRequest{Host: host}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// FleetHostsResponse answers GET /v1/fleet/hosts: this host's name in the
+// fleet, and the hosts of the fleet heard from within its silence with
+// their published roots (the tops of their directories in a fleet
+// answer). When the database does not answer, Hosts is empty and
+// FleetError says why (CodeFleetDown); Host is still set.
+type FleetHostsResponse struct {
+	Host       string      `json:"host"`
+	Hosts      []FleetHost `json:"hosts"`
+	FleetError *Error      `json:"fleet_error,omitempty"`
+}
+
+// FleetHost is one host of the fleet as the fleet database knows it.
+type FleetHost struct {
+	Host string `json:"host"`
+	// Roots are the roots it publishes.
+	Roots    []FilePath `json:"roots"`
+	LastSeen time.Time  `json:"last_seen"`
+	Version  string     `json:"version,omitempty"`
+}
+
+// FleetHosts asks the daemon for the hosts of its fleet.
+func (c *Client) FleetHosts(ctx context.Context) (*FleetHostsResponse, error) {
+	var out FleetHostsResponse
+	if err := c.do(ctx, http.MethodGet, "/v1/fleet/hosts", nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

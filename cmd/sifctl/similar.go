@@ -183,8 +183,13 @@ the next line is asked, and the exit status is 2.
 --fleet asks the fleet index too (sifd with a [fleet] table; for root, sifd's
 user and the fleet's ask group): every match then names its host (HOST:PATH,
 "host" in JSON); this host's are checked as usual, other hosts' are
-estimates from fingerprints ("estimated"). When the fleet does not answer in
-time, this host's matches are listed, the error is said on stderr (and as
+estimates from fingerprints ("estimated"). For a DIR, the directories on
+every host that hold a good part of it: a directory on another host is
+another directory, even at DIR's own path (a copy kept in the same place
+is listed as HOST:DIR), its top is the highest root that host publishes,
+and its reverse containment comes from the files and bytes the host
+published under it. When the fleet does not answer in time, this host's
+matches (or directories) are listed, the error is said on stderr (and as
 "fleet_error" with --json), and the exit status is 2.`,
 		Args: func(cmd *cobra.Command, args []string) error { return queryArgs(f.signature, args) },
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -230,22 +235,17 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 	found, errs := false, 0
 	for _, file := range files {
 		if isDir(file) { // directory similarity: similarDir, below
-			if f.fleet {
-				fmt.Fprintf(g.stderr, "sifctl: %s: is a directory; --fleet asks about files (name the files, or drop --fleet)\n", file)
-				errs++
-				continue
-			}
 			if f.explain {
 				fmt.Fprintf(g.stderr, "sifctl: %s: is a directory; --explain compares files\n", file)
 				errs++
 				continue
 			}
-			ok, unreadable, err := similarDir(ctx, g, c, qs.params, f, prefix, file)
+			ok, incomplete, err := similarDir(ctx, g, c, qs.params, f, prefix, file)
 			if err != nil {
 				return failed(describe(err, g.socket))
 			}
 			found = found || ok
-			if unreadable {
+			if incomplete {
 				errs++
 			}
 			continue
@@ -464,6 +464,8 @@ type dirLine struct {
 	Unreadable int            `json:"unreadable,omitempty"`
 	Matches    []dirsim.Match `json:"matches"`
 	ElapsedNs  int64          `json:"elapsed_ns"`
+	// FleetError: as in similarLine (--fleet).
+	FleetError *ipc.Error `json:"fleet_error,omitempty"`
 }
 
 // isDir reports whether file names a directory (following a symlink).
@@ -476,15 +478,16 @@ func isDir(file string) bool {
 }
 
 // similarDir answers `sifctl similar DIR` for one directory: it prints
-// the answer and reports whether anything was found and whether some
-// files could not be read. An error is one the whole command fails with.
-func similarDir(ctx context.Context, g *globals, c *ipc.Client, p fingerprint.Params, f *similarFlags, prefix, dir string) (found, unreadable bool, err error) {
+// the answer and reports whether anything was found and whether it is
+// incomplete (some files could not be read, or the fleet did not
+// answer). An error is one the whole command fails with.
+func similarDir(ctx context.Context, g *globals, c *ipc.Client, p fingerprint.Params, f *similarFlags, prefix, dir string) (found, incomplete bool, err error) {
 	start := time.Now()
 	var done atomic.Int64
 	stop := func() {}
 	defer func() { stop() }()
 	o := &dirsim.Options{Threshold: &f.threshold, Limit: f.limit, SizeRatio: f.sizeRatio, SameExt: f.sameExt,
-		SameType: f.sameType, MaxDF: f.maxDF, Prefix: prefix, Params: &p,
+		SameType: f.sameType, MaxDF: f.maxDF, Prefix: prefix, Params: &p, Fleet: f.fleet,
 		Progress: func(n, total int) {
 			if n == 0 {
 				stop = showProgress(g, dir, total, func() int { return int(done.Load()) })
@@ -500,7 +503,7 @@ func similarDir(ctx context.Context, g *globals, c *ipc.Client, p fingerprint.Pa
 		return false, false, err
 	}
 	line := dirLine{Dir: true, Size: r.Size, Files: r.Files, Empty: r.Empty, Special: r.Special,
-		Unreadable: r.Unreadable, Matches: r.Matches, ElapsedNs: time.Since(start).Nanoseconds()}
+		Unreadable: r.Unreadable, Matches: r.Matches, ElapsedNs: time.Since(start).Nanoseconds(), FleetError: r.FleetError}
 	line.Query, line.QueryRaw = ipc.PathFields(r.Dir)
 	if g.json {
 		if err := g.printJSON(line); err != nil {
@@ -509,7 +512,10 @@ func similarDir(ctx context.Context, g *globals, c *ipc.Client, p fingerprint.Pa
 	} else {
 		printSimilarDir(g.stdout, dir, &line, f.threshold)
 	}
-	return len(r.Matches) > 0, r.Unreadable > 0, nil
+	if e := r.FleetError; e != nil {
+		fmt.Fprintf(g.stderr, "sifctl: %s: %s (%s); the directories listed are this host's only\n", dir, e.Message, e.Code)
+	}
+	return len(r.Matches) > 0, r.Unreadable > 0 || r.FleetError != nil, nil
 }
 
 // showProgress writes "DIR: n/total files" to stderr, when it is a
@@ -568,8 +574,12 @@ func printSimilarDir(w io.Writer, dir string, l *dirLine, threshold float64) {
 		if m.ReverseContainment != nil {
 			rev = fmt.Sprintf("%.0f%%", *m.ReverseContainment)
 		}
+		p := m.Exact()
+		if m.Host != "" {
+			p = m.Host + ":" + p
+		}
 		fmt.Fprintf(w, "  %3.0f%%  %s  %d  %d identical, %d similar, %d missing; reverse %s\n",
-			m.Containment, m.Exact(), m.Size, m.Files.Identical, m.Files.Similar, m.Files.Missing, rev)
+			m.Containment, p, m.Size, m.Files.Identical, m.Files.Similar, m.Files.Missing, rev)
 	}
 }
 

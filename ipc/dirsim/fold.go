@@ -16,6 +16,7 @@ import (
 // dirPair is one match of a query file (a pair, in the package doc).
 type dirPair struct {
 	f         int    // the query file, an index into dirQuery.files
+	host      string // g's host in the fleet; "" for this host
 	path      string // the indexed file g, absolute
 	shared    float64
 	revShared float64
@@ -29,20 +30,28 @@ type dirQuery struct {
 	sizes []int64  // their sizes
 	bytes int64    // their total size
 	pairs []dirPair
-	// top returns the highest directory a match at path may count for
-	// (its root, or --prefix); "" means the filesystem's root.
-	top func(path string) string
+	// top returns the highest directory a match at path on host ("" for
+	// this host) may count for (its root, or --prefix); "" means the
+	// filesystem's root.
+	top func(host, path string) string
 
-	byPath map[string]*dirCand // the candidates, set by candidates
-	chains [][]*dirCand        // per pair, the candidates above it, deepest first
-	gids   []int               // per pair, its matched file's number
+	byPath map[hostPath]*dirCand // the candidates, set by candidates
+	chains [][]*dirCand          // per pair, the candidates above it, deepest first
+	gids   []int                 // per pair, its matched file's number
 	// Scratch for totals and residual: best per query file, per matched
 	// file, and the query files with an identical match.
 	byFile, byMatch, ident *bests
 }
 
+// hostPath is a directory or a file on a host ("" for this host): the
+// same path on two hosts names two directories.
+type hostPath struct {
+	host, path string
+}
+
 // dirCand is a candidate directory.
 type dirCand struct {
+	host      string // "" for this host
 	path      string
 	depth     int
 	parent    *dirCand // the nearest candidate above it, or nil
@@ -71,27 +80,29 @@ func inTree(path, dir string) bool {
 }
 
 // candidates gathers the candidate directories of q's pairs, with their
-// totals, deepest first.
+// totals, deepest first. A directory is a candidate on its host: Q, its
+// ancestors and its descendants are not, on this host only.
 func (q *dirQuery) candidates() []*dirCand {
-	byPath := make(map[string]*dirCand)
+	byPath := make(map[hostPath]*dirCand)
 	// The candidates above each matched file's directory, deepest first:
 	// many matches share a directory, so each chain is built once.
-	chains := make(map[string][]*dirCand)
+	chains := make(map[hostPath][]*dirCand)
 	q.chains = make([][]*dirCand, len(q.pairs))
 	for i, p := range q.pairs {
-		dir := filepath.Dir(p.path)
+		dir := hostPath{p.host, filepath.Dir(p.path)}
 		ch, ok := chains[dir]
 		if !ok {
 			top := ""
 			if q.top != nil {
-				top = q.top(dir)
+				top = q.top(p.host, dir.path)
 			}
-			for d := dir; ; d = filepath.Dir(d) {
-				if !inTree(q.dir, d) && !inTree(d, q.dir) { // neither Q, above it, nor in it
-					c := byPath[d]
+			for d := dir.path; ; d = filepath.Dir(d) {
+				if p.host != "" || !inTree(q.dir, d) && !inTree(d, q.dir) { // neither Q, above it, nor in it
+					k := hostPath{p.host, d}
+					c := byPath[k]
 					if c == nil {
-						c = &dirCand{path: d, depth: strings.Count(d, string(os.PathSeparator))}
-						byPath[d] = c
+						c = &dirCand{host: p.host, path: d, depth: strings.Count(d, string(os.PathSeparator))}
+						byPath[k] = c
 					}
 					ch = append(ch, c)
 				}
@@ -111,13 +122,14 @@ func (q *dirQuery) candidates() []*dirCand {
 	}
 	q.byPath = byPath
 	// Matched files by number, for bests.
-	ids := make(map[string]int)
+	ids := make(map[hostPath]int)
 	q.gids = make([]int, len(q.pairs))
 	for i, p := range q.pairs {
-		id, ok := ids[p.path]
+		k := hostPath{p.host, p.path}
+		id, ok := ids[k]
 		if !ok {
 			id = len(ids)
-			ids[p.path] = id
+			ids[k] = id
 		}
 		q.gids[i] = id
 	}
@@ -128,7 +140,7 @@ func (q *dirQuery) candidates() []*dirCand {
 		out = append(out, c)
 	}
 	slices.SortFunc(out, func(a, b *dirCand) int {
-		return cmp.Or(cmp.Compare(b.depth, a.depth), strings.Compare(a.path, b.path))
+		return cmp.Or(cmp.Compare(b.depth, a.depth), strings.Compare(a.path, b.path), strings.Compare(a.host, b.host))
 	})
 	return out
 }

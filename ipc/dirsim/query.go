@@ -18,8 +18,10 @@ import (
 // matches, InFlight at once; identical files are asked about once. thr is
 // the directories' threshold, percent. It returns the matches of each
 // file, nil for one that could not be read (given to skipped, by path,
-// once every query is answered, and counted in walk.unreadable).
-func queryFiles(ctx context.Context, c *ipc.Client, p fingerprint.Params, o *Options, thr float64, dir, real string, walk *dirWalk, skipped func(string, error)) ([][]ipc.Match, error) {
+// once every query is answered, and counted in walk.unreadable). Each
+// query asks the fleet while fl says to, and tells fl when the fleet did
+// not answer.
+func queryFiles(ctx context.Context, c *ipc.Client, p fingerprint.Params, o *Options, thr float64, dir, real string, walk *dirWalk, skipped func(string, error), fl *fleetAsk) ([][]ipc.Match, error) {
 	fileThr := min(float64(FileThreshold), thr)
 	out := make([][]ipc.Match, len(walk.rels))
 	type answer struct {
@@ -92,12 +94,16 @@ func queryFiles(ctx context.Context, c *ipc.Client, p fingerprint.Params, o *Opt
 			req.Threshold = &fileThr
 			req.Limit, req.SizeRatio, req.SameExt, req.SameType = fileLimit, o.SizeRatio, o.SameExt, o.SameType
 			req.PathPrefix, req.MaxDF = o.Prefix, o.MaxDF
+			req.Fleet = fl.asking()
 			if o.SameExt {
 				req.Path, req.PathRaw = ipc.PathFields(path) // the extension; the file itself is dir's, dropped anyway
 			}
 			resp, err := c.Similar(ctx, req)
 			if err != nil {
 				return fmt.Errorf("%s: %w", filepath.Join(dir, rel), err)
+			}
+			if resp.FleetError != nil {
+				fl.failed(resp.FleetError)
 			}
 			a.matches = resp.Matches
 			out[i] = resp.Matches

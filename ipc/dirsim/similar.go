@@ -3,11 +3,13 @@ package dirsim
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/ipc"
@@ -46,8 +48,14 @@ type Options struct {
 	SameType  bool
 	MaxDF     int
 	// Prefix, an absolute directory, keeps only the matches in its tree
-	// (whole path components), and is a top.
+	// (whole path components), and is a top; on this host.
 	Prefix string
+	// Fleet asks the fleet index too (ipc.SimilarRequest.Fleet): the
+	// directories on every host of the fleet, each Match with its Host.
+	// A daemon without a fleet, or a caller who may not ask it, is an
+	// error; a fleet that does not answer leaves this host's directories
+	// and Result.FleetError.
+	Fleet bool
 	// Params are the daemon's fingerprint parameters (ipc.Info.Params);
 	// nil asks the daemon for them.
 	Params *fingerprint.Params
@@ -77,14 +85,21 @@ type Result struct {
 	// to Options.Skipped).
 	Empty, Special, Unreadable int
 	// Matches are the directories that hold Threshold percent or more of
-	// it, best first: by containment, then resemblance, then path. It is
-	// never nil.
+	// it, best first: by containment, then resemblance, then path (and
+	// host). It is never nil.
 	Matches []Match
+	// FleetError is set when Options.Fleet asked the fleet and it did not
+	// answer (ipc.CodeFleetDown), at any step: the matches are then this
+	// host's only.
+	FleetError *ipc.Error
 }
 
 // Match is one directory holding a good part of the query directory. Its
 // JSON is a match of `sifctl similar --json DIR`.
 type Match struct {
+	// Host is the directory's host, when the fleet was asked
+	// (Options.Fleet); absent otherwise.
+	Host string `json:"host,omitempty"`
 	ipc.FilePath
 	Size               int64    `json:"size"`                // bytes indexed under it (a lower bound when truncated)
 	IndexedFiles       int64    `json:"indexed_files"`       // files indexed under it (idem)
@@ -151,31 +166,57 @@ func Similar(ctx context.Context, c *ipc.Client, dir string, o *Options) (*Resul
 	for _, s := range walk.sizes {
 		q.bytes += s
 	}
-	tops := roots(ctx, c)
+	// The tops: this host's roots, and with the fleet each other host's
+	// published roots.
+	tops := map[string][]string{"": roots(ctx, c)}
+	fl := &fleetAsk{}
+	if o.Fleet {
+		hs, err := c.FleetHosts(ctx)
+		if err != nil {
+			return nil, err
+		}
+		fl.self, fl.on = hs.Host, hs.FleetError == nil
+		fl.err = hs.FleetError
+		for _, h := range hs.Hosts {
+			if h.Host == hs.Host {
+				continue // this host's tops are all its roots, not only those it publishes
+			}
+			for _, r := range h.Roots {
+				tops[h.Host] = append(tops[h.Host], r.Exact())
+			}
+		}
+	}
 	prefix := o.Prefix
-	q.top = func(path string) string {
+	q.top = func(host, path string) string {
 		top := ""
-		for _, r := range tops {
+		for _, r := range tops[host] {
 			if inTree(path, r) && len(r) > len(top) {
 				top = r
 			}
 		}
-		if prefix != "" && inTree(path, prefix) && len(prefix) > len(top) {
+		if host == "" && prefix != "" && inTree(path, prefix) && len(prefix) > len(top) {
 			top = prefix
 		}
 		return top
 	}
-	matches, err := queryFiles(ctx, c, *params, o, thr, dir, real, walk, skipped)
+	matches, err := queryFiles(ctx, c, *params, o, thr, dir, real, walk, skipped, fl)
 	if err != nil {
 		return nil, err
 	}
 	for i, ms := range matches {
 		for _, m := range ms {
+			host := m.Host
+			if host == fl.self {
+				host = ""
+			}
+			if host != "" && fl.err != nil {
+				continue // the fleet failed on some file: this host's matches only
+			}
 			path := ipc.FilePath{Path: m.Path, PathRaw: m.PathRaw}.Exact()
-			if inTree(path, real) || inTree(path, abs) {
+			if host == "" && (inTree(path, real) || inTree(path, abs)) {
 				continue // dir's own files, indexed: not matches
 			}
-			pr := dirPair{f: i, path: path, identical: m.Identical,
+			pr := dirPair{f: i, host: host, path: path, identical: m.Identical,
 				shared: m.Containment / 100 * float64(q.sizes[i]), revShared: m.ReverseContainment / 100 * float64(m.Size)}
 			if m.Identical {
 				pr.shared, pr.revShared = float64(q.sizes[i]), float64(m.Size)
@@ -185,14 +226,58 @@ func Similar(ctx context.Context, c *ipc.Client, dir string, o *Options) (*Resul
 	}
 	listed := q.fold(q.candidates(), thr/100)
 	out, err := dirMatches(ctx, c, q, listed)
+	var fe *ipc.Error
+	if errors.As(err, &fe) && fe.Code == ipc.CodeFleetDown && fl.err == nil {
+		// The fleet failed on the other hosts' totals: this host's
+		// directories only.
+		fl.err = fe
+		listed = slices.DeleteFunc(listed, func(d *dirCand) bool { return d.host != "" })
+		out, err = dirMatches(ctx, c, q, listed)
+	}
 	if err != nil {
 		return nil, err
+	}
+	if o.Fleet {
+		for i := range out {
+			if out[i].Host == "" {
+				out[i].Host = fl.self
+			}
+		}
 	}
 	if o.Limit > 0 && len(out) > o.Limit {
 		out = out[:o.Limit]
 	}
 	return &Result{Dir: abs, Size: q.bytes, Files: len(q.rels), Empty: walk.empty, Special: walk.special,
-		Unreadable: walk.unreadable, Matches: out}, nil
+		Unreadable: walk.unreadable, Matches: out, FleetError: fl.err}, nil
+}
+
+// fleetAsk is the state of a directory query's asking the fleet: this
+// host's name in it, whether the file queries ask it, and the error that
+// stopped them. A file's answer that says the fleet did not answer stops
+// the others asking it, and drops the other hosts' matches (the answer is
+// then this host's only, not a part of the fleet's).
+type fleetAsk struct {
+	self string
+	mu   sync.Mutex
+	on   bool
+	err  *ipc.Error
+}
+
+// asking reports whether the next file query asks the fleet.
+func (f *fleetAsk) asking() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.on
+}
+
+// failed notes that the fleet did not answer a file query.
+func (f *fleetAsk) failed(e *ipc.Error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.on = false
+	if f.err == nil {
+		f.err = e
+	}
 }
 
 // roots returns the daemon's roots the caller may see, the tops of
@@ -210,19 +295,26 @@ func roots(ctx context.Context, c *ipc.Client) []string {
 	return out
 }
 
+// FleetTotaler counts what the hosts of a fleet hold in directory trees,
+// as ipc.Client.FleetDirTotals does (*ipc.Client is one): one DirTotal
+// per directory, in order.
+type FleetTotaler interface {
+	FleetDirTotals(ctx context.Context, dirs []ipc.HostDir, maxFiles int) (*ipc.DirTotalsResponse, error)
+}
+
 // dirMatches asks the daemon for the totals of the listed directories
-// and returns their answers, best first: by containment, then
-// resemblance, then path.
-func dirMatches(ctx context.Context, c Totaler, q *dirQuery, listed []*dirCand) ([]Match, error) {
+// (those of other hosts from the fleet) and returns their answers, best
+// first: by containment, then resemblance, then path and host.
+func dirMatches(ctx context.Context, c FleetTotaler, q *dirQuery, listed []*dirCand) ([]Match, error) {
 	out := make([]Match, 0, len(listed))
 	if len(listed) == 0 {
 		return out, nil
 	}
-	paths := make([]string, len(listed))
+	dirs := make([]ipc.HostDir, len(listed))
 	for i, d := range listed {
-		paths[i] = d.path
+		dirs[i] = ipc.HostDir{Host: d.host, FilePath: ipc.NewFilePath(d.path)}
 	}
-	ts, err := c.DirTotals(ctx, paths, 0)
+	ts, err := c.FleetDirTotals(ctx, dirs, 0)
 	if err != nil {
 		return nil, fmt.Errorf("directory totals: %w", err)
 	}
@@ -231,7 +323,7 @@ func dirMatches(ctx context.Context, c Totaler, q *dirQuery, listed []*dirCand) 
 	}
 	for i, d := range listed {
 		t := ts.Dirs[i]
-		m := Match{FilePath: ipc.NewFilePath(d.path), Size: t.Bytes, IndexedFiles: t.Files, Truncated: t.Truncated,
+		m := Match{Host: d.host, FilePath: ipc.NewFilePath(d.path), Size: t.Bytes, IndexedFiles: t.Files, Truncated: t.Truncated,
 			Containment: pct(q.containment(d)), SharedBytes: int64(math.Round(d.shared)), Measure: ipc.MeasureEstimated,
 			Files: Files{Identical: d.identical, Similar: d.similar, Missing: len(q.rels) - d.identical - d.similar}}
 		if !t.Truncated {
@@ -251,7 +343,7 @@ func dirMatches(ctx context.Context, c Totaler, q *dirQuery, listed []*dirCand) 
 	}
 	slices.SortStableFunc(out, func(a, b Match) int {
 		return cmp.Or(cmp.Compare(b.Containment, a.Containment), cmp.Compare(ptrOr(b.Resemblance), ptrOr(a.Resemblance)),
-			strings.Compare(a.Path, b.Path))
+			strings.Compare(a.Path, b.Path), strings.Compare(a.Host, b.Host))
 	})
 	return out, nil
 }

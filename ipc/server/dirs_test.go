@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -106,5 +107,133 @@ func TestDirTotalsRoute(t *testing.T) {
 	rec = sendAs(t, &fakeBackend{}, Access{Owner: 500}, peer.Cred{UID: 500}, nil, "POST", "/v1/dirs/totals", `{"dirs": [{"path": "/srv/a"}]}`)
 	if rec.Code != 404 || !strings.Contains(rec.Body.String(), "not supported") {
 		t.Errorf("backend without totals: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// fleetDirs is a fake fleet: this host is alpha, and the fleet's totals
+// of other hosts' directories are 7 files of 70 bytes per directory, or
+// fail with err. Its requests are answered by sendFleet, with a
+// dirsBackend's index.
+type fleetDirs struct {
+	err      error
+	asked    []ipc.HostDir
+	maxFiles int
+}
+
+// sendFleet is sendAs to a server with the index b and the fleet f (nil:
+// none).
+func sendFleet(t *testing.T, b *dirsBackend, f *fleetDirs, cred peer.Cred, method, path, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	be := Backend{Query: b}
+	if f != nil {
+		be.Fleet = f
+	}
+	s := New(be, Options{Version: "test", Access: &Access{Owner: 500}})
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req = req.WithContext(context.WithValue(req.Context(), callerKey{}, s.judge(cred, nil)))
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	return rec
+}
+
+func (f *fleetDirs) Check(context.Context) (*ipc.FleetCheck, error) { return nil, f.err }
+func (f *fleetDirs) Forget(context.Context, string) (*ipc.FleetForgetResponse, error) {
+	return nil, f.err
+}
+func (f *fleetDirs) Host() string { return "alpha" }
+func (f *fleetDirs) Similar(context.Context, index.Query, index.QueryOptions) ([]ipc.Match, error) {
+	return nil, f.err
+}
+func (f *fleetDirs) Dupes(context.Context, string) ([]ipc.DupeSet, error) { return nil, f.err }
+func (f *fleetDirs) Hosts(context.Context) ([]ipc.FleetHost, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	return []ipc.FleetHost{{Host: "beta", Roots: []ipc.FilePath{ipc.NewFilePath("/data")}}}, nil
+}
+func (f *fleetDirs) DirTotals(_ context.Context, dirs []ipc.HostDir, maxFiles int) ([]ipc.DirTotal, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	f.asked, f.maxFiles = append(f.asked, dirs...), maxFiles
+	out := make([]ipc.DirTotal, len(dirs))
+	for i, d := range dirs {
+		out[i] = ipc.DirTotal{Host: d.Host, FilePath: d.FilePath, Files: 7, Bytes: 70}
+	}
+	return out, nil
+}
+
+// TestDirTotalsFleet: a directory with a host other than this one is
+// counted by the fleet, all in one call, for those who may ask it; this
+// host's name, or none, is this host's index.
+func TestDirTotalsFleet(t *testing.T) {
+	b := &dirsBackend{files: map[string]int64{"/srv/a/x": 10, "/srv/a/y/z": 20, "/srv/b/w": 5}}
+	f := &fleetDirs{}
+	owner := peer.Cred{UID: 500}
+	body := `{"dirs": [{"path": "/srv/a"}, {"host": "beta", "path": "/srv/a"}, {"host": "alpha", "path": "/srv/b"}, {"host": "gamma", "path": "/"}], "max_files": 9}`
+	rec := sendFleet(t, b, f, owner, "POST", "/v1/dirs/totals", body)
+	var got ipc.DirTotalsResponse
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != 200 {
+		t.Fatalf("fleet totals: %d %s", rec.Code, rec.Body)
+	}
+	want := []ipc.DirTotal{
+		{FilePath: ipc.NewFilePath("/srv/a"), Files: 2, Bytes: 30},
+		{Host: "beta", FilePath: ipc.NewFilePath("/srv/a"), Files: 7, Bytes: 70},
+		{Host: "alpha", FilePath: ipc.NewFilePath("/srv/b"), Files: 1, Bytes: 5},
+		{Host: "gamma", FilePath: ipc.NewFilePath("/"), Files: 7, Bytes: 70},
+	}
+	if fmt.Sprint(got.Dirs) != fmt.Sprint(want) {
+		t.Errorf("totals %+v, want %+v", got.Dirs, want)
+	}
+	if fmt.Sprint(f.asked) != "[{beta {/srv/a }} {gamma {/ }}]" || f.maxFiles != 9 {
+		t.Errorf("the fleet was asked %v with max files %d; want beta's /srv/a and gamma's / with 9", f.asked, f.maxFiles)
+	}
+
+	// Only those who may ask the fleet; a daemon without one says so.
+	rec = sendFleet(t, b, f, peer.Cred{UID: 1002, GID: 1002}, "POST", "/v1/dirs/totals", body)
+	if rec.Code != 403 || !strings.Contains(rec.Body.String(), "asking the fleet is for root") {
+		t.Errorf("another user asking for other hosts' totals: %d %s", rec.Code, rec.Body)
+	}
+	rec = sendFleet(t, b, nil, owner, "POST", "/v1/dirs/totals", body)
+	if rec.Code != 404 || !strings.Contains(rec.Body.String(), "no_fleet") {
+		t.Errorf("a host's totals without a fleet: %d %s", rec.Code, rec.Body)
+	}
+	// The database down: 503, and this host's directories still answer
+	// without a host.
+	f.err = fmt.Errorf("the database did not answer within 2s")
+	rec = sendFleet(t, b, f, owner, "POST", "/v1/dirs/totals", body)
+	if rec.Code != 503 || !strings.Contains(rec.Body.String(), `"fleet_unavailable"`) {
+		t.Errorf("fleet totals with the database down: %d %s", rec.Code, rec.Body)
+	}
+	rec = sendFleet(t, b, f, owner, "POST", "/v1/dirs/totals", `{"dirs": [{"path": "/srv/a"}, {"host": "alpha", "path": "/srv/b"}]}`)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"files":1`) {
+		t.Errorf("this host's totals with the database down: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestFleetHostsRoute: this host's name and the fleet's hosts; the
+// database down leaves the name and the error.
+func TestFleetHostsRoute(t *testing.T) {
+	b, f := &dirsBackend{}, &fleetDirs{}
+	rec := sendFleet(t, b, f, peer.Cred{UID: 500}, "GET", "/v1/fleet/hosts", "")
+	var got ipc.FleetHostsResponse
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != 200 || got.Host != "alpha" ||
+		len(got.Hosts) != 1 || got.Hosts[0].Host != "beta" || got.Hosts[0].Roots[0].Path != "/data" || got.FleetError != nil {
+		t.Errorf("fleet hosts: %d %s", rec.Code, rec.Body)
+	}
+	f.err = fmt.Errorf("connection refused")
+	rec = sendFleet(t, b, f, peer.Cred{UID: 500}, "GET", "/v1/fleet/hosts", "")
+	got = ipc.FleetHostsResponse{}
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != 200 || got.Host != "alpha" ||
+		got.Hosts == nil || len(got.Hosts) != 0 || got.FleetError == nil || got.FleetError.Code != ipc.CodeFleetDown {
+		t.Errorf("fleet hosts with the database down: %d %s", rec.Code, rec.Body)
+	}
+	rec = sendFleet(t, b, f, peer.Cred{UID: 1002, GID: 1002}, "GET", "/v1/fleet/hosts", "")
+	if rec.Code != 403 {
+		t.Errorf("fleet hosts for another user: %d %s", rec.Code, rec.Body)
+	}
+	rec = sendFleet(t, &dirsBackend{}, nil, peer.Cred{UID: 500}, "GET", "/v1/fleet/hosts", "")
+	if rec.Code != 404 || !strings.Contains(rec.Body.String(), "no_fleet") {
+		t.Errorf("fleet hosts without a fleet: %d %s", rec.Code, rec.Body)
 	}
 }

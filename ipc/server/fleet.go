@@ -32,6 +32,15 @@ type Fleet interface {
 	// file with its Host), the most redundant bytes first; with prefix,
 	// those with a file of this host under it.
 	Dupes(ctx context.Context, prefix string) ([]ipc.DupeSet, error)
+	// Hosts returns the hosts of the fleet heard from within its silence,
+	// with their published roots, by name.
+	Hosts(ctx context.Context) ([]ipc.FleetHost, error)
+	// DirTotals returns, for each of dirs (on other hosts) in order, the
+	// files and bytes its host published under it, each count stopped
+	// after maxFiles (at least 1) files and then Truncated. It returns
+	// within the fleet's timeout, with an error when the database did not
+	// answer.
+	DirTotals(ctx context.Context, dirs []ipc.HostDir, maxFiles int) ([]ipc.DirTotal, error)
 }
 
 // ErrNoHost is wrapped by Fleet.Forget's error for a host the fleet does
@@ -132,6 +141,24 @@ func (s *Server) fleetForget(w http.ResponseWriter, r *http.Request, _ *caller, 
 	if err != nil {
 		s.fleetFailed(w, err)
 		return
+	}
+	writeJSON(w, out)
+}
+
+// fleetHosts answers GET /v1/fleet/hosts: this host's name, and the hosts
+// of the fleet with their published roots; a database that fails leaves
+// the name and the error in fleet_error.
+func (s *Server) fleetHosts(w http.ResponseWriter, r *http.Request, c *caller) {
+	if !s.mayAskFleet(w, c) {
+		return
+	}
+	out := ipc.FleetHostsResponse{Host: s.fleet.Host(), Hosts: []ipc.FleetHost{}}
+	hosts, err := s.fleet.Hosts(r.Context())
+	if err != nil {
+		s.log.Warn("fleet hosts failed", "err", err)
+		out.FleetError = &ipc.Error{Code: ipc.CodeFleetDown, Message: "fleet unavailable: " + err.Error()}
+	} else if hosts != nil {
+		out.Hosts = hosts
 	}
 	writeJSON(w, out)
 }

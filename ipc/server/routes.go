@@ -37,6 +37,7 @@ func (s *Server) routes() []route {
 		{pattern: "POST /v1/wait", control: true, serve: withBody(s, s.wait)},
 		{pattern: "GET /v1/fleet/check", change: "checking the fleet index", serve: s.fleetCheck},
 		{pattern: "POST /v1/fleet/forget", change: "forgetting a fleet host", serve: withBody(s, s.fleetForget)},
+		{pattern: "GET /v1/fleet/hosts", serve: s.fleetHosts},
 	}
 }
 

@@ -35,7 +35,9 @@ type Backend struct {
 	// Without it, matches keep the index's estimates.
 	Content ContentOpener
 	// Fleet is the daemon's link to the fleet index: it answers
-	// /v1/fleet/check and /v1/fleet/forget. Without it those routes answer
+	// /v1/fleet/check, /v1/fleet/forget and /v1/fleet/hosts, and the
+	// fleet's part of /v1/similar, /v1/basis, /v1/dupes and
+	// /v1/dirs/totals. Without it those routes, and those parts, answer
 	// 404 no_fleet.
 	Fleet Fleet
 }
