@@ -122,4 +122,14 @@
 // common; they are estimates from fingerprints, never checked against
 // bytes the asking host does not have. The asking daemon answers for its
 // own files from its own index (ExcludeHost).
+//
+// A directory query (sifctl similar --fleet DIR) also needs the tops and
+// the totals of other hosts' directories. Hosts lists the hosts heard
+// from within the silence with the roots they publish (sif_hosts.roots).
+// DirTotals counts, in one round trip for all the directories asked, the
+// files and bytes a host published under each (the paths in the range
+// DIR/ to DIR0, so by whole components), each count stopped at a cap
+// like the local index's. sif_files has no index on paths (a path may be
+// longer than a btree entry allows): each count scans the host's rows by
+// the primary key's host_id prefix, stopping at the cap.
 package fleet

@@ -82,6 +82,27 @@
 // The listed directories come best first: by containment, then
 // resemblance, then path.
 //
+// With the fleet (Options.Fleet, `sifctl similar --fleet DIR`), each
+// file query asks the fleet index too, and its matches on other hosts
+// come with their host. A directory is then a (host, path): the same path
+// on another host is another directory, and only on this host are Q, its
+// ancestors and its descendants left out (a copy of Q kept at Q's own
+// path on another host is a candidate like any other).
+//
+//   - The tops of another host's directories are the roots it publishes
+//     (GET /v1/fleet/hosts, from sif_hosts); this host's are its roots,
+//     as without the fleet.
+//   - The totals of another host's directories are the files and bytes
+//     it published under them, counted in the fleet database
+//     (POST /v1/dirs/totals with a host per directory, one round trip for
+//     all of them, each stopped at 200,000 files as here).
+//   - Their measures are estimates from fingerprints, as another host's
+//     file matches are: the same, when no fingerprint is too common, as
+//     that host's own daemon would give.
+//   - When the fleet does not answer (the hosts, any file's query, or the
+//     totals), the answer is this host's directories only, and
+//     Result.FleetError says why; the file queries left stop asking it.
+//
 // # Groups: directories that are near-copies of each other
 //
 // Groups asks for the groups of similar files with their links
