@@ -36,7 +36,7 @@ type liveFlags struct {
 func (lf *liveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&lf.size, "size", "1MB", "freshness: size of the edited file; load: size of the tree, default 1GiB (units B, KB, MB, GB, KiB, MiB, GiB..., as sifd's sizes)")
 	fs.DurationVar(&lf.settle, "settle", 500*time.Millisecond, "freshness, churn: sifd's --settle-delay")
-	fs.IntVar(&lf.files, "files", 0, "restart, churn, million: files in the tree (default 100000 for restart, 20000 for churn, 1000000 for million)")
+	fs.IntVar(&lf.files, "files", 0, "restart, churn, million: files in the tree (default 100000 for restart, 20000 for churn, 1000000 for million); fleet: files in all hosts (default 1000000)")
 	fs.Float64Var(&lf.seconds, "seconds", 20, "churn: seconds of edits at each rate")
 }
 

@@ -50,6 +50,23 @@
 // sifd's peak RSS over them; --profile DIR keeps sifd's heap profiles),
 // against issue 9's goals.
 //
+// fleet builds a simulated fleet in this process (--hosts hosts, --files
+// files in all, a share of them copies and edited versions of other
+// hosts' files; see fleet_plan.go), each host an index with a fleet
+// publisher, and one PostgreSQL server of its own (initdb and postgres
+// must be installed, as for the fleet tests):
+//
+//	go run ./cmd/sifbench fleet [--hosts 20] [--files 1000000] [--outage 60s] [--churn 5] [--batch N] [--cpuprofile FILE]
+//
+// It reports the local first scan's index writes (files/s), publishing
+// every host at once from an empty database until every journal is empty
+// (files/s, and against the local writes), the database's bytes per file
+// beside the local indexes', similar --fleet's latencies, and the time to
+// converge after the database is stopped for --outage while files change,
+// with fleet check of every host after publishing and after the outage,
+// against issue 22's goals. --cpuprofile takes this process's CPU profile
+// over publishing.
+//
 // Two more judge how right sif's answers are, on versions of real
 // packages (kept in --dir and reused): Go modules from the Go module proxy
 // (sets tuning and heldout), npm packages from the npm registry (js-tuning
@@ -114,7 +131,7 @@ type common struct {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: sifbench corpus|latency|edits|freshness|restart|churn|load|million|accuracy|manber [flags]; see the package doc")
+		return errors.New("usage: sifbench corpus|latency|edits|freshness|restart|churn|load|million|fleet|accuracy|manber [flags]; see the package doc")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	var c common
@@ -123,10 +140,10 @@ func run(ctx context.Context, args []string) error {
 	switch args[0] {
 	case "freshness":
 		n = 100
-	case "million":
+	case "million", "fleet":
 		n = 1000
 	}
-	fs.IntVar(&c.n, "n", n, "number of query files (million: default 1000); freshness: edits per client")
+	fs.IntVar(&c.n, "n", n, "number of query files (million, fleet: default 1000); freshness: edits per client")
 	fs.BoolVar(&c.json, "json", false, "print JSON")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (accuracy: with queries.json, each query's truth and first answers)")
 	fs.StringVar(&c.foreign, "foreign", filepath.Join(runtime.GOROOT(), "test"), "edits: a tree that is not indexed, whose files are queried to count stray matches (\"\" to skip)")
@@ -139,11 +156,16 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&lo.profile, "profile", "", "load: take CPU, block, mutex, heap and goroutine profiles of the loaded sifd (run with --pprof) into this directory; million: sifd's heap profiles once ready and during groups")
 	fs.DurationVar(&lo.think, "think", 100*time.Millisecond, "load: mean pause of each client between two requests (uniform from 0 to twice it)")
 	fs.StringVar(&schemes, "schemes", "", "edits: comma-separated scheme specs such as manber:bits=8,chunks:avg=256 (default: a built-in list)")
+	var ff fleetFlags
+	fs.IntVar(&ff.hosts, "hosts", 20, "fleet: simulated hosts")
+	fs.DurationVar(&ff.outage, "outage", 60*time.Second, "fleet: how long the database is down while files change (0: no outage)")
+	fs.Float64Var(&ff.churn, "churn", 5, "fleet: files changed per second per host during the outage")
+	fs.IntVar(&ff.batch, "batch", 0, "fleet: files per publishing transaction (default: the publisher's)")
 	var af accFlags
 	var cf corpusFlags
 	fs.IntVar(&cf.runs, "runs", 3, "corpus: timed scans of a fresh index with each number of workers")
 	fs.StringVar(&cf.modcache, "modcache", "", "corpus: index every version found in the Go module cache of these comma-separated modules instead of --src, e.g. golang.org/x/tools,golang.org/x/net,golang.org/x/sys,golang.org/x/crypto")
-	fs.StringVar(&cf.cpuProfile, "cpuprofile", "", "corpus: run sifd once more with --pprof and write its CPU profile over a fresh scan to this file; restart: the same over one more restart")
+	fs.StringVar(&cf.cpuProfile, "cpuprofile", "", "corpus: run sifd once more with --pprof and write its CPU profile over a fresh scan to this file; restart: the same over one more restart; fleet: this process's CPU profile over publishing")
 	fs.StringVar(&cf.memProfile, "memprofile", "", "corpus: run sifd once more with --pprof and write its heap profile, taken once the fresh scan is done, to this file; restart: the same once one more restart is ready")
 	var baselines string
 	fs.StringVar(&baselines, "baseline", "", "corpus: other sifd binaries (comma-separated; e.g. one built from main) to time in turn with this tree's, run for run, and report beside it")
@@ -235,6 +257,12 @@ func run(ctx context.Context, args []string) error {
 		out, err = benchLoad(ctx, &c, &lf, &lo)
 	case "million":
 		out, err = benchMillion(ctx, &c, &lf, &lo, af.seed)
+	case "fleet":
+		ff.files, ff.seed, ff.queries, ff.cpuProfile = lf.files, af.seed, c.n, cf.cpuProfile
+		if ff.files <= 0 {
+			ff.files = 1_000_000
+		}
+		out, err = benchFleet(ctx, &c, &ff)
 	case "basis":
 		out, err = benchBasis(ctx, &c)
 	case "accuracy":
@@ -242,7 +270,7 @@ func run(ctx context.Context, args []string) error {
 	case "manber":
 		out, err = benchManber(ctx, &c, &af)
 	default:
-		return fmt.Errorf("unknown benchmark %q: want corpus, latency, edits, freshness, restart, churn, load, million, basis, accuracy or manber", args[0])
+		return fmt.Errorf("unknown benchmark %q: want corpus, latency, edits, freshness, restart, churn, load, million, fleet, basis, accuracy or manber", args[0])
 	}
 	if err != nil {
 		return err
