@@ -94,7 +94,9 @@
 //     database; another gen: the database was restored from an older
 //     backup, or lost a batch; other roots), the publisher compares the
 //     whole index with the host's rows, a run of file ids at a time, and
-//     sends only what differs, then writes the mark. Check makes the same
+//     sends only what differs, removing the notes of the files each run
+//     compared (taken before its view: a later change keeps its note),
+//     then writes the mark. Check makes the same
 //     comparison and reports it (sifctl fleet check).
 //   - Errors (the database down, refusing the credentials, a schema from
 //     a newer sif) are kept for the status and retried, backing off from

@@ -392,6 +392,15 @@ func (p *Publisher) resync(ctx context.Context, ix *index.Index, gen int64, had 
 func (p *Publisher) resyncStep(parent context.Context, ix *index.Index, gen *int64, after *uint32, compared, sent *int) error {
 	ctx, cancel := context.WithTimeout(parent, RoundTimeout)
 	defer cancel()
+	// The notes of the files this run compares, taken before its view:
+	// the comparison publishes what they noted, so they are removed with
+	// it, and the journal is not sent again after a first publication. A
+	// change made after this keeps its note (a new sequence number); notes
+	// past the run are left.
+	notes, err := ix.Journal(*after, 2*p.cfg.BatchFiles, nil)
+	if err != nil {
+		return err
+	}
 	v, err := ix.View()
 	if err != nil {
 		return err
@@ -420,6 +429,14 @@ func (p *Publisher) resyncStep(parent context.Context, ix *index.Index, gen *int
 			return err
 		}
 		*gen++
+	}
+	for len(notes) > 0 && int64(notes[len(notes)-1].ID) > hi {
+		notes = notes[:len(notes)-1]
+	}
+	if len(notes) > 0 {
+		if err := ix.JournalDone(notes, nil); err != nil {
+			return err
+		}
 	}
 	*compared += len(local)
 	*sent += len(b.set) + len(b.del)

@@ -262,3 +262,37 @@ func TestPublishDatabaseDown(t *testing.T) {
 		t.Fatalf("status after the database came back: %+v", st)
 	}
 }
+
+// A first publication compares the whole index with the fleet's rows
+// (none) and sends every file; the journal's notes go with the comparison,
+// so no file is sent a second time from the journal. A change made after
+// it is noted and sent.
+func TestFirstPublicationTakesTheNotes(t *testing.T) {
+	srv := pgtest.Start(t, nil)
+	pool := newPool(t, srv.URL("postgres"))
+	a := newTestHost(t, pool, "alpha", "/a")
+	for i := range 30 {
+		a.put(t, fmt.Sprintf("/a/f%02d", i), fmt.Sprintf("c%02d", i))
+	}
+	a.put(t, "/elsewhere", "private")
+	if _, err := a.pub.round(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := a.ix.JournalLen(100); err != nil || n != 0 {
+		t.Fatalf("%d notes left after the first publication (%v): their files would be sent again", n, err)
+	}
+	a.mustMatch(t, pool)
+	a.drain(t)
+	if sent := a.pub.Status().Published; sent != 30 {
+		t.Fatalf("%d files sent for 30", sent)
+	}
+	a.put(t, "/a/later", "later")
+	if n, _, _ := a.ix.JournalLen(100); n != 1 {
+		t.Fatalf("%d notes after a change, want 1", n)
+	}
+	a.drain(t)
+	a.mustMatch(t, pool)
+	if sent := a.pub.Status().Published; sent != 31 {
+		t.Fatalf("%d files sent for 31", sent)
+	}
+}
