@@ -76,11 +76,15 @@
 // without its note, and many changes to one file leave one note.
 //
 //   - A round takes up to BatchFiles notes, reads the files they name
-//     from one view of the index, and sends them in one transaction: the
+//     from one view of the index, and sends first the contents the fleet
+//     lacks (the rows, then the postings with one INSERT from arrays), in
+//     a transaction of their own, so that hosts adding one content at once
+//     wait for each other only that long; then, in one transaction, the
 //     files as they are now (upserted by host and file id) or their
-//     removal, the contents the fleet lacks (the row, then the postings
-//     with one INSERT from arrays), and gen + 1 on the host's row, checked under FOR UPDATE
-//     to be the gen the publisher expected. Only after the commit does it
+//     removal, and gen + 1 on the host's row, checked under FOR UPDATE to
+//     be the gen the publisher expected. A content whose files failed to
+//     follow is held by no file until the batch is sent again (or a sweep
+//     drops it). Only after the commit does it
 //     remove the notes it sent, those not noted again meanwhile, and write
 //     the journal mark (fleet id, host, gen, roots) in the same local
 //     batch. A note sent twice sends the same state twice: batches are

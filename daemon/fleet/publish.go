@@ -546,6 +546,17 @@ func (p *Publisher) apply(ctx context.Context, v *index.View, gen int64, b *batc
 }
 
 func (p *Publisher) applyOnce(ctx context.Context, v *index.View, gen int64, b *batch) (orphans []int64, err error) {
+	// The contents the fleet lacks go first, in a transaction of their
+	// own: hosts adding one content at once wait for each other only
+	// while its row and postings go in, not for the whole of a batch.
+	// A content in and its files not (a failure in between) is held by
+	// no file, as a dropped file's content may be: the batch sent again
+	// finds it, and a sweep drops it if it is never sent again. A content
+	// dropped between the two by another host's drop fails the batch on
+	// its foreign key, and the batch is tried again (retryable).
+	if err := p.putContentsTx(ctx, v, b.set); err != nil {
+		return nil, err
+	}
 	tx, err := p.cfg.Pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: %w", err)
@@ -562,9 +573,6 @@ func (p *Publisher) applyOnce(ctx context.Context, v *index.View, gen int64, b *
 	}
 	if dbGen != gen {
 		return nil, errGenMoved
-	}
-	if err := p.putContents(ctx, tx, v, b.set); err != nil {
-		return nil, err
 	}
 	ids := make([]int64, 0, len(b.set)+len(b.del))
 	for i := range b.set {
@@ -616,6 +624,26 @@ func (p *Publisher) applyOnce(ctx context.Context, v *index.View, gen int64, b *
 		return nil, fmt.Errorf("fleet: committing a batch: %w", err)
 	}
 	return orphans, nil
+}
+
+// putContentsTx runs putContents in a transaction of its own.
+func (p *Publisher) putContentsTx(ctx context.Context, v *index.View, files []index.FileRecord) (err error) {
+	tx, err := p.cfg.Pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("fleet: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := p.putContents(ctx, tx, v, files); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("fleet: committing contents: %w", err)
+	}
+	return nil
 }
 
 // putContents adds to the fleet the contents of files that it lacks: their
