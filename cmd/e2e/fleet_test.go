@@ -314,7 +314,7 @@ func TestFleetPublish(t *testing.T) {
 
 	t.Run("sifd and the database killed in the middle of publishing", func(t *testing.T) {
 		gamma := fleetHost(t, "gamma", url)
-		const n = 3000
+		const n = 1500
 		for i := range n {
 			gamma.write(fmt.Sprintf("d%02d/g%04d.txt", i%30, i), words(uint64(10_000+i), 600))
 		}

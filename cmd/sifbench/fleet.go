@@ -549,30 +549,30 @@ func fleetSizes(ctx context.Context, pool *pgxpool.Pool, res *fleetResult) error
 	return nil
 }
 
-// fleetQuery is the hook for similar --fleet: it asks the fleet database,
-// through pool, for the files like the one of sketch sk on any host, and
-// returns the number of matches. FILL IN when daemon/fleet's query lands:
-// call the same function sifd's similar --fleet calls, with its default
-// threshold and limit. While it is nil the benchmark reports the query
-// as not measured.
-var fleetQuery func(ctx context.Context, pool *pgxpool.Pool, sk *fingerprint.Sketch) (matches int, err error)
+// fleetQuery asks the fleet database, through pool, for the files like the
+// one of sketch sk on any host but asker, as sifd's similar --fleet does
+// (its default threshold, max_df and silence), and returns the number of
+// matches.
+func fleetQuery(ctx context.Context, pool *pgxpool.Pool, sk *fingerprint.Sketch, params fingerprint.Params, asker string) (matches int, err error) {
+	res, err := fleet.Similar(ctx, pool, fleet.Query{Sketch: sk, Params: params, ExcludeHost: asker, Silence: 10 * time.Minute})
+	if err != nil {
+		return 0, err
+	}
+	return len(res.Matches), nil
+}
 
 // fleetQueries times --n fleet queries, one at a time, for files of the
 // fleet drawn at random (copies and edited versions among them, so most
 // have matches on other hosts).
 func fleetQueries(ctx context.Context, hosts []*fleetHost, plan *fleetPlan, sketches []*fingerprint.Sketch, ff *fleetFlags, res *fleetResult) error {
-	if fleetQuery == nil {
-		res.QueryNote = "not measured: the fleet query (daemon/fleet) is not written yet"
-		return nil
-	}
 	r := rand.New(rand.NewPCG(plan.Seed, 0x7175))
 	var ms []float64
 	var matches int
 	for q := range ff.queries {
 		i := r.IntN(len(plan.Files))
-		pool := hosts[(plan.Files[i].Host+1)%int32(len(hosts))].pool
+		asker := hosts[(plan.Files[i].Host+1)%int32(len(hosts))]
 		start := time.Now()
-		n, err := fleetQuery(ctx, pool, sketches[plan.Files[i].Content])
+		n, err := fleetQuery(ctx, asker.pool, sketches[plan.Files[i].Content], asker.ix.Params(), asker.name)
 		if err != nil {
 			return fmt.Errorf("fleet query %d (%s): %w", q, plan.path(i), err)
 		}

@@ -104,7 +104,7 @@
 //     comparison and reports it (sifctl fleet check).
 //   - Errors (the database down, refusing the credentials, a schema from
 //     a newer sif) are kept for the status and retried, backing off from
-//     1 s to 30 s; the notes wait in the local index meanwhile, so
+//     1 s to 5 s; the notes wait in the local index meanwhile, so
 //     nothing is lost and a database back after an hour gets only what
 //     changed.
 //

@@ -48,6 +48,10 @@ type PublisherConfig struct {
 	Heartbeat time.Duration
 }
 
+// MaxBackoff caps the wait between tries after an error: a database back
+// from an outage is found within it.
+var MaxBackoff = 5 * time.Second
+
 // RoundTimeout bounds one step of publishing (a batch, or one run of file
 // ids of a whole comparison): a database that stops answering fails the
 // round, which is tried again, rather than hold the publisher forever.
@@ -128,7 +132,7 @@ func (p *Publisher) Status() ipc.FleetStatus {
 
 // Run publishes until ctx is done. Errors (the database down, refusing
 // the credentials, a schema from a newer sif) are logged and kept for the
-// status, and the publisher tries again, backing off from 1 s to 30 s;
+// status, and the publisher tries again, backing off from 1 s to MaxBackoff (5 s);
 // nothing is lost meanwhile: the notes wait in the local index.
 func (p *Publisher) Run(ctx context.Context) {
 	backoff := time.Second
@@ -149,7 +153,7 @@ func (p *Publisher) Run(ctx context.Context) {
 			if !sleep(ctx, backoff, nil) {
 				return
 			}
-			backoff = min(2*backoff, 30*time.Second)
+			backoff = min(2*backoff, MaxBackoff)
 			continue
 		}
 		backoff = time.Second
