@@ -1,0 +1,245 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sif-dev/sif/index"
+)
+
+// putContentsTx runs putContents in a transaction of its own.
+func (p *Publisher) putContentsTx(ctx context.Context, v *index.View, files []index.FileRecord) (err error) {
+	tx, err := p.cfg.Pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("fleet: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := p.putContents(ctx, tx, v, files); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("fleet: committing contents: %w", err)
+	}
+	return nil
+}
+
+// putContents adds to the fleet the contents of files that it lacks: their
+// records, signatures and postings. A content another host adds at the
+// same moment is added once (the insert that loses the race adds no
+// postings).
+func (p *Publisher) putContents(ctx context.Context, tx pgx.Tx, v *index.View, files []index.FileRecord) error {
+	local := map[int64]*index.FileRecord{}
+	for i := range files {
+		if s := files[i].Strong; s != ([32]byte{}) {
+			local[ContentID(s)] = &files[i]
+		}
+	}
+	if len(local) == 0 {
+		return nil
+	}
+	ids := make([]int64, 0, len(local))
+	for id := range local {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids) // one order for every publisher's locks
+	rows, err := tx.Query(ctx, `SELECT content_id, strong FROM sif_contents WHERE content_id = ANY($1)`, ids)
+	if err != nil {
+		return fmt.Errorf("fleet: %w", err)
+	}
+	have := map[int64][]byte{}
+	for rows.Next() {
+		var id int64
+		var strong []byte
+		if err := rows.Scan(&id, &strong); err != nil {
+			rows.Close()
+			return err
+		}
+		have[id] = strong
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("fleet: %w", err)
+	}
+	var c contentRows
+	for _, id := range ids {
+		rec := local[id]
+		if strong, ok := have[id]; ok {
+			if !bytes.Equal(strong, rec.Strong[:]) {
+				// Two contents whose SHA-256 begin alike: about one chance
+				// in 2^64 per pair. The file is published without content.
+				p.log.Warn("fleet: two contents share a content id; the file is published without its signature",
+					"path", rec.Path, "content_id", id)
+				for i := range files {
+					if ContentID(files[i].Strong) == id {
+						files[i].Strong = [32]byte{}
+					}
+				}
+			}
+			continue
+		}
+		raw, err := v.Signature(rec.Content)
+		if err != nil {
+			return err
+		}
+		c.add(id, rec, raw)
+	}
+	if len(c.id) == 0 {
+		return nil
+	}
+	rows, err = tx.Query(ctx, `
+		INSERT INTO sif_contents (content_id, strong, size, weight, features, level, level_weights, type, signature)
+		SELECT id, st, sz, w, f, l, string_to_array(lw, ',')::bigint[], ty, sig
+		FROM unnest($1::bigint[], $2::bytea[], $3::bigint[], $4::bigint[], $5::int[], $6::smallint[], $7::text[], $8::smallint[], $9::bytea[])
+			AS u(id, st, sz, w, f, l, lw, ty, sig)
+		ON CONFLICT (content_id) DO NOTHING
+		RETURNING content_id`,
+		c.id, c.strong, c.size, c.weight, c.features, c.level, c.levelWeights, c.typ, c.sig)
+	if err != nil {
+		return fmt.Errorf("fleet: publishing contents: %w", err)
+	}
+	added, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return fmt.Errorf("fleet: publishing contents: %w", err)
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	slices.Sort(added)
+	var keys, weights []int32
+	var owners []int64
+	var es []index.Entry
+	for _, id := range added {
+		es, err = index.DecodeSignature(c.sigOf[id], es[:0])
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			keys = append(keys, int32(e.Key))
+			owners = append(owners, id)
+			weights = append(weights, int32(min(e.Weight, 1<<31-1)))
+		}
+	}
+	// An INSERT from arrays rather than COPY: as fast on one server, and
+	// when sif_postings' partitions are on other servers (postgres_fdw,
+	// packaging/fleet/partitioned-postings.sql) PostgreSQL 15 sends an
+	// INSERT's rows to them in batches but COPY's one per round trip.
+	if _, err := tx.Exec(ctx, `INSERT INTO sif_postings (key, content_id, weight)
+		SELECT * FROM unnest($1::int[], $2::bigint[], $3::int[])`, keys, owners, weights); err != nil {
+		return fmt.Errorf("fleet: publishing postings: %w", err)
+	}
+	return nil
+}
+
+// contentRows are sif_contents rows to insert, column by column.
+type contentRows struct {
+	id, size, weight []int64
+	features         []int32
+	level, typ       []int16
+	levelWeights     []string // comma-separated: pgx has no array of arrays of differing lengths
+	strong, sig      [][]byte
+	sigOf            map[int64][]byte
+}
+
+func (c *contentRows) add(id int64, rec *index.FileRecord, sig []byte) {
+	if c.sigOf == nil {
+		c.sigOf = map[int64][]byte{}
+	}
+	c.id = append(c.id, id)
+	c.strong = append(c.strong, slices.Clone(rec.Strong[:]))
+	c.size = append(c.size, rec.FileMeta.Size)
+	c.weight = append(c.weight, int64(rec.Weight))
+	c.features = append(c.features, int32(rec.Features))
+	c.level = append(c.level, int16(rec.Level))
+	c.typ = append(c.typ, int16(rec.Type))
+	lw := make([]string, len(rec.LevelWeights))
+	for i, w := range rec.LevelWeights {
+		lw[i] = fmt.Sprint(w)
+	}
+	c.levelWeights = append(c.levelWeights, strings.Join(lw, ","))
+	c.sig = append(c.sig, sig)
+	c.sigOf[id] = sig
+}
+
+// dropContents deletes, with their postings, those of contents that no
+// file holds, and returns how many it deleted. A file added meanwhile by
+// another host makes the deletion fail on its foreign key, and the content
+// stays; a later sweep tries again.
+func dropContents(ctx context.Context, db TxStarter, contents []int64) (int, error) {
+	slices.Sort(contents)
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	rows, err := tx.Query(ctx, `
+		SELECT content_id, signature FROM sif_contents c
+		WHERE content_id = ANY($1) AND NOT EXISTS (SELECT 1 FROM sif_files f WHERE f.content_id = c.content_id)
+		ORDER BY content_id FOR UPDATE`, contents)
+	if err != nil {
+		return 0, err
+	}
+	var gone []int64
+	var keys []int32
+	var es []index.Entry
+	for rows.Next() {
+		var id int64
+		var sig []byte
+		if err := rows.Scan(&id, &sig); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		if es, err = index.DecodeSignature(sig, es[:0]); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("content %d: %w", id, err)
+		}
+		gone = append(gone, id)
+		for _, e := range es {
+			keys = append(keys, int32(e.Key))
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if len(gone) == 0 {
+		return 0, nil
+	}
+	// Every posting of the contents gone: those with one of their keys
+	// (for the index on key) and one of their ids. A join with the
+	// (key, content) pairs would do the same on one server, but through
+	// postgres_fdw it reads, and locks, every posting of every shard;
+	// this form runs on each shard as it is.
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	if _, err := tx.Exec(ctx, `DELETE FROM sif_postings WHERE key = ANY($1) AND content_id = ANY($2)`, keys, gone); err != nil {
+		return 0, err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM sif_contents WHERE content_id = ANY($1)`, gone); err != nil {
+		return 0, err
+	}
+	return len(gone), tx.Commit(ctx)
+}
+
+// retryable reports whether a transaction that failed with err may
+// succeed if tried again at once: a deadlock or serialization failure, or
+// a foreign key that a concurrent sweep removed.
+func retryable(err error) bool {
+	var pe interface{ SQLState() string }
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.SQLState() {
+	case "40001", "40P01", "23503":
+		return true
+	}
+	return false
+}

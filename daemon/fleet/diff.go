@@ -1,0 +1,66 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/sif-dev/sif/index"
+)
+
+// fileRow is a row of sif_files, as the comparison reads it.
+type fileRow struct {
+	path    []byte
+	size    int64
+	mtime   int64
+	content *int64
+}
+
+// diffRange returns what must change in the fleet's rows of host with file
+// ids in (lo, hi] for them to equal local (those files, published).
+func diffRange(ctx context.Context, q Querier, host, lo, hi int64, local []index.FileRecord) (batch, error) {
+	rows, err := q.Query(ctx, `
+		SELECT file_id, path, size, mtime, content_id FROM sif_files
+		WHERE host_id = $1 AND file_id > $2 AND file_id <= $3`, host, lo, hi)
+	if err != nil {
+		return batch{}, fmt.Errorf("fleet: reading host rows: %w", err)
+	}
+	have := map[int64]fileRow{}
+	for rows.Next() {
+		var id int64
+		var r fileRow
+		if err := rows.Scan(&id, &r.path, &r.size, &r.mtime, &r.content); err != nil {
+			rows.Close()
+			return batch{}, err
+		}
+		have[id] = r
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return batch{}, fmt.Errorf("fleet: reading host rows: %w", err)
+	}
+	var b batch
+	for _, rec := range local {
+		r, ok := have[int64(rec.ID)]
+		delete(have, int64(rec.ID))
+		if ok && r.equal(&rec) {
+			continue
+		}
+		b.set = append(b.set, rec)
+	}
+	for id := range have {
+		b.del = append(b.del, id)
+	}
+	slices.Sort(b.del)
+	return b, nil
+}
+
+func (r *fileRow) equal(rec *index.FileRecord) bool {
+	if string(r.path) != rec.Path || r.size != rec.FileMeta.Size || r.mtime != rec.MtimeNs {
+		return false
+	}
+	if rec.Strong == ([32]byte{}) {
+		return r.content == nil
+	}
+	return r.content != nil && *r.content == ContentID(rec.Strong)
+}
