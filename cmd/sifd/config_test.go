@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -105,6 +106,11 @@ func TestApplyCopiesEveryKey(t *testing.T) {
 			fd.Set(reflect.ValueOf([]string{fv.Type().Field(i).Name}))
 		case reflect.Struct:
 			fd.Set(reflect.ValueOf(fingerprint.Params{Scheme: fingerprint.Chunks, AvgChunk: 512}))
+		case reflect.Pointer:
+			if fv.Type().Field(i).Name == "Fleet" {
+				continue // fleetConfig maps it, reading the URL: TestFleetConfig
+			}
+			t.Fatalf("config.File.%s: a %s; teach this test to fill it", fv.Type().Field(i).Name, fd.Kind())
 		default:
 			t.Fatalf("config.File.%s: a %s; teach this test to fill it", fv.Type().Field(i).Name, fd.Kind())
 		}
@@ -118,6 +124,8 @@ func TestApplyCopiesEveryKey(t *testing.T) {
 		name := fv.Type().Field(i).Name
 		switch name {
 		case "Path", "MemoryLimit": // where the file is; sifd sets the heap's limit itself
+			continue
+		case "Fleet": // fleetConfig: TestFleetConfig
 			continue
 		case "LogLevel":
 			if level != fc.LogLevel {
@@ -157,5 +165,26 @@ func TestConfigFileNamed(t *testing.T) {
 		if (err != nil) != tc.wantErr || (err == nil && fc.Path != "") {
 			t.Errorf("%q: %+v, %v", tc.args, fc, err)
 		}
+	}
+}
+
+// fleetConfig copies every key of [fleet] and reads the URL from its file.
+func TestFleetConfig(t *testing.T) {
+	urlFile := filepath.Join(t.TempDir(), "fleet.url")
+	if err := os.WriteFile(urlFile, []byte("postgres://sif@db.example/fleet\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SIF_FLEET_URL", "")
+	fc := &config.Fleet{URLFile: urlFile, Host: "fs1", Publish: []string{"/srv/a"}, Silence: time.Hour, Timeout: 3 * time.Second, AskGroup: "team"}
+	got, err := fleetConfig(fc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &daemon.FleetConfig{URL: "postgres://sif@db.example/fleet", Host: "fs1", Publish: []string{"/srv/a"}, Silence: time.Hour, Timeout: 3 * time.Second, AskGroup: "team"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("fleetConfig = %+v, want %+v", got, want)
+	}
+	if got, err := fleetConfig(nil); got != nil || err != nil {
+		t.Fatalf("fleetConfig(nil) = %v, %v", got, err)
 	}
 }
