@@ -99,26 +99,14 @@ func checkContents(ctx context.Context, q Querier, contents []int64) (int, error
 	var keys []int32
 	var owners []int64
 	want := map[int64]int{}
-	var es []index.Entry
-	for rows.Next() {
-		var id int64
-		var sig []byte
-		if err := rows.Scan(&id, &sig); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		if es, err = index.DecodeSignature(sig, es[:0]); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("fleet: content %d: %w", id, err)
-		}
+	err = eachSignature(rows, func(id int64, es []index.Entry) {
 		want[id] = len(es)
 		for _, e := range es {
 			keys = append(keys, int32(e.Key))
 			owners = append(owners, id)
 		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	})
+	if err != nil {
 		return 0, fmt.Errorf("fleet: %w", err)
 	}
 	bad := len(contents) - len(want)

@@ -189,25 +189,13 @@ func dropContents(ctx context.Context, db TxStarter, contents []int64) (int, err
 	}
 	var gone []int64
 	var keys []int32
-	var es []index.Entry
-	for rows.Next() {
-		var id int64
-		var sig []byte
-		if err := rows.Scan(&id, &sig); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		if es, err = index.DecodeSignature(sig, es[:0]); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("content %d: %w", id, err)
-		}
+	err = eachSignature(rows, func(id int64, es []index.Entry) {
 		gone = append(gone, id)
 		for _, e := range es {
 			keys = append(keys, int32(e.Key))
 		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	})
+	if err != nil {
 		return 0, err
 	}
 	if len(gone) == 0 {
@@ -242,4 +230,25 @@ func retryable(err error) bool {
 		return true
 	}
 	return false
+}
+
+// eachSignature calls fn with each row of rows, (content id, signature),
+// the signature decoded, and closes rows. The entries are reused from row
+// to row.
+func eachSignature(rows pgx.Rows, fn func(id int64, es []index.Entry)) error {
+	defer rows.Close()
+	var es []index.Entry
+	for rows.Next() {
+		var id int64
+		var sig []byte
+		if err := rows.Scan(&id, &sig); err != nil {
+			return err
+		}
+		var err error
+		if es, err = index.DecodeSignature(sig, es[:0]); err != nil {
+			return fmt.Errorf("content %d: %w", id, err)
+		}
+		fn(id, es)
+	}
+	return rows.Err()
 }
