@@ -200,7 +200,7 @@ func (l *fleetLink) Similar(ctx context.Context, q index.Query, opts index.Query
 		mo := ipc.Match{
 			Host: m.Host, Path: p, PathRaw: raw, Size: m.Size, MtimeNs: m.MtimeNs,
 			Containment: pct(m.Containment), ReverseContainment: pct(m.ReverseContainment),
-			Resemblance: pct(m.Resemblance), Identical: m.Identical, Type: m.Type.String(), Measure: ipc.MeasureEstimated,
+			Resemblance: pct(m.Resemblance), Identical: m.Identical, Template: m.Template, Type: m.Type.String(), Measure: ipc.MeasureEstimated,
 		}
 		if l.d.ix.Params().KnowsLengths() {
 			b := int64(m.SharedWeight)

@@ -45,6 +45,12 @@ func templateCut(n int, z float64) float64 {
 	return TemplateShare + z*0.5/math.Sqrt(float64(max(n, 1)))
 }
 
+// TemplateCut is the share of a query's weight at a level, over its n
+// entries there, that its common entries must pass for the query to be
+// compared there as a template query: for other answerers of a query
+// (the fleet's), the cut this index applies.
+func TemplateCut(n int) float64 { return templateCut(n, 1) }
+
 // templatePostings bounds the postings a query keeps of its common
 // fingerprints (12 bytes each), and so those a template query counts:
 // about 20 to 50 ms of work. Past it, the remaining common fingerprints

@@ -110,7 +110,8 @@
 //
 // # Asking
 //
-// Similar answers a query in one round trip: for each of the query's
+// Similar answers a query in one round trip (two for a template query,
+// below): for each of the query's
 // fingerprint keys (index.QueryEntries) its first MaxDF+1 postings, an
 // index range scan of sif_postings' primary key, under a LATERAL join (or,
 // when sif_postings is partitioned over servers, the postings of all the
@@ -128,6 +129,19 @@
 // common; they are estimates from fingerprints, never checked against
 // bytes the asking host does not have. The asking daemon answers for its
 // own files from its own index (ExcludeHost).
+//
+// A template query, one whose common keys hold most of its weight (the
+// local index's rule, index.TemplateCut), is one of a family of files
+// made from one template or form: the answer is the family, not
+// nothing. The first round trip tells which keys are common (in a row of
+// its own, so it comes even when every key is); a second counts them
+// too, in key order while their postings add up to at most
+// templatePostings, so those counted are a uniform sample. A content
+// holding more than index.TemplateShare of the counted weight is of the
+// family (Match.Template, Result.Template and Family): it is judged on
+// all of the query's weight, its share of the common keys scaled up from
+// the sample. Any other candidate is judged on the query's distinctive
+// part, so a licence header shared across the fleet links nothing.
 //
 // A directory query (sifctl similar --fleet DIR) also needs the tops and
 // the totals of other hosts' directories. Hosts lists the hosts heard

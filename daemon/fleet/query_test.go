@@ -182,17 +182,129 @@ func TestSimilarFormsAgree(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				answers[j] = fmt.Sprintf("skipped %d, candidates %d, too few %v:", res.Skipped, res.Candidates, res.TooFew)
+				answers[j] = fmt.Sprintf("skipped %d, candidates %d, too few %v, template %v (family %d):", res.Skipped, res.Candidates, res.TooFew, res.Template, res.Family)
 				for _, m := range res.Matches {
-					answers[j] += fmt.Sprintf(" %s:%s:%.4f", m.Host, m.Path, m.Containment)
+					answers[j] += fmt.Sprintf(" %s:%s:%.4f:%v", m.Host, m.Path, m.Containment, m.Template)
 				}
 			}
 			if answers[0] != answers[1] {
 				t.Errorf("max_df %d, base%d: key by key %q, grouped %q", maxDF, i, answers[0], answers[1])
 			}
-			if maxDF == 2 && strings.HasPrefix(answers[0], "skipped 0,") {
+			if maxDF == 2 && strings.HasPrefix(answers[0], "skipped 0,") && !strings.Contains(answers[0], "template true") {
 				t.Errorf("max_df 2, base%d: no key skipped (%s): the test shares no key widely", i, answers[0])
 			}
 		}
+	}
+}
+
+// member returns the sketch of the i-th member of a family made from one
+// template: the template's first shared features, and the rest the
+// member's own.
+func member(template string, shared, i int) *fingerprint.Sketch {
+	t, own := content(template), content(fmt.Sprintf("%s-own-%d", template, i))
+	sk := &fingerprint.Sketch{Params: testParams, Features: slices.Clone(t.Features[:shared])}
+	seen := map[uint64]bool{}
+	for _, f := range sk.Features {
+		seen[f.Hash] = true
+	}
+	for _, f := range own.Features {
+		if len(sk.Features) == len(t.Features) {
+			break
+		}
+		if !seen[f.Hash] {
+			seen[f.Hash] = true
+			sk.Features = append(sk.Features, f)
+		}
+	}
+	slices.SortFunc(sk.Features, func(x, y fingerprint.Feature) int { return cmp.Compare(x.Hash, y.Hash) })
+	sk.Size, sk.Type = 4000, fingerprint.TypeText
+	sk.Strong = sha256.Sum256(fmt.Appendf(nil, "%s member %d", template, i))
+	return sk
+}
+
+// A file that is mostly what a family of files shares (one of many made
+// from a template) is answered with its family, flagged, as the local
+// index answers it; a file that only shares a header with the family is
+// not; in both forms of the query.
+func TestSimilarTemplateFamily(t *testing.T) {
+	srv := pgtest.Start(t, nil)
+	pool := newPool(t, srv.URL("postgres"))
+	a := newTestHost(t, pool, "alpha", "/a")
+	sketches := map[string]*fingerprint.Sketch{}
+	put := func(path string, sk *fingerprint.Sketch) {
+		t.Helper()
+		sketches[path] = sk
+		if _, err := a.ix.Put(index.FileMeta{Path: path, Size: sk.Size, MtimeNs: 1}, sk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 30 members sharing 34 of their 40 features; 5 files whose own
+	// content shares only a 10-feature header with them; one edited copy
+	// of a header file.
+	for i := range 30 {
+		put(fmt.Sprintf("/a/gen/m%02d.d.ts", i), member("tmpl", 34, i))
+	}
+	for i := range 5 {
+		put(fmt.Sprintf("/a/src/h%d.ts", i), member("tmpl", 10, 100+i))
+	}
+	put("/a/src/h0.v2.ts", edited("tmpl-own-100", "v2", 36))
+	a.drain(t)
+
+	const maxDF = 10
+	for _, grouped := range []bool{false, true} {
+		for _, path := range []string{"/a/gen/m07.d.ts", "/a/src/h0.ts"} {
+			sk := sketches[path]
+			local, err := a.ix.Similar(context.Background(), index.Query{Path: path, Sketch: sk}, index.QueryOptions{MaxDF: maxDF})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Similar(context.Background(), pool, Query{Sketch: sk, Params: testParams, Path: path, MaxDF: maxDF, Grouped: grouped})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantTemplate := strings.Contains(path, "/gen/")
+			if local.Template != wantTemplate || res.Template != wantTemplate {
+				t.Fatalf("grouped %v, %s: template: local %v, fleet %v, want %v", grouped, path, local.Template, res.Template, wantTemplate)
+			}
+			if wantTemplate && (res.Family != 30 || res.Skipped != 0) {
+				t.Errorf("grouped %v, %s: family of %d contents, %d keys skipped; want 30 and 0", grouped, path, res.Family, res.Skipped)
+			}
+			var want, got []string
+			for _, m := range local.Matches {
+				want = append(want, fmt.Sprintf("%s %.6f %.6f %v", m.Path, m.Containment, m.Resemblance, m.Template))
+			}
+			for _, m := range res.Matches {
+				if m.Path == path {
+					continue // its own row: the local index leaves it out
+				}
+				got = append(got, fmt.Sprintf("%s %.6f %.6f %v", m.Path, m.Containment, m.Resemblance, m.Template))
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("grouped %v, %s:\nfleet %q\nlocal %q", grouped, path, got, want)
+			}
+			if wantTemplate && len(got) != 29 {
+				t.Errorf("grouped %v, %s: %d matches, want the 29 other members", grouped, path, len(got))
+			}
+		}
+
+		// With room for the postings of 10 common keys only (30 each),
+		// those are counted and the others stay skipped: still the family,
+		// its members estimated on the keys counted.
+		defer func(n int) { templatePostings = n }(templatePostings)
+		templatePostings = 10*30 + 29
+		res, err := Similar(context.Background(), pool, Query{Sketch: sketches["/a/gen/m07.d.ts"], Params: testParams, MaxDF: maxDF, Grouped: grouped})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Template || res.Family != 30 || res.Skipped != 34-10 || len(res.Matches) != 30 {
+			t.Errorf("grouped %v, 10 keys' postings: template %v, family %d, %d skipped, %d matches; want the family of 30, 24 skipped",
+				grouped, res.Template, res.Family, res.Skipped, len(res.Matches))
+		}
+		for _, m := range res.Matches[1:] {
+			if !m.Template || m.Containment < 0.7 {
+				t.Errorf("grouped %v, 10 keys' postings: %s at %.2f, template %v; want a member, 70 %% or more", grouped, m.Path, m.Containment, m.Template)
+			}
+		}
+		templatePostings = 100_000
 	}
 }

@@ -83,6 +83,8 @@ func (s *Server) addFleet(ctx context.Context, out *ipc.SimilarResponse, q index
 	}
 	out.Matches = append(out.Matches, remote...)
 	out.Total += len(remote)
+	// A template query's family on other hosts (Match.Template).
+	out.Template = out.Template || slices.ContainsFunc(remote, func(m ipc.Match) bool { return m.Template })
 	slices.SortStableFunc(out.Matches, func(a, b ipc.Match) int {
 		if a.Identical != b.Identical {
 			if a.Identical {
