@@ -71,6 +71,10 @@ func Check(ctx context.Context, q Querier, host string, ix *index.Index, roots [
 	}
 	// Each content: its row, and as many postings as its signature has
 	// entries.
+	partitioned, err := Partitioned(ctx, q)
+	if err != nil {
+		return nil, err
+	}
 	ids := make([]int64, 0, len(contents))
 	for id := range contents {
 		ids = append(ids, id)
@@ -79,7 +83,7 @@ func Check(ctx context.Context, q Querier, host string, ix *index.Index, roots [
 		n := min(len(ids), 5000)
 		chunk := ids[:n]
 		ids = ids[n:]
-		bad, err := checkContents(ctx, q, chunk)
+		bad, err := checkContents(ctx, q, chunk, partitioned)
 		if err != nil {
 			return nil, err
 		}
@@ -90,8 +94,14 @@ func Check(ctx context.Context, q Querier, host string, ix *index.Index, roots [
 }
 
 // checkContents returns how many of contents the fleet lacks, or holds
-// without a posting for each entry of its signature.
-func checkContents(ctx context.Context, q Querier, contents []int64) (int, error) {
+// without a posting for each entry of its signature. On postings
+// partitioned over servers it reads every posting of the signatures' keys
+// and the contents (checkPostingsAny), else it looks each (key, content)
+// pair up in the primary key (checkPostingsPairs), a probe per posting
+// rather than a read of every posting of every key: at a million files,
+// keys held by thousands of contents made the first form read the same
+// long lists again for each batch.
+func checkContents(ctx context.Context, q Querier, contents []int64, partitioned bool) (int, error) {
 	rows, err := q.Query(ctx, `SELECT content_id, signature FROM sif_contents WHERE content_id = ANY($1)`, contents)
 	if err != nil {
 		return 0, fmt.Errorf("fleet: %w", err)
@@ -110,38 +120,12 @@ func checkContents(ctx context.Context, q Querier, contents []int64) (int, error
 		return 0, fmt.Errorf("fleet: %w", err)
 	}
 	bad := len(contents) - len(want)
-	// The postings with one of the keys and one of the contents, of which
-	// those the signatures name are counted. A join with the (key,
-	// content) pairs would do the same on one server, but through
-	// postgres_fdw it reads every posting of every shard; this form runs
-	// on each shard as it is.
-	type posting struct {
-		key     int32
-		content int64
+	check := checkPostingsPairs
+	if partitioned {
+		check = checkPostingsAny
 	}
-	expect := make(map[posting]bool, len(keys))
-	for i := range keys {
-		expect[posting{keys[i], owners[i]}] = true
-	}
-	slices.Sort(keys)
-	keys = slices.Compact(keys)
-	rows, err = q.Query(ctx, `SELECT key, content_id FROM sif_postings WHERE key = ANY($1) AND content_id = ANY($2)`, keys, contents)
+	got, err := check(ctx, q, keys, owners, contents)
 	if err != nil {
-		return 0, fmt.Errorf("fleet: %w", err)
-	}
-	got := map[int64]int{}
-	for rows.Next() {
-		var p posting
-		if err := rows.Scan(&p.key, &p.content); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		if expect[p] {
-			got[p.content]++
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return 0, fmt.Errorf("fleet: %w", err)
 	}
 	for id, n := range want {
@@ -150,6 +134,61 @@ func checkContents(ctx context.Context, q Querier, contents []int64) (int, error
 		}
 	}
 	return bad, nil
+}
+
+// checkPostingsPairs counts, per content, the postings (keys[i],
+// owners[i]) the fleet holds: one probe of the primary key each.
+func checkPostingsPairs(ctx context.Context, q Querier, keys []int32, owners, _ []int64) (map[int64]int, error) {
+	rows, err := q.Query(ctx, `
+		SELECT x.content_id, count(*) FROM unnest($1::int[], $2::bigint[]) AS x(key, content_id)
+		JOIN sif_postings p ON p.key = x.key AND p.content_id = x.content_id
+		GROUP BY x.content_id`, keys, owners)
+	if err != nil {
+		return nil, err
+	}
+	got := map[int64]int{}
+	for rows.Next() {
+		var id int64
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		got[id] = n
+	}
+	return got, rows.Err()
+}
+
+// checkPostingsAny counts, per content, the postings (keys[i], owners[i])
+// the fleet holds, from the postings with one of the keys and one of the
+// contents. A join with the pairs, through postgres_fdw, reads every
+// posting of every shard; this form runs on each shard as it is.
+func checkPostingsAny(ctx context.Context, q Querier, keys []int32, owners, contents []int64) (map[int64]int, error) {
+	type posting struct {
+		key     int32
+		content int64
+	}
+	expect := make(map[posting]bool, len(keys))
+	for i := range keys {
+		expect[posting{keys[i], owners[i]}] = true
+	}
+	keys = slices.Compact(slices.Sorted(slices.Values(keys)))
+	rows, err := q.Query(ctx, `SELECT key, content_id FROM sif_postings WHERE key = ANY($1) AND content_id = ANY($2)`, keys, contents)
+	if err != nil {
+		return nil, err
+	}
+	got := map[int64]int{}
+	for rows.Next() {
+		var p posting
+		if err := rows.Scan(&p.key, &p.content); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if expect[p] {
+			got[p.content]++
+		}
+	}
+	return got, rows.Err()
 }
 
 func inRoots(path string, roots []string) bool {
