@@ -167,8 +167,23 @@ func TestFleetSimilarDir(t *testing.T) {
 		t.Errorf("similar --fleet DIR as a user outside the ask group: exit %d %q", r.code, r.stderr)
 	}
 
+	// sifctl fleet hosts: both hosts, with their roots; this one marked.
+	r = alpha.sifctl("fleet", "hosts")
+	if r.code != 0 || !strings.Contains(r.stdout, "2 hosts in the fleet:") || !strings.Contains(r.stdout, "* alpha  last heard from") ||
+		!strings.Contains(r.stdout, "  beta  last heard from") || !strings.Contains(r.stdout, "    "+beta.root+"\n") {
+		t.Errorf("fleet hosts: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var hosts ipc.FleetHostsResponse
+	if r = alpha.sifctl("fleet", "hosts", "--json"); r.code != 0 || json.Unmarshal([]byte(r.stdout), &hosts) != nil ||
+		hosts.Host != "alpha" || len(hosts.Hosts) != 2 || hosts.Hosts[1].Host != "beta" || len(hosts.Hosts[1].Roots) != 1 || hosts.Hosts[1].Roots[0].Path != beta.root {
+		t.Errorf("fleet hosts --json: exit %d %+v\n%s%s", r.code, hosts, r.stdout, r.stderr)
+	}
+
 	// The database stopped: alpha's own directories, the error, exit 2.
 	srv.Stop()
+	if r := alpha.sifctl("fleet", "hosts", "--json"); r.code != 2 || !strings.Contains(r.stdout, `"fleet_unavailable"`) || !strings.Contains(r.stderr, "fleet unavailable") {
+		t.Errorf("fleet hosts with the database stopped: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	r, out = alpha.fleetSimilarDir("--fleet", dir)
 	if r.code != 2 || out.FleetError == nil || out.FleetError.Code != ipc.CodeFleetDown ||
 		!strings.Contains(r.stderr, "the directories listed are this host's only") {

@@ -389,7 +389,7 @@ func TestFleetNone(t *testing.T) {
 	e := newEnv(t)
 	q := e.write("a.txt", words(1, 5000))
 	e.start()
-	for _, args := range [][]string{{"similar", "--fleet", q}, {"fleet", "check"}, {"fleet", "forget", "x"}} {
+	for _, args := range [][]string{{"similar", "--fleet", q}, {"fleet", "hosts"}, {"fleet", "check"}, {"fleet", "forget", "x"}} {
 		if r := e.sifctl(args...); r.code != 2 || !strings.Contains(r.stderr, "has no fleet") {
 			t.Errorf("sifctl %v on a daemon without a fleet: exit %d %q", args, r.code, r.stderr)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,7 +24,7 @@ These commands are for root, sifd's user and the operator group. sifd runs
 them: sifctl never holds the database's credentials.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newFleetCheckCmd(g), newFleetForgetCmd(g))
+	cmd.AddCommand(newFleetHostsCmd(g), newFleetCheckCmd(g), newFleetForgetCmd(g))
 	return cmd
 }
 
@@ -119,5 +120,59 @@ fleet, or the database unavailable).`,
 				resp.Files, plural(int(resp.Files), "file", "files"), resp.Contents, plural(int(resp.Contents), "content", "contents"))
 			return nil
 		},
+	}
+}
+
+func newFleetHostsCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "hosts",
+		Short: "List the hosts of the fleet and the roots each publishes",
+		Long: `hosts lists the hosts of the fleet heard from within the fleet's 'silence'
+setting (the others are left out of answers until they publish again), by
+name: when each was last heard from, its sif version, and the roots it
+publishes. This host is marked with '*'.
+
+Exit status: 0, 2 on an error (no fleet, or the database unavailable: with
+--json the answer is still printed, with its fleet_error).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			resp, err := g.client().FleetHosts(cmd.Context())
+			if err != nil {
+				return failed(err)
+			}
+			if g.json {
+				if err := g.printJSON(resp); err != nil {
+					return err
+				}
+			} else {
+				printFleetHosts(g, resp, time.Now())
+			}
+			if e := resp.FleetError; e != nil {
+				return failedf("%s (%s)", e.Message, e.Code)
+			}
+			return nil
+		},
+	}
+}
+
+func printFleetHosts(g *globals, r *ipc.FleetHostsResponse, now time.Time) {
+	w := g.stdout
+	if r.FleetError != nil {
+		return
+	}
+	fmt.Fprintf(w, "%d %s in the fleet:\n", len(r.Hosts), plural(len(r.Hosts), "host", "hosts"))
+	for _, h := range r.Hosts {
+		mark := " "
+		if h.Host == r.Host {
+			mark = "*"
+		}
+		version := h.Version
+		if version == "" {
+			version = "unknown version"
+		}
+		fmt.Fprintf(w, "%s %s  last heard from %s ago, %s\n", mark, h.Host, now.Sub(h.LastSeen).Round(time.Second), version)
+		for _, root := range h.Roots {
+			fmt.Fprintf(w, "    %s\n", root.Exact())
+		}
 	}
 }
