@@ -82,20 +82,21 @@ func TestPackage(t *testing.T) {
 	// The files, with their modes and owners.
 	listing := parseContents(t, cmdOut(t, "dpkg-deb", "--contents", deb))
 	want := map[string]string{
-		"/usr/bin/sifd":                                    "-rwxr-xr-x root/root",
-		"/usr/bin/sifctl":                                  "-rwxr-xr-x root/root",
-		"/lib/systemd/system/sifd.service":                 "-rw-r--r-- root/root",
-		"/etc/sifd/config.toml":                            "-rw-r--r-- root/root",
-		"/usr/lib/sysusers.d/sifd.conf":                    "-rw-r--r-- root/root",
-		"/usr/share/doc/sif/copyright":                     "-rw-r--r-- root/root",
-		"/usr/share/doc/sif/README.md":                     "-rw-r--r-- root/root",
-		"/usr/share/doc/sif/packaging/README.md":           "-rw-r--r-- root/root",
-		"/usr/share/bash-completion/completions/sifd":      "-rw-r--r-- root/root",
-		"/usr/share/bash-completion/completions/sifctl":    "-rw-r--r-- root/root",
-		"/usr/share/zsh/vendor-completions/_sifd":          "-rw-r--r-- root/root",
-		"/usr/share/zsh/vendor-completions/_sifctl":        "-rw-r--r-- root/root",
-		"/usr/share/fish/vendor_completions.d/sifd.fish":   "-rw-r--r-- root/root",
-		"/usr/share/fish/vendor_completions.d/sifctl.fish": "-rw-r--r-- root/root",
+		"/usr/bin/sifd":                                               "-rwxr-xr-x root/root",
+		"/usr/bin/sifctl":                                             "-rwxr-xr-x root/root",
+		"/lib/systemd/system/sifd.service":                            "-rw-r--r-- root/root",
+		"/etc/sifd/config.toml":                                       "-rw-r--r-- root/root",
+		"/usr/lib/sysusers.d/sifd.conf":                               "-rw-r--r-- root/root",
+		"/usr/share/doc/sif/copyright":                                "-rw-r--r-- root/root",
+		"/usr/share/doc/sif/README.md":                                "-rw-r--r-- root/root",
+		"/usr/share/doc/sif/packaging/README.md":                      "-rw-r--r-- root/root",
+		"/usr/share/doc/sif/packaging/fleet/partitioned-postings.sql": "-rw-r--r-- root/root",
+		"/usr/share/bash-completion/completions/sifd":                 "-rw-r--r-- root/root",
+		"/usr/share/bash-completion/completions/sifctl":               "-rw-r--r-- root/root",
+		"/usr/share/zsh/vendor-completions/_sifd":                     "-rw-r--r-- root/root",
+		"/usr/share/zsh/vendor-completions/_sifctl":                   "-rw-r--r-- root/root",
+		"/usr/share/fish/vendor_completions.d/sifd.fish":              "-rw-r--r-- root/root",
+		"/usr/share/fish/vendor_completions.d/sifctl.fish":            "-rw-r--r-- root/root",
 		"/etc/sifd": "drwxr-xr-x root/root",
 	}
 	for _, page := range []string{"sifd", "sifd-run", "sifd-check", "sifd-dump", "sifd-install", "sifd-uninstall",
@@ -119,7 +120,7 @@ func TestPackage(t *testing.T) {
 
 	// The documents are the repository's, byte for byte: the README and
 	// the operator's guide, at their paths in the repository.
-	for _, doc := range []string{"README.md", "packaging/README.md"} {
+	for _, doc := range []string{"README.md", "packaging/README.md", "packaging/fleet/partitioned-postings.sql"} {
 		want, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(doc)))
 		if err != nil {
 			t.Fatal(err)

@@ -54,11 +54,13 @@ const (
 
 // docs are the repository's documents the package installs under docDir,
 // at the same paths as in the repository so that the links between them
-// hold: the README and the operator's guide. The keys are their names in
+// hold: the README, the operator's guide, and the SQL the guide gives
+// for a fleet on several database servers. The keys are their names in
 // the staging directory.
 var docs = map[string]string{
-	"README.md":           "README.md",
-	"packaging-README.md": "packaging/README.md",
+	"README.md":                      "README.md",
+	"packaging-README.md":            "packaging/README.md",
+	"fleet-partitioned-postings.sql": "packaging/fleet/partitioned-postings.sql",
 }
 
 // unitArgs follow /usr/bin/sifd on the packaged unit's ExecStart line.
