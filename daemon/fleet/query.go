@@ -483,6 +483,8 @@ func (s *search) judge(got []row) {
 	}
 	if res.Template {
 		res.TooFew = false
+	} else {
+		res.Skipped = len(s.skip) // no family: the common keys counted for none
 	}
 	res.Total = len(res.Matches)
 	slices.SortFunc(res.Matches, compareMatches)
