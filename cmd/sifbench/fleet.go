@@ -2,7 +2,8 @@ package main
 
 // The fleet benchmark: a simulated fleet of hosts, each an index in this
 // process with a fleet.Publisher, publishing into one PostgreSQL server
-// this process starts (package pgserver), against issue 22's goals.
+// this process starts (package pgserver), or into three with --multinode
+// (fleet_multinode.go), against issue 22's goals.
 
 import (
 	"context"
@@ -20,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
@@ -48,6 +50,7 @@ type fleetFlags struct {
 	queries    int
 	cpuProfile string // of this process over publishing
 	pgStats    string // file for the statements' times over publishing
+	multinode  bool   // the multi-node database rather than one server
 }
 
 // fleetResult is the fleet benchmark's outcome.
@@ -89,8 +92,11 @@ type fleetResult struct {
 	LocalBytesPerFl float64          `json:"local_index_bytes_per_file"`
 	DBRows          map[string]int64 `json:"table_rows"`
 
-	// similar --fleet: latencies of fleet queries for files of the fleet.
+	// similar --fleet: latencies of fleet queries for files of the fleet,
+	// in the grouped form when the postings are partitioned, as sifd
+	// picks it (fleet.Partitioned).
 	Query      latencyStats `json:"similar_fleet"`
+	QueryGroup bool         `json:"similar_fleet_grouped,omitempty"`
 	QueryNote  string       `json:"similar_fleet_note,omitempty"`
 	QueryMatch float64      `json:"similar_fleet_mean_matches,omitempty"`
 
@@ -116,6 +122,9 @@ type fleetResult struct {
 type fleetDatabase interface {
 	// URL is the database's URL for the fleet.
 	URL() string
+	// Nodes are the URLs of its every server, the one of URL first, for
+	// the sizes of the tables each holds.
+	Nodes() []string
 	// Stop stops it (every node), Start starts it again.
 	Stop() error
 	Start() error
@@ -172,18 +181,24 @@ func startFleetDatabase(statStatements bool) (fleetDatabase, error) {
 	return &onePG{srv: srv}, nil
 }
 
-func (o *onePG) URL() string  { return o.srv.URL("postgres") }
-func (o *onePG) Stop() error  { return o.srv.Stop() }
-func (o *onePG) Start() error { return o.srv.Start() }
-func (o *onePG) Close() error { return o.srv.Close() }
-func (o *onePG) Log() string  { return o.srv.Log() }
+func (o *onePG) URL() string     { return o.srv.URL("postgres") }
+func (o *onePG) Nodes() []string { return []string{o.URL()} }
+func (o *onePG) Stop() error     { return o.srv.Stop() }
+func (o *onePG) Start() error    { return o.srv.Start() }
+func (o *onePG) Close() error    { return o.srv.Close() }
+func (o *onePG) Log() string     { return o.srv.Log() }
 func (o *onePG) Describe() string {
-	names := make([]string, 0, len(fleetSettings))
-	for k, v := range fleetSettings {
+	return "one PostgreSQL " + filepath.Base(filepath.Dir(o.srv.Bin())) + " server on a Unix socket: " + settingsText(fleetSettings)
+}
+
+// settingsText lists settings as name=value, by name.
+func settingsText(settings map[string]string) string {
+	names := make([]string, 0, len(settings))
+	for k, v := range settings {
 		names = append(names, k+"="+strings.Trim(v, "'"))
 	}
 	sort.Strings(names)
-	return "one PostgreSQL " + filepath.Base(filepath.Dir(o.srv.Bin())) + " server on a Unix socket: " + strings.Join(names, " ")
+	return strings.Join(names, " ")
 }
 
 // fleetHost is one simulated host: its index and publisher, and its files
@@ -205,6 +220,9 @@ type fleetHost struct {
 func benchFleet(ctx context.Context, c *common, ff *fleetFlags) (*fleetResult, error) {
 	if ff.hosts < 2 || ff.files < ff.hosts {
 		return nil, fmt.Errorf("--hosts %d --files %d: want two hosts or more, and a file per host or more", ff.hosts, ff.files)
+	}
+	if ff.multinode && ff.pgStats != "" {
+		return nil, errors.New("--pg-stats times the statements of one server: not with --multinode")
 	}
 	params, err := fingerprint.DefaultParams().Normalize()
 	if err != nil {
@@ -240,7 +258,12 @@ func benchFleet(ctx context.Context, c *common, ff *fleetFlags) (*fleetResult, e
 		return nil, err
 	}
 
-	db, err := startFleetDatabase(ff.pgStats != "")
+	var db fleetDatabase
+	if ff.multinode {
+		db, err = startMultinode()
+	} else {
+		db, err = startFleetDatabase(ff.pgStats != "")
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +284,7 @@ func benchFleet(ctx context.Context, c *common, ff *fleetFlags) (*fleetResult, e
 	if err := fleetPublish(ctx, db, hosts, ff, res); err != nil {
 		return nil, err
 	}
-	if err := fleetSizes(ctx, hosts[0].pool, res); err != nil {
+	if err := fleetSizes(ctx, db, res); err != nil {
 		return nil, err
 	}
 	if err := fleetQueries(ctx, hosts, plan, sketches, ff, res); err != nil {
@@ -512,17 +535,39 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // fleetSizes reads the size of each fleet table, with its indexes and
-// TOAST, after a checkpoint.
-func fleetSizes(ctx context.Context, pool *pgxpool.Pool, res *fleetResult) error {
-	if _, err := pool.Exec(ctx, "CHECKPOINT"); err != nil {
+// TOAST, on every server of db, after a checkpoint. Only tables holding
+// rows count (relkind r): on the multi-node setup the coordinator's
+// sif_postings is partitioned, its partitions foreign tables, and its
+// rows are in the shards' sif_postings_N.
+func fleetSizes(ctx context.Context, db fleetDatabase, res *fleetResult) error {
+	res.Tables, res.DBRows = map[string]int64{}, map[string]int64{}
+	for _, url := range db.Nodes() {
+		if err := nodeSizes(ctx, url, res); err != nil {
+			return err
+		}
+	}
+	res.DBBytesPerFile = float64(res.DBBytes) / float64(res.Mix.Files)
+	res.LocalBytesPerFl = float64(res.LocalDiskBytes) / float64(res.Mix.Files)
+	return nil
+}
+
+// nodeSizes adds the size and rows of each fleet table of the server at
+// url to res.
+func nodeSizes(ctx context.Context, url string, res *fleetResult) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
 		return err
 	}
-	rows, err := pool.Query(ctx, `SELECT relname, pg_total_relation_size(oid) FROM pg_class
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
+		return err
+	}
+	rows, err := conn.Query(ctx, `SELECT relname, pg_total_relation_size(oid) FROM pg_class
 		WHERE relkind = 'r' AND relname LIKE 'sif\_%' ORDER BY relname`)
 	if err != nil {
 		return err
 	}
-	res.Tables, res.DBRows = map[string]int64{}, map[string]int64{}
+	var names []string
 	for rows.Next() {
 		var name string
 		var n int64
@@ -530,6 +575,11 @@ func fleetSizes(ctx context.Context, pool *pgxpool.Pool, res *fleetResult) error
 			rows.Close()
 			return err
 		}
+		if _, ok := res.Tables[name]; ok {
+			rows.Close()
+			return fmt.Errorf("fleet sizes: a table %s on two servers", name)
+		}
+		names = append(names, name)
 		res.Tables[name] = n
 		res.DBBytes += n
 	}
@@ -537,15 +587,13 @@ func fleetSizes(ctx context.Context, pool *pgxpool.Pool, res *fleetResult) error
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	for name := range res.Tables {
+	for _, name := range names {
 		var n int64
-		if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+name).Scan(&n); err != nil {
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+name).Scan(&n); err != nil {
 			return err
 		}
 		res.DBRows[name] = n
 	}
-	res.DBBytesPerFile = float64(res.DBBytes) / float64(res.Mix.Files)
-	res.LocalBytesPerFl = float64(res.LocalDiskBytes) / float64(res.Mix.Files)
 	return nil
 }
 
@@ -553,8 +601,8 @@ func fleetSizes(ctx context.Context, pool *pgxpool.Pool, res *fleetResult) error
 // one of sketch sk on any host but asker, as sifd's similar --fleet does
 // (its default threshold, max_df and silence), and returns the number of
 // matches.
-func fleetQuery(ctx context.Context, pool *pgxpool.Pool, sk *fingerprint.Sketch, params fingerprint.Params, asker string) (matches int, err error) {
-	res, err := fleet.Similar(ctx, pool, fleet.Query{Sketch: sk, Params: params, ExcludeHost: asker, Silence: 10 * time.Minute})
+func fleetQuery(ctx context.Context, pool *pgxpool.Pool, sk *fingerprint.Sketch, params fingerprint.Params, asker string, grouped bool) (matches int, err error) {
+	res, err := fleet.Similar(ctx, pool, fleet.Query{Sketch: sk, Params: params, ExcludeHost: asker, Silence: 10 * time.Minute, Grouped: grouped})
 	if err != nil {
 		return 0, err
 	}
@@ -563,8 +611,13 @@ func fleetQuery(ctx context.Context, pool *pgxpool.Pool, sk *fingerprint.Sketch,
 
 // fleetQueries times --n fleet queries, one at a time, for files of the
 // fleet drawn at random (copies and edited versions among them, so most
-// have matches on other hosts).
+// have matches on other hosts), in the form sifd picks.
 func fleetQueries(ctx context.Context, hosts []*fleetHost, plan *fleetPlan, sketches []*fingerprint.Sketch, ff *fleetFlags, res *fleetResult) error {
+	grouped, err := fleet.Partitioned(ctx, hosts[0].pool)
+	if err != nil {
+		return err
+	}
+	res.QueryGroup = grouped
 	r := rand.New(rand.NewPCG(plan.Seed, 0x7175))
 	var ms []float64
 	var matches int
@@ -572,7 +625,7 @@ func fleetQueries(ctx context.Context, hosts []*fleetHost, plan *fleetPlan, sket
 		i := r.IntN(len(plan.Files))
 		asker := hosts[(plan.Files[i].Host+1)%int32(len(hosts))]
 		start := time.Now()
-		n, err := fleetQuery(ctx, asker.pool, sketches[plan.Files[i].Content], asker.ix.Params(), asker.name)
+		n, err := fleetQuery(ctx, asker.pool, sketches[plan.Files[i].Content], asker.ix.Params(), asker.name, grouped)
 		if err != nil {
 			return fmt.Errorf("fleet query %d (%s): %w", q, plan.path(i), err)
 		}
@@ -738,7 +791,11 @@ func printFleet(res *fleetResult) {
 		rows = append(rows, []string{"  " + n, fmt.Sprintf("%.1f MB, %d rows", mb(res.Tables[n]), res.DBRows[n])})
 	}
 	if res.Query.N > 0 {
-		rows = append(rows, []string{"similar --fleet", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms (%d queries, %.1f matches each)", res.Query.MedianMs, res.Query.P99Ms, res.Query.N, res.QueryMatch)})
+		form := ""
+		if res.QueryGroup {
+			form = ", postings grouped by key"
+		}
+		rows = append(rows, []string{"similar --fleet", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms (%d queries, %.1f matches each%s)", res.Query.MedianMs, res.Query.P99Ms, res.Query.N, res.QueryMatch, form)})
 	} else {
 		rows = append(rows, []string{"similar --fleet", res.QueryNote})
 	}

@@ -56,7 +56,7 @@
 // publisher, and one PostgreSQL server of its own (initdb and postgres
 // must be installed, as for the fleet tests):
 //
-//	go run ./cmd/sifbench fleet [--hosts 20] [--files 1000000] [--outage 60s] [--churn 5] [--batch N] [--cpuprofile FILE] [--pg-stats FILE]
+//	go run ./cmd/sifbench fleet [--hosts 20] [--files 1000000] [--outage 60s] [--churn 5] [--batch N] [--multinode] [--cpuprofile FILE] [--pg-stats FILE]
 //
 // It reports the local first scan's index writes (files/s), publishing
 // every host at once from an empty database until every journal is empty
@@ -64,8 +64,15 @@
 // beside the local indexes', similar --fleet's latencies, and the time to
 // converge after the database is stopped for --outage while files change,
 // with fleet check of every host after publishing and after the outage,
-// against issue 22's goals. --cpuprofile takes this process's CPU profile
-// over publishing, --pg-stats the database's time per statement.
+// against issue 22's goals. --multinode runs it all on three servers
+// instead, set up by packaging/fleet/partitioned-postings.sql (psql must
+// be installed beside postgres): a coordinator holding sif's tables, with
+// sif_postings hash-partitioned over two shard servers through
+// postgres_fdw; the database's size is then the tables of all three, the
+// fleet queries group the postings by key as sifd does on such a
+// database, and the outage stops all three. --cpuprofile takes this
+// process's CPU profile over publishing, --pg-stats the database's time
+// per statement (one server only).
 //
 // Two more judge how right sif's answers are, on versions of real
 // packages (kept in --dir and reused): Go modules from the Go module proxy
@@ -161,6 +168,7 @@ func run(ctx context.Context, args []string) error {
 	fs.DurationVar(&ff.outage, "outage", 60*time.Second, "fleet: how long the database is down while files change (0: no outage)")
 	fs.Float64Var(&ff.churn, "churn", 5, "fleet: files changed per second per host during the outage")
 	fs.IntVar(&ff.batch, "batch", 0, "fleet: files per publishing transaction (default: the publisher's)")
+	fs.BoolVar(&ff.multinode, "multinode", false, "fleet: three PostgreSQL servers instead of one, sif_postings hash-partitioned over two shards through postgres_fdw (packaging/fleet/partitioned-postings.sql)")
 	fs.StringVar(&ff.pgStats, "pg-stats", "", "fleet: load pg_stat_statements and auto_explain into the database; write its statements' times over publishing to this file, those after publishing to FILE.after, and the server's log, with the plans of statements of 500 ms or more, to FILE.log")
 	var af accFlags
 	var cf corpusFlags
