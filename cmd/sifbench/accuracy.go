@@ -31,6 +31,9 @@ type accFlags struct {
 	// sifdConfig is the configuration file sifd runs with ("" for none,
 	// so the user's own file does not change the figures).
 	sifdConfig string
+	// fleet: sifd also publishes to a fleet index, which is asked too
+	// (accuracy_fleet.go).
+	fleet bool
 }
 
 // relations are the true relations the tools are judged on: containment
@@ -104,6 +107,9 @@ type accuracyResult struct {
 	Buckets      []bucketMetrics    `json:"buckets"`
 	Seconds      map[string]float64 `json:"seconds"`
 	Sif          sifCosts           `json:"sif"`
+	// Fleet compares, with --fleet, the fleet's answers with sif --fast's
+	// and with sif's.
+	Fleet []agreement `json:"fleet_agreement,omitempty"`
 }
 
 // sifCosts are what sif's answers cost: the index's size on disk once the
@@ -115,7 +121,8 @@ type sifCosts struct {
 	IndexBytesReady int64 `json:"index_bytes_ready"`
 	IndexBytes      int64 `json:"index_bytes"`
 	// Latency is per run ("sif", "sif --fast"): a similar request's time
-	// through the Go client, from sending it to its whole answer.
+	// through the Go client, from sending it to its whole answer; and
+	// with --fleet ("sif fleet") a fleet.Similar call's, in this process.
 	Latency map[string]latency `json:"latency_ms"`
 }
 
@@ -187,12 +194,15 @@ func benchAccuracy(ctx context.Context, c *common, af *accFlags) (*accuracyResul
 	}
 	lap("truth")
 
-	var runs []*toolRun
-	sif, fast, err := runSif(ctx, c, af, corpus.IndexRoot, fileID, queries, secs, &res.Sif)
+	runs, err := runSif(ctx, c, af, corpus.IndexRoot, fileID, queries, secs, &res.Sif)
 	if err != nil {
 		return nil, err
 	}
-	runs = append(runs, sif, fast)
+	if af.fleet {
+		// runs are sif, sif --fast and sif fleet.
+		fast, checked, fl := runs[1], runs[0], runs[2]
+		res.Fleet = []agreement{compareRuns(fast, fl, queries), compareRuns(checked, fl, queries)}
+	}
 	lap("sif")
 	if af.peers {
 		ss, err := runSsdeep(ctx, c.workDir, corpus.IndexRoot, fileID, queries)
@@ -345,24 +355,34 @@ func writeQueryDetails(path string, qs []accQuery, files []string, tr *truth, ru
 // for its first scan, and asks it about every query through the Go client
 // twice: as sifctl similar does, sending the query's bytes so the daemon
 // checks the best candidates against theirs ("sif"), and with the check
-// skipped, the index's estimates alone ("sif --fast").
+// skipped, the index's estimates alone ("sif --fast"). With --fleet, sifd
+// also publishes the tree to a fleet index, and every query is asked of
+// it too ("sif fleet"), once everything is published.
 //
 // The queries wait for the compaction after the first scan, so they are not
 // timed beside it. It records in costs the index's size once sifd is ready
 // and once it has stopped cleanly after the queries, and each run's request
 // latency.
-func runSif(ctx context.Context, c *common, af *accFlags, indexRoot string, fileID map[string]int32, queries []string, secs map[string]float64, costs *sifCosts) (checked, fast *toolRun, err error) {
+func runSif(ctx context.Context, c *common, af *accFlags, indexRoot string, fileID map[string]int32, queries []string, secs map[string]float64, costs *sifCosts) ([]*toolRun, error) {
 	sifd, _, err := buildBinaries(c.workDir)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	work := filepath.Join(c.workDir, "sifd-run")
 	if err := os.MkdirAll(work, 0o755); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	d, err := startDaemon(ctx, sifd, indexRoot, work, "--no-watch", "--config", af.sifdConfig)
+	cfg := af.sifdConfig
+	var fl *accFleet
+	if af.fleet {
+		if fl, cfg, err = startAccFleet(ctx, work, indexRoot, af.sifdConfig); err != nil {
+			return nil, err
+		}
+		defer fl.close()
+	}
+	d, err := startDaemon(ctx, sifd, indexRoot, work, "--no-watch", "--config", cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	stopped := false
 	defer func() {
@@ -373,20 +393,36 @@ func runSif(ctx context.Context, c *common, af *accFlags, indexRoot string, file
 	secs["sifd_ready"] = d.ready.Seconds()
 	costs.IndexBytesReady = dirSize(d.db)
 	if err := d.waitCompacted(ctx); err != nil {
-		return nil, nil, err
+		return nil, err
+	}
+	if fl != nil {
+		t := time.Now()
+		if err := waitPublished(ctx, d); err != nil {
+			return nil, err
+		}
+		secs["fleet_published"] = since(t)
 	}
 	cl := ipc.NewClient(d.socket)
 	info, err := cl.Info(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	checked = &toolRun{Name: "sif", Answers: make([][]answer, len(queries)), TooFew: map[int]bool{}}
-	fast = &toolRun{Name: "sif --fast", Answers: make([][]answer, len(queries)), TooFew: map[int]bool{}}
+	newRun := func(name string) *toolRun {
+		return &toolRun{Name: name, Answers: make([][]answer, len(queries)),
+			TooFew: map[int]bool{}, Template: map[int]bool{}, Skipped: map[int]bool{}, Capped: map[int]bool{}}
+	}
+	checked, fast := newRun("sif"), newRun("sif --fast")
+	runs := []*toolRun{checked, fast}
+	var fleetRun *toolRun
+	if fl != nil {
+		fleetRun = newRun("sif fleet")
+		runs = append(runs, fleetRun)
+	}
 	took := map[*toolRun][]time.Duration{}
 	for qi, q := range queries {
 		sk, data, err := ipc.QueryFile(q, info.Params, ipc.ReadOptions{})
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		for _, run := range []*toolRun{checked, fast} {
 			req := ipc.NewSimilarRequest(q, sk)
@@ -401,18 +437,25 @@ func runSif(ctx context.Context, c *common, af *accFlags, indexRoot string, file
 			resp, err := cl.Similar(ctx, req)
 			took[run] = append(took[run], time.Since(t))
 			if err != nil {
-				return nil, nil, fmt.Errorf("similar %s: %w", q, err)
+				return nil, fmt.Errorf("similar %s: %w", q, err)
 			}
-			if resp.TooFew {
-				run.TooFew[qi] = true
-			}
+			run.TooFew[qi], run.Template[qi], run.Skipped[qi] = resp.TooFew, resp.Template, resp.Skipped > 0
 			for _, m := range resp.Matches {
 				id, ok := fileID[m.Path]
 				if !ok {
-					return nil, nil, fmt.Errorf("similar %s: answer %s is not a file of the indexed tree", q, m.Path)
+					return nil, fmt.Errorf("similar %s: answer %s is not a file of the indexed tree", q, m.Path)
 				}
 				run.Answers[qi] = append(run.Answers[qi], answer{File: id, Cont: m.Containment, Res: m.Resemblance})
 			}
+		}
+		if fl != nil {
+			as, res, capped, t, err := fl.ask(ctx, q, sk, info.Params, af.threshold, fileID)
+			if err != nil {
+				return nil, err
+			}
+			took[fleetRun] = append(took[fleetRun], t)
+			fleetRun.Answers[qi] = as
+			fleetRun.TooFew[qi], fleetRun.Template[qi], fleetRun.Skipped[qi], fleetRun.Capped[qi] = res.TooFew, res.Template, res.Skipped > 0, capped
 		}
 	}
 	costs.Latency = map[string]latency{}
@@ -423,10 +466,10 @@ func runSif(ctx context.Context, c *common, af *accFlags, indexRoot string, file
 	// left to flush, compact or delete.
 	stopped = true
 	if _, err := d.stop(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	costs.IndexBytes = dirSize(d.db)
-	return checked, fast, nil
+	return runs, nil
 }
 
 // boilerplateFiles is the number of files past which a query counts as
@@ -626,7 +669,7 @@ func printAccuracy(res *accuracyResult, tools int) {
 	rows = append(rows, row)
 	fmt.Print(table(rows))
 	var parts []string
-	for _, k := range []string{"corpus", "queries", "truth", "sifd_ready", "sif", "ssdeep", "tlsh"} {
+	for _, k := range []string{"corpus", "queries", "truth", "sifd_ready", "fleet_published", "sif", "ssdeep", "tlsh"} {
 		if v, ok := res.Seconds[k]; ok {
 			parts = append(parts, fmt.Sprintf("%s %.0f s", k, v))
 		}
@@ -634,11 +677,12 @@ func printAccuracy(res *accuracyResult, tools int) {
 	fmt.Printf("time: %v\n", parts)
 	fmt.Printf("sif: index %.1f MB on disk once ready, %.1f MB after a clean stop (%.2f bytes per indexed byte)\n",
 		mb(res.Sif.IndexBytesReady), mb(res.Sif.IndexBytes), float64(res.Sif.IndexBytes)/float64(max(1, res.IndexedBytes)))
-	for _, name := range []string{"sif", "sif --fast"} {
+	for _, name := range []string{"sif", "sif --fast", "sif fleet"} {
 		if l, ok := res.Sif.Latency[name]; ok {
 			fmt.Printf("%s: query latency p50 %.2f ms, p99 %.2f ms, max %.2f ms over %d queries\n", name, l.P50, l.P99, l.Max, res.Queries)
 		}
 	}
+	printAgreements(res.Fleet)
 }
 
 // f1Cell renders a best F1 with the score threshold that reaches it (TLSH's

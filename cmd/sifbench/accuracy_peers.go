@@ -50,7 +50,18 @@ type toolRun struct {
 	Answers  [][]answer
 	Unhashed map[int]bool // queries the tool could not hash at all
 	TooFew   map[int]bool // sif: queries it found too small to judge
-	Seconds  float64
+	// Template and Skipped (sif, sif fleet) are the queries answered as
+	// template queries (ipc.SimilarResponse.Template,
+	// fleet.Result.Template), and those some of whose fingerprints were
+	// skipped as too common.
+	Template map[int]bool
+	Skipped  map[int]bool
+	// Capped (sif fleet) are the queries whose answer the fleet's bounds
+	// may have cut: more candidate contents than fleet.MaxContents, of
+	// which only the best are read, or a content listed with
+	// fleet.MaxFilesPerContent files.
+	Capped  map[int]bool
+	Seconds float64
 }
 
 // checkPeers reports whether the peers' commands are installed.

@@ -80,7 +80,7 @@
 // and js-heldout) and the documentation of Debian packages, bookworm's
 // against trixie's (docs); sifbench accuracy --help lists them:
 //
-//	go run ./cmd/sifbench accuracy [--set heldout|tuning|js-tuning|js-heldout|docs] [--dir DIR] [--per-bucket 300] [--seed N] [--threshold 10] [--peers=false]
+//	go run ./cmd/sifbench accuracy [--set heldout|tuning|js-tuning|js-heldout|docs] [--dir DIR] [--per-bucket 300] [--seed N] [--threshold 10] [--peers=false [--fleet]
 //	go run ./cmd/sifbench manber   [--set heldout|tuning|js-tuning|js-heldout|docs] [--dir DIR] [--per-bucket 100] [--seed N] [--threshold 0]
 //
 // accuracy indexes the set's older versions with the real sifd, queries it
@@ -88,7 +88,13 @@
 // files it modifies, and scores sif, ssdeep and TLSH against the truth
 // computed by brute force over 32-byte windows: best F1 per relation and
 // size, and how often the first answer is a file of maximal containment;
-// with sif's index size on disk and its query latency (p50, p99).
+// with sif's index size on disk and its query latency (p50, p99). With
+// --fleet, sifd also publishes the tree to a fleet index of its own
+// (initdb and postgres installed, as for fleet), which is asked every
+// query too: its answers are scored beside sifd's ("sif fleet"), and
+// compared pair by pair with sifd's estimates (--fast) and checked answers
+// at containment 50 and 80 %: the Jaccard index of the pairs each lists,
+// and by how much their containments differ.
 // manber edits indexed files by random 50-byte substitutions (20, 50 and
 // 80 % of their bytes) and counts how often the original comes first and
 // is answered at all. The tuning set is for choosing parameters, the
@@ -184,6 +190,7 @@ func run(ctx context.Context, args []string) error {
 	fs.Float64Var(&af.threshold, "threshold", 10, "accuracy, manber: sif's threshold in percent (manber: default 0, every candidate)")
 	fs.BoolVar(&af.peers, "peers", true, "accuracy: also run ssdeep and TLSH")
 	fs.StringVar(&af.sifdConfig, "sifd-config", "", "accuracy, manber: configuration file sifd runs with, e.g. to try another [scheme] (default: none)")
+	fs.BoolVar(&af.fleet, "fleet", false, "accuracy: sifd also publishes the indexed tree to a fleet index (a PostgreSQL server of sifbench's own; with --sifd-config, its file gets a [fleet] table), and the fleet is asked every query too (\"sif fleet\"), scored and compared with sifd's answers")
 	if args[0] == "accuracy" || args[0] == "manber" {
 		fs.Usage = func() {
 			fmt.Fprintf(fs.Output(), "Usage of sifbench %s:\n", args[0])
