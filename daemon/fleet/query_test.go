@@ -198,28 +198,9 @@ func TestSimilarFormsAgree(t *testing.T) {
 }
 
 // member returns the sketch of the i-th member of a family made from one
-// template: the template's first shared features, and the rest the
-// member's own.
+// template: the template's first shared features, and the rest its own.
 func member(template string, shared, i int) *fingerprint.Sketch {
-	t, own := content(template), content(fmt.Sprintf("%s-own-%d", template, i))
-	sk := &fingerprint.Sketch{Params: testParams, Features: slices.Clone(t.Features[:shared])}
-	seen := map[uint64]bool{}
-	for _, f := range sk.Features {
-		seen[f.Hash] = true
-	}
-	for _, f := range own.Features {
-		if len(sk.Features) == len(t.Features) {
-			break
-		}
-		if !seen[f.Hash] {
-			seen[f.Hash] = true
-			sk.Features = append(sk.Features, f)
-		}
-	}
-	slices.SortFunc(sk.Features, func(x, y fingerprint.Feature) int { return cmp.Compare(x.Hash, y.Hash) })
-	sk.Size, sk.Type = 4000, fingerprint.TypeText
-	sk.Strong = sha256.Sum256(fmt.Appendf(nil, "%s member %d", template, i))
-	return sk
+	return edited(template, fmt.Sprintf("%s-own-%d", template, i), shared)
 }
 
 // A file that is mostly what a family of files shares (one of many made
