@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -113,20 +114,9 @@ func (p *Publisher) putContents(ctx context.Context, tx pgx.Tx, v *index.View, f
 	if len(added) == 0 {
 		return nil
 	}
-	slices.Sort(added)
-	var keys, weights []int32
-	var owners []int64
-	var es []index.Entry
-	for _, id := range added {
-		es, err = index.DecodeSignature(c.sigOf[id], es[:0])
-		if err != nil {
-			return err
-		}
-		for _, e := range es {
-			keys = append(keys, int32(e.Key))
-			owners = append(owners, id)
-			weights = append(weights, int32(min(e.Weight, 1<<31-1)))
-		}
+	keys, owners, weights, err := postingsOf(added, c.sigOf)
+	if err != nil {
+		return err
 	}
 	// An INSERT from arrays rather than COPY: as fast on one server, and
 	// when sif_postings' partitions are on other servers (postgres_fdw,
@@ -137,6 +127,42 @@ func (p *Publisher) putContents(ctx context.Context, tx pgx.Tx, v *index.View, f
 		return fmt.Errorf("fleet: publishing postings: %w", err)
 	}
 	return nil
+}
+
+// postingsOf returns the postings of the contents ids, whose signatures
+// sigOf holds, column by column and in the primary key's order. Rows in
+// key order go into the (key, content_id) btree page after page; in the
+// signatures' order each lands on a random page. 140 batches of 5,000
+// contents, 26 postings each, went into an empty table in 81 s sorted and
+// 138 s not (PostgreSQL 15, 512 MB of shared buffers).
+func postingsOf(ids []int64, sigOf map[int64][]byte) (keys []int32, owners []int64, weights []int32, err error) {
+	type posting struct {
+		key    int32
+		owner  int64
+		weight int32
+	}
+	var ps []posting
+	var es []index.Entry
+	for _, id := range ids {
+		es, err = index.DecodeSignature(sigOf[id], es[:0])
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for _, e := range es {
+			ps = append(ps, posting{int32(e.Key), id, int32(min(e.Weight, 1<<31-1))})
+		}
+	}
+	slices.SortFunc(ps, func(a, b posting) int {
+		if c := cmp.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.owner, b.owner)
+	})
+	keys, owners, weights = make([]int32, len(ps)), make([]int64, len(ps)), make([]int32, len(ps))
+	for i, p := range ps {
+		keys[i], owners[i], weights[i] = p.key, p.owner, p.weight
+	}
+	return keys, owners, weights, nil
 }
 
 // contentRows are sif_contents rows to insert, column by column.
