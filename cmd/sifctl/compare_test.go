@@ -1,11 +1,23 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/sif-dev/sif/index"
+	"github.com/sif-dev/sif/index/exact"
+	"github.com/sif-dev/sif/ipc"
+	"github.com/sif-dev/sif/ipc/server"
 )
 
 // TestCompareSimiHashDistance: compare works out the SimiHash distance
@@ -33,7 +45,7 @@ func TestCompareSimiHashDistance(t *testing.T) {
 	distance := func(x, y string) int {
 		t.Helper()
 		r := sifctl(t, "compare", filepath.Join(dir, x), filepath.Join(dir, y))
-		m := regexp.MustCompile(`SimiHash sum-table distance: (\d+)`).FindStringSubmatch(r.stdout)
+		m := regexp.MustCompile(`sum-table distance +(\d+) \(`).FindStringSubmatch(r.stdout)
 		if m == nil {
 			t.Fatalf("compare %s %s: exit %d, no distance in %q (stderr %q)", x, y, r.code, r.stdout, r.stderr)
 		}
@@ -45,5 +57,185 @@ func TestCompareSimiHashDistance(t *testing.T) {
 	}
 	if d := distance("a", "b"); d == 0 {
 		t.Error("different files: distance 0: SimiHash was not computed")
+	}
+}
+
+// oneMatchDaemon answers every similar query with one match, the file at
+// path, with an estimate far from the truth, and lets the real server
+// check it against the file's bytes (server.ContentOpener), as sifd does.
+type oneMatchDaemon struct {
+	fakeDaemon
+	path string
+}
+
+func (d *oneMatchDaemon) meta() (index.FileMeta, error) {
+	st, err := os.Stat(d.path)
+	if err != nil {
+		return index.FileMeta{}, err
+	}
+	return index.FileMeta{Path: d.path, Size: st.Size(), MtimeNs: st.ModTime().UnixNano()}, nil
+}
+
+func (d *oneMatchDaemon) Similar(context.Context, index.Query, index.QueryOptions) (*index.Result, error) {
+	m, err := d.meta()
+	if err != nil {
+		return nil, err
+	}
+	rec := index.FileRecord{ID: 1, Content: 1, FileMeta: m}
+	return &index.Result{QueryFeatures: 100, QueryWeight: 100,
+		Matches: []index.Match{{FileRecord: rec, SharedWeight: 50, Containment: 0.5, ReverseContainment: 0.5, Resemblance: 0.33, SharedBytes: -1}}}, nil
+}
+
+func (d *oneMatchDaemon) OpenIndexed(path string) (io.ReadCloser, index.FileMeta, error) {
+	m, err := d.meta()
+	if err != nil || path != d.path {
+		return nil, index.FileMeta{}, fmt.Errorf("%s: %w", path, server.ErrGone)
+	}
+	f, err := os.Open(path)
+	return f, m, err
+}
+
+// startChecking serves d, checking its matches, until the test ends and
+// returns the socket.
+func startChecking(t *testing.T, d *oneMatchDaemon) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := server.Listen(sock, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		done <- server.New(server.Backend{Query: d, Control: d, Content: d}, server.Options{Version: "test"}).Serve(ctx, ln)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return sock
+}
+
+// compareJSON runs compare --json on a and b and decodes its answer.
+func compareJSON(t *testing.T, a, b string) compareLine {
+	t.Helper()
+	r := sifctl(t, "--socket", filepath.Join(t.TempDir(), "none.sock"), "--json", "compare", a, b)
+	var c compareLine
+	if err := json.Unmarshal([]byte(r.stdout), &c); err != nil || r.code == exitError {
+		t.Fatalf("compare %s %s: exit %d, %v, stdout %q, stderr %q", a, b, r.code, err, r.stdout, r.stderr)
+	}
+	return c
+}
+
+// editedPair writes a file b of Go-like text and a, an edited copy of b
+// that also repeats 600 bytes of it, and returns their paths.
+func editedPair(t *testing.T, dir string) (a, b string) {
+	t.Helper()
+	var src []byte
+	for i := range 300 {
+		src = fmt.Appendf(src, "func f%d(x int) int { return x*%d + %d } // line %d\n", i, i*7, i%13, i)
+	}
+	ed := slices.Concat(src[:6000], src[6000:6600], src[6000:])
+	ed = bytes.Replace(ed, []byte("return x*14"), []byte("return y*14"), 1)
+	a, b = filepath.Join(dir, "a.go"), filepath.Join(dir, "b.go")
+	for p, data := range map[string][]byte{a: ed, b: src} {
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return a, b
+}
+
+// TestCompareAgreesWithSimilar: compare's checked containments are the
+// ones sifctl similar reports for the same pair, each way, after the real
+// server's check; its estimates are the fingerprints', which differ.
+func TestCompareAgreesWithSimilar(t *testing.T) {
+	dir := t.TempDir()
+	a, b := editedPair(t, dir)
+	c := compareJSON(t, a, b)
+	if c.Checked == nil || c.Checked.Measure != ipc.MeasureExact {
+		t.Fatalf("compare: checked %+v, want an exact check", c.Checked)
+	}
+	similar := func(query, match string) ipc.Match {
+		t.Helper()
+		sock := startChecking(t, &oneMatchDaemon{path: match})
+		r := sifctl(t, "--socket", sock, "--json", "similar", "--threshold", "0", query)
+		var l similarLine
+		if err := json.Unmarshal([]byte(r.stdout), &l); err != nil || len(l.Matches) != 1 {
+			t.Fatalf("similar %s: exit %d, %v, stdout %q, stderr %q", query, r.code, err, r.stdout, r.stderr)
+		}
+		if m := l.Matches[0]; m.Measure != ipc.MeasureExact {
+			t.Fatalf("similar %s: match %+v not checked", query, m)
+		}
+		return l.Matches[0]
+	}
+	ab, ba := similar(a, b), similar(b, a)
+	if c.Checked.Containment != ab.Containment || c.Checked.ReverseContainment != ba.Containment || c.Checked.Resemblance != ab.Resemblance {
+		t.Errorf("compare a b: checked %+v; similar a lists b at %v%% (resemblance %v%%), similar b lists a at %v%%",
+			c.Checked, ab.Containment, ab.Resemblance, ba.Containment)
+	}
+	if c.Checked.Containment == 100 || c.Checked.Containment == c.Schemes[0].AInB {
+		t.Errorf("containment of a in b: checked %v%%, estimated %v%%: the pair does not tell the check from the estimate", c.Checked.Containment, c.Schemes[0].AInB)
+	}
+	r := sifctl(t, "--socket", filepath.Join(dir, "none.sock"), "compare", a, b)
+	for _, want := range []string{
+		fmt.Sprintf("containment of A in B %6.2f%%   (similar A lists B at this)", ab.Containment),
+		fmt.Sprintf("containment of B in A %6.2f%%   (similar B lists A at this)", ba.Containment),
+		"estimated from", "(as similar --fast reports it)",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("compare: no %q in\n%s", want, r.stdout)
+		}
+	}
+}
+
+// TestCompareSharedBytesWithinSizes: A repeats 600 bytes it shares with
+// B, so the bytes of A lying in a window of B (what the check counts, for
+// the query) are more than B holds; compare's shared bytes are the smaller
+// of the counts made from each side, at most either size.
+func TestCompareSharedBytesWithinSizes(t *testing.T) {
+	dir := t.TempDir()
+	a, b := editedPair(t, dir)
+	da, _ := os.ReadFile(a)
+	db, _ := os.ReadFile(b)
+	q := exact.NewQuery(da)
+	m, err := q.MeasureBytes(db)
+	q.Release()
+	if err != nil || m.SharedBytes <= int64(len(db)) {
+		t.Fatalf("A's bytes in a window of B: %d of B's %d (%v): the pair does not repeat shared bytes", m.SharedBytes, len(db), err)
+	}
+	c := compareJSON(t, a, b)
+	if c.Checked == nil || c.Checked.SharedBytes > min(c.SizeA, c.SizeB) || c.Checked.SharedBytes < int64(len(db))*9/10 {
+		t.Errorf("shared bytes %+v of files of %d and %d bytes: want at most the smaller, nearly all of it", c.Checked, c.SizeA, c.SizeB)
+	}
+	for _, s := range c.Schemes {
+		if s.SharedBytes != nil && *s.SharedBytes > min(c.SizeA, c.SizeB) {
+			t.Errorf("%s: shared bytes %d of files of %d and %d bytes", s.Params, *s.SharedBytes, c.SizeA, c.SizeB)
+		}
+	}
+}
+
+// TestCompareSimiHashRelative: the SimiHash line gives both distances, in
+// percent of A's size, and says that no verdict is given.
+func TestCompareSimiHashRelative(t *testing.T) {
+	dir := t.TempDir()
+	a, b := editedPair(t, dir)
+	c := compareJSON(t, a, b)
+	h := c.SimiHash
+	if h.KeyDistance == 0 || h.SumDistance == 0 || h.SumDistance != c.SumDistance {
+		t.Fatalf("simihash %+v (simihash_distance %d): want both distances above 0, the sum distance twice", h, c.SumDistance)
+	}
+	if d := uint64(max(h.KeyA, h.KeyB) - min(h.KeyA, h.KeyB)); d != h.KeyDistance {
+		t.Errorf("key distance %d of keys %d and %d", h.KeyDistance, h.KeyA, h.KeyB)
+	}
+	if want := pct(float64(h.SumDistance) / float64(c.SizeA)); h.SumPct != want {
+		t.Errorf("sum-table distance %d of %d bytes: %v%%, want %v%%", h.SumDistance, c.SizeA, h.SumPct, want)
+	}
+	r := sifctl(t, "--socket", filepath.Join(dir, "none.sock"), "compare", a, b)
+	want := fmt.Sprintf("sum-table distance  %d (%.2f%% of A's size)", h.SumDistance, h.SumPct)
+	if !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, "no verdict") {
+		t.Errorf("compare: no %q and no verdict note in\n%s", want, r.stdout)
 	}
 }
