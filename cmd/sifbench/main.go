@@ -297,7 +297,7 @@ func run(ctx context.Context, args []string) error {
 	case "manber":
 		out, err = benchManber(ctx, &c, &af)
 	case "simihash":
-		out, err = benchSimiHash(&c, af.seed)
+		out, err = benchSimiHash(ctx, &c, af.seed)
 	default:
 		return fmt.Errorf("unknown benchmark %q: want corpus, latency, edits, freshness, restart, churn, load, million, fleet, basis, accuracy, manber or simihash", args[0])
 	}

@@ -13,6 +13,7 @@ package main
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/exact"
 	"github.com/sif-dev/sif/index/fingerprint"
 )
@@ -166,6 +168,12 @@ type simiGrowth struct {
 	Similar     int64   `json:"similar"`     // sum-table hits
 	SketchMs    float64 `json:"sketch_ms"`   // computing the sum tables
 	SweepMs     float64 `json:"sweep_ms"`    // sorting and sweeping
+	// Manber's groups on the same set, in an index of its own: the time
+	// of Index.EachGroup with sifctl groups' defaults, and the groups and
+	// files grouped.
+	GroupsMs     float64 `json:"groups_ms"`
+	Groups       int     `json:"groups"`
+	GroupedFiles int     `json:"grouped_files"`
 }
 
 type simiResult struct {
@@ -185,7 +193,7 @@ type simiResult struct {
 const simiBlock = 4096
 
 // benchSimiHash runs the paper's four experiments on c.src.
-func benchSimiHash(c *common, seed uint64) (*simiResult, error) {
+func benchSimiHash(ctx context.Context, c *common, seed uint64) (*simiResult, error) {
 	start := time.Now()
 	sk, err := fingerprint.NewSketcher(fingerprint.DefaultParams(), nil)
 	if err != nil {
@@ -201,7 +209,7 @@ func benchSimiHash(c *common, seed uint64) (*simiResult, error) {
 	}
 	r.extension(tree)
 	r.headers()
-	if err := r.growth(tree); err != nil {
+	if err := r.growth(ctx, c.workDir, tree); err != nil {
 		return nil, err
 	}
 	r.Elapsed = time.Since(start)
@@ -366,7 +374,7 @@ var simiGrowthSizes = []int{500, 1000, 2000, 4000, 8000}
 // 4 each time), by sorting the skew keys and sweeping them: each file is
 // compared, by sum table, with the files after it whose key is within
 // tolerance.
-func (r *simiResult) growth(tree []treeFile) error {
+func (r *simiResult) growth(ctx context.Context, work string, tree []treeFile) error {
 	var base []byte
 	for _, f := range tree {
 		if len(f.data) >= simiBlock {
@@ -394,9 +402,48 @@ func (r *simiResult) growth(tree []treeFile) error {
 		t1 := time.Now()
 		g := sweep(fs, r.Tolerance)
 		g.SketchMs, g.SweepMs = ms(t1.Sub(t0)), ms(time.Since(t1))
+		if err := manberGroups(ctx, filepath.Join(work, fmt.Sprint("groups-", n)), files, &g); err != nil {
+			return err
+		}
 		r.Fig9 = append(r.Fig9, g)
 	}
 	return nil
+}
+
+// manberGroups indexes files under the default scheme in a new index in
+// dir and times its groups, with sifctl groups' defaults, into g.
+func manberGroups(ctx context.Context, dir string, files [][]byte, g *simiGrowth) error {
+	p := fingerprint.DefaultParams()
+	ix, err := index.Open(dir, &index.Options{Params: p})
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	defer ix.Close()
+	for i, b := range files {
+		sk, err := fingerprint.SketchReader(bytes.NewReader(b), p)
+		if err != nil {
+			return err
+		}
+		meta := index.FileMeta{Path: fmt.Sprintf("/set/f%05d.go", i), Size: sk.Size, Ino: uint64(i + 1), Mode: 0o644}
+		if _, err := ix.Put(meta, sk); err != nil {
+			return err
+		}
+	}
+	if err := ix.Compact(ctx); err != nil {
+		return err
+	}
+	start := time.Now()
+	err = ix.EachGroup(ctx, index.GroupOptions{SameType: true}, func(gr index.Group) error {
+		g.Groups++
+		g.GroupedFiles += 1 + len(gr.Reference.Copies)
+		for _, m := range gr.Members {
+			g.GroupedFiles += 1 + len(m.Copies)
+		}
+		return nil
+	})
+	g.GroupsMs = ms(time.Since(start))
+	return err
 }
 
 // sweep finds the similar pairs of fs at tolerance t as SimiFind would with
@@ -499,10 +546,11 @@ func (r *simiResult) print() {
 	}
 	fmt.Print(table(rows))
 	fmt.Printf("\nFigure 9, growth: SimiFind all against all (sorted skew keys, swept within tolerance %s of the size) on sets of very similar 4 KB files (one file, 4 random bytes replaced)\n", tolPct(r.Tolerance))
-	rows = [][]string{{"files", "pairs", "sum-table comparisons", "per pair", "similar pairs", "sketch ms", "sort+sweep ms", "sweep ns per comparison"}}
+	rows = [][]string{{"files", "pairs", "sum-table comparisons", "per pair", "similar pairs", "sketch ms", "sort+sweep ms", "ns per comparison", "manber groups ms", "groups", "files grouped"}}
 	for _, g := range r.Fig9 {
 		rows = append(rows, []string{fmt.Sprint(g.Files), fmt.Sprint(g.Pairs), fmt.Sprint(g.Comparisons), ratio(g.Comparisons, g.Pairs), fmt.Sprint(g.Similar),
-			fmt.Sprintf("%.1f", g.SketchMs), fmt.Sprintf("%.1f", g.SweepMs), fmt.Sprintf("%.1f", 1e6*g.SweepMs/float64(max(1, g.Comparisons)))})
+			fmt.Sprintf("%.1f", g.SketchMs), fmt.Sprintf("%.1f", g.SweepMs), fmt.Sprintf("%.1f", 1e6*g.SweepMs/float64(max(1, g.Comparisons))),
+			fmt.Sprintf("%.1f", g.GroupsMs), fmt.Sprint(g.Groups), fmt.Sprint(g.GroupedFiles)})
 	}
 	fmt.Print(table(rows))
 	fmt.Printf("\n%s in all; load average %s\n", r.Elapsed.Round(time.Second), r.Load)
