@@ -108,7 +108,8 @@
 // small edits of one 4 KB file and on distinct files of --src cut to 4 KB,
 // the extension-aware key on every file of --src, 200 random ASCII files
 // with and without large constant headers, and the time of all against all
-// on 500 to 8,000 very similar files:
+// on 500 to 8,000 very similar files, by sorted keys and by manber's groups
+// (an index of the set's own, in process):
 //
 //	go run ./cmd/sifbench simihash [--src DIR] [--seed N]
 //
