@@ -395,8 +395,14 @@ func printCompare(g *globals, c *compareLine) {
 	}
 	h := c.SimiHash
 	fmt.Fprintln(w, "SimiHash, distances (0 for equal tag counts; smaller is more alike):")
-	fmt.Fprintf(w, "  key distance        %d (%.2f%% of A's size; skew keys %d and %d)\n", h.KeyDistance, h.KeyPct, h.KeyA, h.KeyB)
-	fmt.Fprintf(w, "  sum-table distance  %d (%.2f%% of A's size)\n", h.SumDistance, h.SumPct)
+	rel := func(p float64) string {
+		if c.SizeA == 0 {
+			return "A is empty"
+		}
+		return fmt.Sprintf("%.2f%% of A's size", p)
+	}
+	fmt.Fprintf(w, "  key distance        %d (%s; skew keys %d and %d)\n", h.KeyDistance, rel(h.KeyPct), h.KeyA, h.KeyB)
+	fmt.Fprintf(w, "  sum-table distance  %d (%s)\n", h.SumDistance, rel(h.SumPct))
 	// SimiFind calls a pair similar when the key distance and then the
 	// sum-table distance are within tolerances proportional to the size;
 	// sif has no such tolerances yet, so no verdict is given. Once it has,
