@@ -80,8 +80,9 @@ func newCompareCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compare FILE1 FILE2",
 		Short: "Compare two files directly (no daemon needed)",
-		Long: `compare reads two files and says how much of each is found in the other,
-in the words sifctl similar uses. It needs no daemon.
+		Long: `compare reads two files, A (FILE1) and B (FILE2), and says how much of
+each is found in the other, in the words sifctl similar uses. It needs no
+daemon.
 
   checked:   what 'sifctl similar A' reports for B once it has checked B on
              the bytes (as it checks its best matches): the containment of A
@@ -95,7 +96,8 @@ in the words sifctl similar uses. It needs no daemon.
              does past 1 MiB. A B over 16 MiB is not checked, as similar
              does not check it.
   manber:    the index's estimate from fingerprints, what 'sifctl similar
-             --fast' reports: containment of A in B and of B in A,
+             --fast' reports (but for the fingerprints an index finds too
+             common to count): containment of A in B and of B in A,
              resemblance (shared over union).
   chunks:    the same estimates from content-defined chunks, with the bytes
              of the chunks both files hold (a lower bound on shared bytes).
