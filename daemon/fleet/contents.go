@@ -13,31 +13,34 @@ import (
 	"github.com/sif-dev/sif/index"
 )
 
-// putContentsTx runs putContents in a transaction of its own.
-func (p *Publisher) putContentsTx(ctx context.Context, v *index.View, files []index.FileRecord) (err error) {
-	tx, err := p.cfg.Pool.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("fleet: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-		}
-	}()
-	if err := p.putContents(ctx, tx, v, files); err != nil {
+// putContentsTx adds to the fleet the contents of files that it lacks:
+// their records, signatures and postings, in two short transactions.
+//
+// The first inserts the records, each marked as still without postings
+// (its features column negated), and commits at once. Another host adding
+// the same content at the same moment waits only for that insert; while
+// the postings went in the same transaction, hosts publishing copies of
+// each other's files waited for each other's postings in chains (at a
+// million files, 18 s per batch on average, most of publishing's time).
+// The second takes the marked records of the batch that no other host is
+// working on (FOR NO KEY UPDATE SKIP LOCKED: files may still refer to
+// them meanwhile), adds their postings and clears the mark. A content
+// whose first transaction committed and whose second never did (the
+// publisher stopped in between) is finished by the next host to publish
+// a file of it, or by its own publisher when the batch is sent again; a
+// query cannot find it meanwhile, as it has no postings.
+func (p *Publisher) putContentsTx(ctx context.Context, v *index.View, files []index.FileRecord) error {
+	sigOf, err := p.insertContents(ctx, v, files)
+	if err != nil || len(sigOf) == 0 {
 		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("fleet: committing contents: %w", err)
-	}
-	return nil
+	return postContents(ctx, p.cfg.Pool, sigOf)
 }
 
-// putContents adds to the fleet the contents of files that it lacks: their
-// records, signatures and postings. A content another host adds at the
-// same moment is added once (the insert that loses the race adds no
-// postings).
-func (p *Publisher) putContents(ctx context.Context, tx pgx.Tx, v *index.View, files []index.FileRecord) error {
+// insertContents inserts the records of the contents of files that the
+// fleet lacks, marked as without postings, and returns the signatures of
+// the contents that it inserted or found still marked.
+func (p *Publisher) insertContents(ctx context.Context, v *index.View, files []index.FileRecord) (sigOf map[int64][]byte, err error) {
 	local := map[int64]*index.FileRecord{}
 	for i := range files {
 		if s := files[i].Strong; s != ([32]byte{}) {
@@ -45,36 +48,50 @@ func (p *Publisher) putContents(ctx context.Context, tx pgx.Tx, v *index.View, f
 		}
 	}
 	if len(local) == 0 {
-		return nil
+		return nil, nil
 	}
 	ids := make([]int64, 0, len(local))
 	for id := range local {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids) // one order for every publisher's locks
-	rows, err := tx.Query(ctx, `SELECT content_id, strong FROM sif_contents WHERE content_id = ANY($1)`, ids)
+	tx, err := p.cfg.Pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("fleet: %w", err)
+		return nil, fmt.Errorf("fleet: %w", err)
 	}
-	have := map[int64][]byte{}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	rows, err := tx.Query(ctx, `SELECT content_id, strong, features < 0 FROM sif_contents WHERE content_id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	type held struct {
+		strong  []byte
+		pending bool
+	}
+	have := map[int64]held{}
 	for rows.Next() {
 		var id int64
-		var strong []byte
-		if err := rows.Scan(&id, &strong); err != nil {
+		var h held
+		if err := rows.Scan(&id, &h.strong, &h.pending); err != nil {
 			rows.Close()
-			return err
+			return nil, err
 		}
-		have[id] = strong
+		have[id] = h
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("fleet: %w", err)
+		return nil, fmt.Errorf("fleet: %w", err)
 	}
+	sigOf = map[int64][]byte{}
 	var c contentRows
 	for _, id := range ids {
 		rec := local[id]
-		if strong, ok := have[id]; ok {
-			if !bytes.Equal(strong, rec.Strong[:]) {
+		if h, ok := have[id]; ok {
+			if !bytes.Equal(h.strong, rec.Strong[:]) {
 				// Two contents whose SHA-256 begin alike: about one chance
 				// in 2^64 per pair. The file is published without content.
 				p.log.Warn("fleet: two contents share a content id; the file is published without its signature",
@@ -84,37 +101,79 @@ func (p *Publisher) putContents(ctx context.Context, tx pgx.Tx, v *index.View, f
 						files[i].Strong = [32]byte{}
 					}
 				}
+				continue
 			}
-			continue
+			if !h.pending {
+				continue
+			}
 		}
 		raw, err := v.Signature(rec.Content)
 		if err != nil {
-			return err
+			return nil, err
+		}
+		if _, ok := have[id]; ok {
+			sigOf[id] = raw
+			continue
 		}
 		c.add(id, rec, raw)
 	}
-	if len(c.id) == 0 {
-		return nil
-	}
-	rows, err = tx.Query(ctx, `
+	if len(c.id) > 0 {
+		rows, err = tx.Query(ctx, `
 		INSERT INTO sif_contents (content_id, strong, size, weight, features, level, level_weights, type, signature)
-		SELECT id, st, sz, w, f, l, string_to_array(lw, ',')::bigint[], ty, sig
+		SELECT id, st, sz, w, -f, l, string_to_array(lw, ',')::bigint[], ty, sig
 		FROM unnest($1::bigint[], $2::bytea[], $3::bigint[], $4::bigint[], $5::int[], $6::smallint[], $7::text[], $8::smallint[], $9::bytea[])
 			AS u(id, st, sz, w, f, l, lw, ty, sig)
 		ON CONFLICT (content_id) DO NOTHING
 		RETURNING content_id`,
-		c.id, c.strong, c.size, c.weight, c.features, c.level, c.levelWeights, c.typ, c.sig)
+			c.id, c.strong, c.size, c.weight, c.features, c.level, c.levelWeights, c.typ, c.sig)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: publishing contents: %w", err)
+		}
+		added, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return nil, fmt.Errorf("fleet: publishing contents: %w", err)
+		}
+		for _, id := range added {
+			sigOf[id] = c.sigOf[id]
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("fleet: committing contents: %w", err)
+	}
+	return sigOf, nil
+}
+
+// postContents adds the postings of those of the contents sigOf names
+// that are still marked as without them and that no other publisher is
+// adding, and clears their marks, in one transaction.
+func postContents(ctx context.Context, db TxStarter, sigOf map[int64][]byte) (err error) {
+	ids := make([]int64, 0, len(sigOf))
+	for id := range sigOf {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	tx, err := db.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("fleet: publishing contents: %w", err)
+		return fmt.Errorf("fleet: %w", err)
 	}
-	added, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	rows, err := tx.Query(ctx, `SELECT content_id FROM sif_contents WHERE content_id = ANY($1) AND features < 0
+		ORDER BY content_id FOR NO KEY UPDATE SKIP LOCKED`, ids)
 	if err != nil {
-		return fmt.Errorf("fleet: publishing contents: %w", err)
+		return fmt.Errorf("fleet: %w", err)
 	}
-	if len(added) == 0 {
-		return nil
+	mine, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return fmt.Errorf("fleet: %w", err)
 	}
-	keys, owners, weights, err := postingsOf(added, c.sigOf)
+	if len(mine) == 0 {
+		return tx.Commit(ctx)
+	}
+	keys, owners, weights, err := postingsOf(mine, sigOf)
 	if err != nil {
 		return err
 	}
@@ -125,6 +184,12 @@ func (p *Publisher) putContents(ctx context.Context, tx pgx.Tx, v *index.View, f
 	if _, err := tx.Exec(ctx, `INSERT INTO sif_postings (key, content_id, weight)
 		SELECT * FROM unnest($1::int[], $2::bigint[], $3::int[])`, keys, owners, weights); err != nil {
 		return fmt.Errorf("fleet: publishing postings: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE sif_contents SET features = -features WHERE content_id = ANY($1)`, mine); err != nil {
+		return fmt.Errorf("fleet: publishing postings: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("fleet: committing postings: %w", err)
 	}
 	return nil
 }

@@ -32,7 +32,13 @@
 //   - sif_contents has a row per distinct content, shared by every host
 //     that holds it: its strong hash, size, weights, level and signature
 //     (its fingerprint keys and weights in sif's own encoding). A content
-//     on many hosts is stored once.
+//     on many hosts is stored once. Its row goes in first, in a short
+//     transaction of its own, with its features column negated to mark
+//     it as still without postings; its postings follow in a second
+//     transaction, which clears the mark. So hosts adding the same content
+//     at once wait for each other only while rows go in, and a publisher
+//     that stopped in between leaves a marked row that the next host to
+//     publish a file of it finishes.
 //   - sif_postings has a row per (fingerprint key, content) with the key's
 //     weight in that content: the inverted index a query looks its
 //     fingerprints up in. Its primary key (key, content_id) makes the

@@ -296,3 +296,92 @@ func TestFirstPublicationTakesTheNotes(t *testing.T) {
 		t.Fatalf("%d files sent for 31", sent)
 	}
 }
+
+// A content goes in in two transactions, its record and then its
+// postings. A publisher that stopped between them leaves the record marked
+// as without postings: the next host to publish a file of it finishes it,
+// without waiting for a publisher that is adding its postings at that
+// moment, and so does the publisher that stopped when it sends its batch
+// again.
+func TestPublishStoppedBetweenContentsAndPostings(t *testing.T) {
+	srv := pgtest.Start(t, nil)
+	pool := newPool(t, srv.URL("postgres"))
+	ctx := context.Background()
+	a := newTestHost(t, pool, "alpha", "/a")
+	b := newTestHost(t, pool, "beta", "/b")
+	a.put(t, "/a/first", "first")
+	a.drain(t) // joins and creates the schema
+
+	// alpha stops after inserting the records of its next batch.
+	stopped := func(h *testHost, label string) int64 {
+		t.Helper()
+		v, err := h.ix.View()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		var recs []index.FileRecord
+		if _, _, err := v.FilesAfter(0, 1000, func(rec index.FileRecord) error {
+			recs = append(recs, rec)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.pub.insertContents(ctx, v, recs); err != nil {
+			t.Fatal(err)
+		}
+		return ContentID(sha256.Sum256([]byte(label)))
+	}
+	a.put(t, "/a/half", "half")
+	half := stopped(a, "half")
+	pending := func(id int64) (marked bool, postings int) {
+		t.Helper()
+		if err := pool.QueryRow(ctx, `SELECT features < 0 FROM sif_contents WHERE content_id = $1`, id).Scan(&marked); err != nil {
+			t.Fatal(err)
+		}
+		return marked, count(t, pool, `SELECT count(*) FROM sif_postings WHERE content_id = $1`, id)
+	}
+	if marked, n := pending(half); !marked || n != 0 {
+		t.Fatalf("after the records only: marked %v, %d postings; want marked, none", marked, n)
+	}
+
+	// Another publisher holds the record as if adding its postings: beta,
+	// publishing a copy, neither waits for it nor adds them.
+	hold, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM sif_contents WHERE content_id = $1 FOR NO KEY UPDATE`, half); err != nil {
+		t.Fatal(err)
+	}
+	b.put(t, "/b/copy", "half")
+	b.drain(t)
+	if marked, n := pending(half); !marked || n != 0 {
+		t.Fatalf("beta with the record held elsewhere: marked %v, %d postings; want marked, none", marked, n)
+	}
+	if err := hold.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The next publication of a file of it finishes it: beta's new copy.
+	b.put(t, "/b/copy2", "half")
+	b.drain(t)
+	if marked, n := pending(half); marked || n != len(content("half").Features) {
+		t.Fatalf("after beta's next batch: marked %v, %d postings; want unmarked, %d", marked, n, len(content("half").Features))
+	}
+	b.mustMatch(t, pool)
+
+	// alpha sends its batch again and finds nothing left to do; a record
+	// it alone left marked is finished by that batch.
+	a.put(t, "/a/alone", "alone")
+	alone := stopped(a, "alone")
+	a.drain(t)
+	if marked, n := pending(alone); marked || n != len(content("alone").Features) {
+		t.Fatalf("after alpha's batch sent again: marked %v, %d postings", marked, n)
+	}
+	a.mustMatch(t, pool)
+	b.mustMatch(t, pool)
+	if n := count(t, pool, `SELECT count(*) FROM sif_contents WHERE features < 0`); n != 0 {
+		t.Fatalf("%d contents left marked", n)
+	}
+}
