@@ -97,6 +97,13 @@ type Options struct {
 	// Journal turns the change journal on (Index.SetJournal); without it,
 	// a read-write Open deletes the journal's notes and mark.
 	Journal bool
+	// SimiHash, when not nil, is whether the index keeps SimiHash keys (see
+	// doc.go): stored in a new database; for an existing one it must be
+	// what is stored, else Open fails with ErrParamsMismatch. Nil means
+	// whatever is stored, and DefaultSimiHash for a new database. An index
+	// with SimiHash keys expects the sketches it is given to carry their
+	// sum tables and keys ([fingerprint.Summary]).
+	SimiHash *bool
 	// CacheSize is the memory, in bytes, of Pebble's block cache and its
 	// memtables together (Pebble charges memtables to the cache); 0 means
 	// DefaultCacheSize.
@@ -410,3 +417,7 @@ type Writer interface {
 	LookupInode(dev, ino uint64) ([]FileRecord, error)
 	Files(prefix string, fn func(FileRecord) error) error
 }
+
+// DefaultSimiHash is whether a new index keeps SimiHash keys when
+// Options.SimiHash does not say.
+const DefaultSimiHash = false

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/sif-dev/sif/index/fingerprint"
 )
 
 // beginWrite counts a write in and takes the write lock; endWrite undoes
@@ -140,11 +142,11 @@ func (w *batch) mergePostings(es []postingEntry) {
 }
 
 // setContent writes content cid as rec's content, with entries new, over
-// a content with strong hash oldStrong and entries old (for a new content,
-// all zero and nil).
-func (w *batch) setContent(cid uint32, rec *FileRecord, oldStrong [32]byte, old, new []entry) {
+// a content with summary was and entries old (for a new content, nil and
+// nil).
+func (w *batch) setContent(cid uint32, rec *FileRecord, was *fingerprint.Summary, old, new []entry) {
 	w.diffPostings(cid, old, new)
-	w.putContent(cid, rec, oldStrong, old, new)
+	w.putContent(cid, rec, was, old, new)
 }
 
 // setContentDeferred writes new content cid as rec's, with entries es,
@@ -154,30 +156,52 @@ func (w *batch) setContentDeferred(cid uint32, rec *FileRecord, es []entry) {
 	if w.ix.pend.from == 0 {
 		w.set(metaPendingKey, binary.BigEndian.AppendUint32(nil, cid))
 	}
-	w.putContent(cid, rec, [32]byte{}, nil, es)
+	w.putContent(cid, rec, nil, nil, es)
 }
 
 // putContent writes everything of content cid but its postings, as
 // setContent says.
-func (w *batch) putContent(cid uint32, rec *FileRecord, oldStrong [32]byte, old, new []entry) {
+func (w *batch) putContent(cid uint32, rec *FileRecord, was *fingerprint.Summary, old, new []entry) {
 	if old == nil {
 		w.delta.Contents++
 	}
 	w.delta.Postings += int64(len(new)) - int64(len(old))
 	w.set(contentKey(cid), encodeContent(nil, rec))
 	w.set(forwardKey(cid), encodeForward(nil, new))
+	var oldStrong [32]byte
+	if was != nil {
+		oldStrong = was.Strong
+	}
 	w.moveHash(cid, oldStrong, rec.Strong)
+	w.moveSimi(cid, was, &rec.Summary)
 }
 
-// removeContent deletes content cid, whose strong hash is strong and
-// entries es, and its postings.
-func (w *batch) removeContent(cid uint32, strong [32]byte, es []entry) {
+// removeContent deletes content cid, whose summary is sum and entries es,
+// and its postings.
+func (w *batch) removeContent(cid uint32, sum *fingerprint.Summary, es []entry) {
 	w.diffPostings(cid, es, nil)
 	w.delta.Contents--
 	w.delta.Postings -= int64(len(es))
 	w.delete(contentKey(cid))
 	w.delete(forwardKey(cid))
-	w.moveHash(cid, strong, [32]byte{})
+	w.moveHash(cid, sum.Strong, [32]byte{})
+	w.moveSimi(cid, sum, nil)
+}
+
+// moveSimi moves the SimiHash key of content cid from the skew key of
+// summary old to that of new, in an index that keeps them; a nil summary
+// is a content that does not exist (before it is made, after it is
+// removed).
+func (w *batch) moveSimi(cid uint32, old, new *fingerprint.Summary) {
+	if !w.ix.simihash || old != nil && new != nil && old.Key == new.Key {
+		return
+	}
+	if old != nil {
+		w.delete(simiKey(old.Key, cid))
+	}
+	if new != nil {
+		w.set(simiKey(new.Key, cid), nil)
+	}
 }
 
 // moveHash moves the hash key of content cid from strong hash old to new.

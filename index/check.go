@@ -26,6 +26,9 @@ import (
 //     belongs to such a content;
 //   - no two contents are equal (same strong hash, summary and forward
 //     list): identical files share one;
+//   - in an index that keeps SimiHash keys, every content has one, which
+//     carries its skew key, and every SimiHash key belongs to such a
+//     content; an index that does not keep them holds none;
 //   - every record has its inode key, and every inode key belongs to a
 //     record with that device and inode;
 //   - every content has a forward list, every forward list a content, and
@@ -111,6 +114,7 @@ type checkedContent struct {
 	files      int        // file records naming it
 	hasForward bool
 	hasHash    bool
+	hasSimi    bool
 	fwdHash    uint64 // forwardHash of its forward list
 	// The forward list, read along with the postings: fwd decodes it and
 	// cur is its next entry not yet matched with a posting.
@@ -131,7 +135,7 @@ func (c *checker) problem(format string, args ...any) {
 func (c *checker) run() error {
 	for _, step := range []func() error{
 		c.checkMeta, c.checkPrefixes, c.checkContents, c.checkRecords, c.checkPaths,
-		c.checkCopies, c.checkHashes, c.checkInodes, c.checkForward, c.checkPostings,
+		c.checkCopies, c.checkHashes, c.checkSimi, c.checkInodes, c.checkForward, c.checkPostings,
 	} {
 		if err := step(); err != nil {
 			return err
@@ -169,6 +173,9 @@ func (c *checker) run() error {
 		if !cr.hasHash && !cr.broken && cr.rec.Strong != ([32]byte{}) {
 			c.problem("content %d: no hash key %x/%d", cid, cr.rec.Strong[:hashBytes], cid)
 		}
+		if !cr.hasSimi && !cr.broken && c.ix.simihash {
+			c.problem("content %d: no simihash key %d/%d", cid, cr.rec.Key, cid)
+		}
 		if cr.broken || !cr.hasForward || cr.rec.Strong == ([32]byte{}) {
 			continue
 		}
@@ -192,6 +199,13 @@ func (c *checker) checkMeta() error {
 		c.problem("meta: no format version")
 	} else if string(v) != fmt.Sprint(formatVersion) {
 		c.problem("meta: format version %q, want %d", v, formatVersion)
+	}
+	v, found, err = getValue(c.r, metaSimiHashKey)
+	if err != nil {
+		return err
+	}
+	if found != c.ix.simihash || found && string(v) != "on" {
+		c.problem("meta: simihash setting %q (present: %v), the index was opened with simihash %s", v, found, onOff(c.ix.simihash))
 	}
 	v, found, err = getValue(c.r, metaParamsKey)
 	if err != nil {
@@ -220,7 +234,7 @@ func (c *checker) checkPrefixes() error {
 		return err
 	}
 	defer it.Close()
-	known := []byte{prefixPosting, prefixContent, prefixForward, prefixHash, prefixInode, prefixMeta, prefixPath, prefixRecord, prefixCopy, prefixJournal}
+	known := []byte{prefixPosting, prefixContent, prefixForward, prefixHash, prefixInode, prefixMeta, prefixPath, prefixRecord, prefixCopy, prefixJournal, prefixSimi}
 	for ok := it.First(); ok; {
 		k := it.Key()
 		if len(k) > 0 && bytes.IndexByte(known, k[0]) >= 0 {
@@ -355,6 +369,34 @@ func (c *checker) checkHashes() error {
 		}
 		if len(v) != 0 {
 			c.problem("hash key %x/%d: value %x, want empty", h, cid, v)
+		}
+		return nil
+	})
+}
+
+func (c *checker) checkSimi() error {
+	lo, hi := keyspace(prefixSimi)
+	return scan(c.r, lo, hi, func(k, v []byte) error {
+		key, cid, err := parseSimiKey(k)
+		if err != nil {
+			c.problem("simihash key %x: %v", k, err)
+			return nil
+		}
+		cr := c.contents[cid]
+		switch {
+		case !c.ix.simihash:
+			c.problem("simihash key %d/%d: the index keeps no simihash keys", key, cid)
+		case cr == nil:
+			c.problem("simihash key %d/%d: content %d has no record", key, cid, cid)
+		case cr.broken:
+			cr.hasSimi = true
+		case cr.rec.Key != key:
+			c.problem("simihash key %d/%d: content %d has skew key %d", key, cid, cid, cr.rec.Key)
+		default:
+			cr.hasSimi = true
+		}
+		if len(v) != 0 {
+			c.problem("simihash key %d/%d: value %x, want empty", key, cid, v)
 		}
 		return nil
 	})

@@ -14,8 +14,8 @@
 //     key and the record.
 //   - A content is what identical files share: one content record (the
 //     [fingerprint.Summary]: size, strong hash, type, SimiHash sum table
-//     and key, which sifd leaves zero as nothing here uses them; the
-//     total weight, the number of features, the level and the level
+//     and key, which sifd fills in only for an index with SimiHash keys;
+//     the total weight, the number of features, the level and the level
 //     weights), one forward list and one set of postings, however many
 //     files hold it. Files are identical, and share a content, when
 //     their strong hashes (SHA-256), summaries and entries are equal; a
@@ -39,6 +39,17 @@
 //     (for PutFile's copies, Put's identical contents, the identical
 //     files of a query, Dupes): the contents its hash keys name, about
 //     one, whose records then confirm the whole hash.
+//   - The SimiHash key of a content joins its skew key (the
+//     [fingerprint.Summary]'s Key) and its content id, in an index created
+//     with SimiHash keys ([Options].SimiHash, stored as 'm' "simihash");
+//     an index without holds none. Keys sort numerically, so the contents
+//     whose skew keys lie in a range are one ordered scan: the first step
+//     of SimiFind ([Index.SimiFind]), whose tolerances and verdict are
+//     [fingerprint.Tolerances]. It is written and deleted with the content
+//     record, in the same batches; copies, renames and moves of files do
+//     not touch it. It is per content, not per file: the paper's
+//     extension-aware key (fingerprint.ExtKey) depends on a file's name,
+//     and a SimiHash key per content serves every name at once.
 //   - The fingerprint key of a 64-bit fingerprint hash is the high 32 bits of
 //     murmur3's fmix64 finalizer of it: a fixed bijective mixer, so the key
 //     draws on every bit of the hash (manber with mod_bits=30 makes hashes of
@@ -140,6 +151,7 @@
 //
 //	'm' "version"          format version (decimal text, now 7)
 //	'm' "params"           the normalized fingerprint.Params, JSON
+//	'm' "simihash"         "on" in an index with SimiHash keys
 //	'p' path               file id (4 bytes); paths are raw bytes
 //	'r' id                 file record: version byte 4, then the path
 //	                       and metadata, and the content id (varints)
@@ -167,6 +179,7 @@
 //	'h' strong(4) content  hash key, empty value: the first 4 bytes of
 //	                       the content's strong hash
 //	's' content id         copy key, empty value
+//	'k' key(4) content     SimiHash key, empty value: the content's skew key
 //	'i' dev(8) ino(8) id   inode key, empty value
 //	'j' id                 journal note: a sequence number (uvarint),
 //	                       while the change journal is on (journal.go)

@@ -36,6 +36,7 @@ type Index struct {
 	dir          string
 	params       fingerprint.Params
 	knowsLengths bool
+	simihash     bool // the index keeps SimiHash keys (Options.SimiHash)
 	readOnly     bool
 	log          *slog.Logger
 	movedAside   string
@@ -223,7 +224,7 @@ func open(dir string, o Options) (_ *Index, err error) {
 	}
 	ix := &Index{db: db, lock: lock, dir: dir, readOnly: o.ReadOnly, log: log, guard: g}
 	ix.idle.L = &ix.mu
-	if ix.params, err = ix.initMeta(want); err != nil {
+	if ix.params, err = ix.initMeta(want, o.SimiHash); err != nil {
 		return nil, err
 	}
 	ix.knowsLengths = ix.params.KnowsLengths()
@@ -281,16 +282,17 @@ func checkIsIndex(fsys vfs.FS, dir string) error {
 	return nil
 }
 
-// initMeta checks the format version and the fingerprint parameters of an
-// existing database, or writes them into a new one, and returns the
-// parameters. want is zero when the caller takes whatever is stored.
-func (ix *Index) initMeta(want fingerprint.Params) (fingerprint.Params, error) {
+// initMeta checks the format version, the fingerprint parameters and the
+// SimiHash choice of an existing database, or writes them into a new one,
+// sets ix.simihash and returns the parameters. want is zero, and simi nil,
+// when the caller takes whatever is stored.
+func (ix *Index) initMeta(want fingerprint.Params, simi *bool) (fingerprint.Params, error) {
 	ver, found, err := getValue(ix.db, metaVersionKey)
 	if err != nil {
 		return fingerprint.Params{}, err
 	}
 	if !found {
-		return ix.initNew(want)
+		return ix.initNew(want, simi)
 	}
 	if v, err := strconv.Atoi(string(ver)); err != nil || v != formatVersion {
 		by, kind := "", ErrCorrupt
@@ -321,11 +323,40 @@ func (ix *Index) initMeta(want fingerprint.Params) (fingerprint.Params, error) {
 		return fingerprint.Params{}, fmt.Errorf("%w: the index was built with %s, asked for %s: rebuild the index or use its parameters",
 			ErrParamsMismatch, stored, want)
 	}
+	if err := ix.checkSimiHash(simi); err != nil {
+		return fingerprint.Params{}, err
+	}
 	return stored, nil
 }
 
-// initNew stores the format version and parameters in a new, empty database.
-func (ix *Index) initNew(want fingerprint.Params) (fingerprint.Params, error) {
+// checkSimiHash reads whether an existing index keeps SimiHash keys into
+// ix.simihash, and fails with ErrParamsMismatch when want says otherwise.
+func (ix *Index) checkSimiHash(want *bool) error {
+	v, found, err := getValue(ix.db, metaSimiHashKey)
+	if err != nil {
+		return err
+	}
+	if found && string(v) != "on" {
+		return fmt.Errorf("%w: simihash setting %q: want \"on\"", ErrCorrupt, v)
+	}
+	ix.simihash = found
+	if want != nil && *want != found {
+		return fmt.Errorf("%w: the index was built with simihash %s, asked for %s: rebuild the index (move it aside) to change it, or use its setting",
+			ErrParamsMismatch, onOff(found), onOff(*want))
+	}
+	return nil
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// initNew stores the format version, parameters and SimiHash choice in a
+// new, empty database.
+func (ix *Index) initNew(want fingerprint.Params, simi *bool) (fingerprint.Params, error) {
 	if want == (fingerprint.Params{}) {
 		want = fingerprint.DefaultParams()
 	}
@@ -346,6 +377,13 @@ func (ix *Index) initNew(want fingerprint.Params) (fingerprint.Params, error) {
 	b := ix.db.NewBatch()
 	defer b.Close()
 	_ = b.Set(metaParamsKey, raw, nil)
+	ix.simihash = DefaultSimiHash
+	if simi != nil {
+		ix.simihash = *simi
+	}
+	if ix.simihash {
+		_ = b.Set(metaSimiHashKey, []byte("on"), nil)
+	}
 	_ = b.Set(metaVersionKey, []byte(strconv.Itoa(formatVersion)), nil)
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fingerprint.Params{}, err
@@ -396,6 +434,10 @@ func nextKeyID(r pebble.Reader, prefix byte) (uint64, error) {
 // Params returns the fingerprint parameters of the index. Queries must be
 // fingerprinted with them.
 func (ix *Index) Params() fingerprint.Params { return ix.params }
+
+// SimiHash reports whether the index keeps SimiHash keys (Options.SimiHash):
+// whether its writers must sketch with SimiHash, and SimiFind can answer.
+func (ix *Index) SimiHash() bool { return ix.simihash }
 
 // acquire counts an operation in, or returns ErrClosed. Every acquire must
 // be paired with a release.

@@ -19,6 +19,7 @@ const (
 	prefixPath    = 'p' // 'p' path → id(4)
 	prefixRecord  = 'r' // 'r' id(4) → file record
 	prefixCopy    = 's' // 's' content(4) id(4) → empty
+	prefixSimi    = 'k' // 'k' simihash key(4) content(4) → empty
 )
 
 // hashBytes is how many leading bytes of a content's strong hash its hash
@@ -36,12 +37,16 @@ const (
 	hashKeyLen     = hashPrefixLen + 4
 	inodePrefixLen = 1 + 8 + 8 // the prefix shared by the inode keys of one (device, inode)
 	inodeKeyLen    = inodePrefixLen + 4
+	simiKeyLen     = 1 + 4 + 4
 )
 
 // Metadata key names.
 var (
 	metaVersionKey = []byte{prefixMeta, 'v', 'e', 'r', 's', 'i', 'o', 'n'}
 	metaParamsKey  = []byte{prefixMeta, 'p', 'a', 'r', 'a', 'm', 's'}
+	// metaSimiHashKey is present, with the value "on", in an index
+	// created with SimiHash keys (Options.SimiHash).
+	metaSimiHashKey = []byte{prefixMeta, 's', 'i', 'm', 'i', 'h', 'a', 's', 'h'}
 )
 
 func pathKey(path string) []byte {
@@ -136,6 +141,20 @@ func parseInodeKey(k []byte) (dev, ino uint64, id uint32, err error) {
 	}
 	return binary.BigEndian.Uint64(k[1:9]), binary.BigEndian.Uint64(k[9:inodePrefixLen]),
 		binary.BigEndian.Uint32(k[inodePrefixLen:]), nil
+}
+
+// simiKey returns the SimiHash key of content cid, whose skew key is key.
+func simiKey(key, cid uint32) []byte {
+	k := appendIDKey(make([]byte, 0, simiKeyLen), prefixSimi, key)
+	return binary.BigEndian.AppendUint32(k, cid)
+}
+
+// parseSimiKey splits a SimiHash key into skew key and content id.
+func parseSimiKey(k []byte) (key, cid uint32, err error) {
+	if len(k) != simiKeyLen || k[0] != prefixSimi {
+		return 0, 0, fmt.Errorf("%w: simihash key %x: want %d bytes", ErrCorrupt, k, simiKeyLen)
+	}
+	return binary.BigEndian.Uint32(k[1:5]), binary.BigEndian.Uint32(k[5:]), nil
 }
 
 // encodeID and decodeID are the value of a path key.

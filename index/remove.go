@@ -132,7 +132,7 @@ func (ix *Index) removeFile(w *batch, rec FileRecord, cid uint32) error {
 		if err != nil {
 			return err
 		}
-		w.removeContent(cid, rec.Strong, es)
+		w.removeContent(cid, &rec.Summary, es)
 	}
 	w.delete(copyKey(cid, rec.ID))
 	w.moves = append(w.moves, copyMove{cid, -1})

@@ -189,7 +189,7 @@ func (w *batch) storeContent(p *storePlan, rec *FileRecord, cid uint32, entries 
 			w.moves = append(w.moves, copyMove{p.oldCID, -1})
 		}
 		if p.last {
-			w.removeContent(p.oldCID, p.old.Strong, p.oldEntries)
+			w.removeContent(p.oldCID, &p.old.Summary, p.oldEntries)
 		}
 		w.moves = append(w.moves, copyMove{cid, +1})
 	case p.last:
@@ -197,7 +197,7 @@ func (w *batch) storeContent(p *storePlan, rec *FileRecord, cid uint32, entries 
 		// content id (and the copy key) and rewrite only the postings
 		// that differ.
 		cid = p.oldCID
-		w.setContent(cid, rec, p.old.Strong, p.oldEntries, entries)
+		w.setContent(cid, rec, &p.old.Summary, p.oldEntries, entries)
 	default:
 		if ix.nextCID > math.MaxUint32 {
 			return 0, errors.New("content ids exhausted: rebuild the index")
@@ -209,7 +209,7 @@ func (w *batch) storeContent(p *storePlan, rec *FileRecord, cid uint32, entries 
 		if p.deferred {
 			w.setContentDeferred(cid, rec, entries)
 		} else {
-			w.setContent(cid, rec, [32]byte{}, nil, entries)
+			w.setContent(cid, rec, nil, nil, entries)
 		}
 	}
 	if p.found && cid != p.oldCID {
