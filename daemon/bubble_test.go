@@ -46,7 +46,7 @@ func bubbleDaemon(t *testing.T, cfg Config) (*Daemon, *lockedBuffer) {
 	}
 	var workers sync.WaitGroup
 	for range d.cfg.Workers {
-		r, err := newReader(d.ix.Params(), d.cfg.MaxFileSize)
+		r, err := newReader(d.ix.Params(), d.cfg.MaxFileSize, d.ix.SimiHash())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -49,6 +49,10 @@ type Config struct {
 	// Params are the fingerprint parameters; zero means those stored in an
 	// existing index, or fingerprint.DefaultParams() for a new one.
 	Params fingerprint.Params
+	// SimiHash is whether the index keeps SimiHash keys, for SimiFind
+	// (index.Options.SimiHash); nil means what an existing index stores,
+	// or index.DefaultSimiHash for a new one.
+	SimiHash *bool
 	// MaxFileSize skips larger files; 0 means DefaultMaxFileSize, negative
 	// means no limit.
 	MaxFileSize int64

@@ -134,7 +134,7 @@ func open(cfg Config) (*Daemon, error) {
 	d.marker = newRunMarker(StateDir(cfg.DB), cfg.Logger)
 	d.faults.init(cfg.DB, minFreeFor(cfg.DB, cfg.MinFreeSpace, defaultMinFree, cfg.Logger), cfg.Logger, &d.errs)
 	d.faults.ballast.keep(d.faults.minFree)
-	ix, err := d.openIndex(cfg.Params)
+	ix, err := d.openIndex(cfg.Params, cfg.SimiHash)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +216,7 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 	// Workers run outside the group, so a shutdown can give up on them.
 	var workers sync.WaitGroup
 	for range d.cfg.Workers {
-		r, err := newReader(d.ix.Params(), d.cfg.MaxFileSize)
+		r, err := newReader(d.ix.Params(), d.cfg.MaxFileSize, d.ix.SimiHash())
 		if err != nil {
 			ln.Close()
 			return err

@@ -107,7 +107,7 @@ func (d *Daemon) rebuild(reason string, deleted bool) error {
 		d.log.Error("cannot recreate the index directory", "err", err)
 	}
 	d.restoreState()
-	ix, err := d.openIndex(old.Params())
+	ix, err := d.openIndex(old.Params(), ptr(old.SimiHash()))
 	if err != nil {
 		d.log.Error("cannot open a new index: retrying", "err", err)
 		time.AfterFunc(faultPoll, func() { d.faults.requestRebuild(reason) })
@@ -129,10 +129,11 @@ func (d *Daemon) rebuild(reason string, deleted bool) error {
 // wedge it.
 var abandonIndex = (*index.Index).Abandon
 
-// openIndex opens the index in the index directory, with params.
-func (d *Daemon) openIndex(params fingerprint.Params) (*index.Index, error) {
+// openIndex opens the index in the index directory, with params and
+// SimiHash keys or not (nil: as stored).
+func (d *Daemon) openIndex(params fingerprint.Params, simi *bool) (*index.Index, error) {
 	return index.Open(d.cfg.DB, &index.Options{
-		Params: params, Logger: d.cfg.Logger.With("component", "pebble"),
+		Params: params, SimiHash: simi, Logger: d.cfg.Logger.With("component", "pebble"),
 		MoveAsideOldFormat: true, MoveAsideCorrupt: true, Journal: d.cfg.publishing(),
 		OnBackgroundError: d.faults.backgroundError,
 		OnUnwritable:      d.faults.onUnwritable, OnDiskFull: d.faults.onDiskFull, FS: debugFS(),
@@ -194,7 +195,7 @@ func (d *Daemon) retryWrites(ctx context.Context) error {
 			}
 			d.log.Warn("closing the index that failed to write", "err", err)
 		}
-		ix, err := d.openIndex(old.Params())
+		ix, err := d.openIndex(old.Params(), ptr(old.SimiHash()))
 		if err != nil {
 			d.log.Error("cannot reopen the index", "err", err)
 			ok = false
@@ -303,3 +304,5 @@ func (d *Daemon) missingPrefixes() []string {
 	}
 	return out
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -36,6 +36,7 @@ func (h *ixHandle) cur() *index.Index          { return h.p.Load() }
 func (h *ixHandle) swap(ix *index.Index)       { h.p.Store(ix) }
 func (h *ixHandle) Params() fingerprint.Params { return h.cur().Params() }
 func (h *ixHandle) MovedAside() string         { return h.cur().MovedAside() }
+func (h *ixHandle) SimiHash() bool             { return h.cur().SimiHash() }
 
 // call runs f on the current index, once more if the index was swapped
 // under it, and reports its error to the fault handling.

@@ -53,13 +53,17 @@ const wholeMax = 1 << 20
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
-func newReader(p fingerprint.Params, maxSize int64) (*reader, error) {
+// newReader returns a reader sketching with p; with simi, the sketches
+// carry their SimiHash sum tables and keys, for an index that keeps them.
+func newReader(p fingerprint.Params, maxSize int64, simi bool) (*reader, error) {
 	r := &reader{params: p, maxSize: maxSize, strong: sha256.New()}
 	sk, err := fingerprint.NewSketcher(p, r.col.Add)
 	if err != nil {
 		return nil, err
 	}
-	sk.SkipSimiHash() // nothing the index answers uses it
+	if !simi {
+		sk.SkipSimiHash() // nothing else the index answers uses it
+	}
 	r.sk = sk
 	r.bufp = bufPool.Get().(*[]byte)
 	r.buf = *r.bufp
@@ -96,7 +100,7 @@ func statOf(fi fs.FileInfo) fileStat {
 // metadata and SHA-256 and a nil sketch, and sketch fingerprints it from
 // the buffer until the next load. A larger file is sketched as it is read,
 // and its sketch returned. Sketches leave SimiHash out
-// (fingerprint.Sketcher.SkipSimiHash): no query, group or dupe uses it.
+// (fingerprint.Sketcher.SkipSimiHash) unless the index keeps SimiHash keys.
 //
 // seen, if not nil, is an lstat of path taken before load was called (the
 // walk's): the file is then read without a stat before the read, and the

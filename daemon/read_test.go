@@ -21,7 +21,7 @@ import (
 
 func testReader(t *testing.T) *reader {
 	t.Helper()
-	r, err := newReader(fingerprint.DefaultParams(), -1)
+	r, err := newReader(fingerprint.DefaultParams(), -1, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestReaderAfterClose(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "f")
 	os.WriteFile(p, []byte("some content"), 0o644)
 	for range 3 {
-		r, err := newReader(fingerprint.DefaultParams(), -1)
+		r, err := newReader(fingerprint.DefaultParams(), -1, false)
 		if err != nil {
 			t.Fatal(err)
 		}

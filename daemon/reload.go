@@ -68,6 +68,7 @@ func (d *Daemon) reload() {
 		{"operator_group", nc.OperatorGroup != old.OperatorGroup},
 		{"workers", nc.Workers != old.Workers},
 		{"scheme", nc.Params != (fingerprint.Params{}) && nc.Params != d.ix.Params()},
+		{"scheme.simihash", nc.SimiHash != nil && *nc.SimiHash != d.ix.SimiHash()},
 		{"settle_delay", nc.SettleDelay != old.SettleDelay},
 		{"max_settle_delay", nc.MaxSettleDelay != old.MaxSettleDelay},
 		{"rescan_interval", nc.RescanInterval != old.RescanInterval},

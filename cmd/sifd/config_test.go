@@ -110,6 +110,11 @@ func TestApplyCopiesEveryKey(t *testing.T) {
 			if fv.Type().Field(i).Name == "Fleet" {
 				continue // fleetConfig maps it, reading the URL: TestFleetConfig
 			}
+			if b, ok := fd.Addr().Interface().(**bool); ok {
+				*b = new(bool)
+				**b = true
+				continue
+			}
 			t.Fatalf("config.File.%s: a %s; teach this test to fill it", fv.Type().Field(i).Name, fd.Kind())
 		default:
 			t.Fatalf("config.File.%s: a %s; teach this test to fill it", fv.Type().Field(i).Name, fd.Kind())

@@ -128,6 +128,7 @@ type runFlags struct {
 	logFormat string
 	memLimit  string
 	params    fingerprint.Params
+	simihash  bool
 }
 
 func newRunCmd(stderr io.Writer) *cobra.Command {
@@ -268,6 +269,7 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fl.StringVar(&f.memLimit, "memory-limit", "", fmt.Sprintf(`soft limit of the Go heap, e.g. "128MiB", or "unlimited": the collector works harder near it; the index's %d MiB cache comes on top (default %d MiB, or $GOMEMLIMIT)`, index.DefaultCacheSize>>20, config.DefaultMemoryLimit>>20))
+	fl.BoolVar(&f.simihash, "simihash", index.DefaultSimiHash, "a new index keeps SimiHash keys, for 'sifctl similar --by simihash' (default: the stored setting, else "+fmt.Sprint(index.DefaultSimiHash)+")")
 	cliflags.AddParams(fl, &f.params, `fingerprint scheme for a new index: "manber" or "chunks" (default: the stored one, else `+string(fingerprint.DefaultParams().Scheme)+`)`)
 }
 
@@ -476,7 +478,7 @@ func (f *runFlags) apply(fl *pflag.FlagSet, fc config.File) (daemon.Config, stri
 		SettleDelay: fc.SettleDelay, MaxSettleDelay: fc.MaxSettleDelay, RescanInterval: fc.RescanInterval,
 		NetworkFS: fc.NetworkFS, Workers: fc.Workers, DB: fc.DB, Socket: fc.Socket,
 		SocketAccess: fc.SocketAccess, OperatorGroup: fc.OperatorGroup, MinFreeSpace: fc.MinFreeSpace,
-		Params: fc.Params,
+		Params: fc.Params, SimiHash: fc.SimiHash,
 	}
 	set := func(name string, apply func()) {
 		if fl.Changed(name) {
@@ -509,6 +511,7 @@ func (f *runFlags) apply(fl *pflag.FlagSet, fc config.File) (daemon.Config, stri
 	set("min-chunk", func() { cfg.Params.MinChunk = f.params.MinChunk })
 	set("avg-chunk", func() { cfg.Params.AvgChunk = f.params.AvgChunk })
 	set("max-chunk", func() { cfg.Params.MaxChunk = f.params.MaxChunk })
+	set("simihash", func() { cfg.SimiHash = &f.simihash })
 	level := fc.LogLevel
 	if level == "" || fl.Changed("log-level") {
 		level = f.logLevel

@@ -61,6 +61,8 @@ func TestConfigFiles(t *testing.T) {
 	}
 }
 
+var simihashOn = true
+
 func TestFileFull(t *testing.T) {
 	dir, err := filepath.Abs("testdata")
 	if err != nil {
@@ -89,6 +91,7 @@ func TestFileFull(t *testing.T) {
 		Socket:         filepath.FromSlash("/run/sifd/test.sock"),
 		MinFreeSpace:   32 << 20,
 		Params:         fingerprint.Params{Scheme: fingerprint.Manber, Window: 32, Bits: 7, ModBits: 30},
+		SimiHash:       &simihashOn,
 		LogLevel:       "debug",
 		MemoryLimit:    96 << 20,
 	}

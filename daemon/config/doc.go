@@ -33,6 +33,7 @@
 //	min_bits = 2                       # small files: down to 2 bits,
 //	target = 16                        # for at least 16 fingerprints
 //	# min_chunk, avg_chunk, max_chunk for scheme = "chunks"
+//	simihash = false                   # SimiHash keys, for similar --by simihash
 //
 //	[fleet]                            # publish to, and ask, the fleet index
 //	url_file = "/etc/sifd/fleet.url"   # holds the database URL; or $SIF_FLEET_URL

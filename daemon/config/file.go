@@ -67,6 +67,9 @@ type File struct {
 	OperatorGroup  string             // operator_group
 	MinFreeSpace   int64              // min_free_space; -1 for "none"
 	Params         fingerprint.Params // [scheme]
+	// SimiHash is [scheme] simihash: whether a new index keeps SimiHash
+	// keys (index.Options.SimiHash); nil when the file does not say.
+	SimiHash *bool
 
 	// LogLevel is log_level, one of "debug", "info", "warn" and "error".
 	LogLevel string
@@ -184,6 +187,7 @@ type schemeTable struct {
 	MinChunk count      `toml:"min_chunk"`
 	AvgChunk count      `toml:"avg_chunk"`
 	MaxChunk count      `toml:"max_chunk"`
+	SimiHash *boolean   `toml:"simihash"`
 }
 
 type fleetTable struct {
@@ -204,7 +208,7 @@ var knownKeys = []string{
 	"min_free_space",
 	"scheme", "scheme.scheme", "scheme.window", "scheme.bits", "scheme.mod_bits",
 	"scheme.min_bits", "scheme.target",
-	"scheme.min_chunk", "scheme.avg_chunk", "scheme.max_chunk",
+	"scheme.min_chunk", "scheme.avg_chunk", "scheme.max_chunk", "scheme.simihash",
 	"fleet", "fleet.url_file", "fleet.host", "fleet.publish", "fleet.silence",
 	"fleet.timeout", "fleet.ask_group",
 }
@@ -294,6 +298,10 @@ func (p *parser) parse() (File, error) {
 		}
 		if err := p.checkParams(md, f.Params); err != nil {
 			return File{}, err
+		}
+		if s.SimiHash != nil {
+			on := bool(*s.SimiHash)
+			f.SimiHash = &on
 		}
 	}
 	if k.Fleet != nil || md.IsDefined("fleet") {

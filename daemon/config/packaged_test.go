@@ -12,6 +12,7 @@ import (
 
 	"github.com/sif-dev/sif/daemon"
 	"github.com/sif-dev/sif/daemon/config"
+	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/ipc"
 	"github.com/sif-dev/sif/watcher"
@@ -84,6 +85,7 @@ func TestPackagedConfigFile(t *testing.T) {
 		{"manber", manber, fingerprint.DefaultParams()},
 		{"chunks", func() string { s, _ := uncomment(true); return s }(), fingerprint.Params{Scheme: fingerprint.Chunks, MinChunk: 64, AvgChunk: 256, MaxChunk: 2048}},
 	} {
+		simihash := index.DefaultSimiHash // the template shows the default
 		file := filepath.Join(dir, c.name+".toml")
 		if err := os.WriteFile(file, []byte(c.text), 0o644); err != nil {
 			t.Fatal(err)
@@ -99,7 +101,7 @@ func TestPackagedConfigFile(t *testing.T) {
 			MaxFileSize: daemon.DefaultMaxFileSize, SettleDelay: watcher.DefaultSettleDelay, MaxSettleDelay: watcher.DefaultMaxSettleDelay,
 			RescanInterval: daemon.DefaultRescanInterval, NetworkFS: config.NetworkFSScan, DB: daemon.SystemDB, Socket: ipc.SystemSocket,
 			SocketAccess: config.SocketAll, OperatorGroup: "root", MinFreeSpace: config.DefaultMinFreeSpace,
-			Params: c.params, LogLevel: "info", MemoryLimit: config.DefaultMemoryLimit,
+			Params: c.params, SimiHash: &simihash, LogLevel: "info", MemoryLimit: config.DefaultMemoryLimit,
 		}
 		// [fleet] has examples where it has no defaults.
 		if fl := fc.Fleet; fl == nil {

@@ -117,6 +117,18 @@ func (p *pathString) UnmarshalTOML(v any) error {
 	return nil
 }
 
+// boolean is true or false.
+type boolean bool
+
+func (b *boolean) UnmarshalTOML(v any) error {
+	x, ok := v.(bool)
+	if !ok {
+		return fmt.Errorf("want true or false, not %s", tomlType(v))
+	}
+	*b = boolean(x)
+	return nil
+}
+
 // count is an integer of 0 or more.
 type count int
 
