@@ -26,6 +26,13 @@ type SimiQuery struct {
 	Tolerances fingerprint.Tolerances
 	// Limit bounds the matches listed, the nearest first; 0 lists all.
 	Limit int
+	// PathPrefix keeps only files in this directory tree (InTree); ""
+	// keeps all.
+	PathPrefix string
+	// Visible, when set, keeps only files whose record it accepts, as if
+	// the others were not indexed: they are neither listed nor counted in
+	// Total (as QueryOptions.Visible).
+	Visible func(m *FileMeta) bool
 }
 
 // SimiResult is SimiFind's answer.
@@ -129,7 +136,7 @@ func (ix *Index) simiFind(ctx context.Context, q SimiQuery) (*SimiResult, error)
 			if err != nil {
 				return nil, err
 			}
-			if found && rec.Path != q.Path {
+			if found && rec.Path != q.Path && InTree(rec.Path, q.PathPrefix) && (q.Visible == nil || q.Visible(&rec.FileMeta)) {
 				res.Matches = append(res.Matches, SimiMatch{rec, h.v})
 			}
 		}

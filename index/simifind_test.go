@@ -126,6 +126,24 @@ func TestSimiFindBruteForce(t *testing.T) {
 					t.Errorf("query %s: matches not ordered by sum distance", qp)
 				}
 				queries += len(want)
+				q.Visible = func(m *index.FileMeta) bool { return m.Path < "/r/f5" }
+				q.PathPrefix = "/r"
+				res, err = ix.SimiFind(context.Background(), q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				for _, w := range want {
+					if w < "/r/f5" {
+						n++
+					}
+				}
+				if res.Total != n || len(res.Matches) != n {
+					t.Errorf("query %s, some files hidden: %d matches (total %d), want %d", qp, len(res.Matches), res.Total, n)
+				}
+				if q.PathPrefix = "/s"; len(must(ix.SimiFind(context.Background(), q)).Matches) != 0 {
+					t.Errorf("query %s under /s: matches under /r", qp)
+				}
 			}
 			if queries == 0 {
 				t.Fatal("no query found anything: the test sets are too far apart")
@@ -170,4 +188,11 @@ func TestSimiHashSetting(t *testing.T) {
 		}
 	}
 	mustClean(t, ix)
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
