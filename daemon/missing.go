@@ -7,6 +7,7 @@ import (
 
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
+	"github.com/sif-dev/sif/ipc/server"
 )
 
 // Answers leave out the files under missing roots: the index keeps them,
@@ -18,8 +19,9 @@ import (
 type answers struct{ d *Daemon }
 
 var (
-	_ index.Querier    = answers{}
-	_ index.DirTotaler = answers{}
+	_ index.Querier     = answers{}
+	_ index.DirTotaler  = answers{}
+	_ server.SimiFinder = answers{}
 )
 
 func (a answers) Params() fingerprint.Params  { return a.d.ix.Params() }
@@ -38,6 +40,15 @@ func (a answers) Similar(ctx context.Context, q index.Query, o index.QueryOption
 func (a answers) EachGroup(ctx context.Context, o index.GroupOptions, fn func(index.Group) error) error {
 	o.Visible = a.d.present(o.Visible)
 	return a.d.ix.EachGroup(ctx, o, fn)
+}
+
+// SimiHash reports whether the index keeps SimiHash keys.
+func (a answers) SimiHash() bool { return a.d.ix.SimiHash() }
+
+// SimiFind leaves the files under missing roots out, as Similar does.
+func (a answers) SimiFind(ctx context.Context, q index.SimiQuery) (*index.SimiResult, error) {
+	q.Visible = a.d.present(q.Visible)
+	return call(a.d.ix, "query", func(ix *index.Index) (*index.SimiResult, error) { return ix.SimiFind(ctx, q) })
 }
 
 func (a answers) Dupes(ctx context.Context, prefix string) ([]index.DupeSet, error) {

@@ -28,6 +28,7 @@ const (
 	CodeForbidden      Code = "forbidden"         // the caller may not do this (or cannot be identified)
 	CodeNoFleet        Code = "no_fleet"          // the daemon has no fleet ([fleet] in its configuration)
 	CodeFleetDown      Code = "fleet_unavailable" // the fleet database did not answer in time, or failed
+	CodeNoSimiHash     Code = "no_simihash"       // the index keeps no SimiHash keys: it was created without [scheme] simihash
 )
 
 // Error is an error reported by the daemon.
@@ -133,7 +134,10 @@ func DecodeFeatures(ws []Feature) ([]fingerprint.Feature, error) {
 type Info struct {
 	Version string             `json:"version"`
 	Params  fingerprint.Params `json:"params"`
-	Index   IndexStats         `json:"index"`
+	// SimiHash says the index keeps SimiHash keys: it answers similar
+	// requests by SimiHash (SimilarRequest.By).
+	SimiHash bool       `json:"simihash,omitempty"`
+	Index    IndexStats `json:"index"`
 }
 
 // IndexStats counts what the index holds.
@@ -167,11 +171,43 @@ type QuerySketch struct {
 	Strong   string           `json:"strong"`
 	Type     fingerprint.Type `json:"type"`
 	Features []Feature        `json:"features"`
+	// SimiHash is the query's SimiHash sum table and skew key, which a
+	// query by SimiHash (SimilarRequest.By) needs; absent otherwise.
+	SimiHash *SimiHash `json:"simihash,omitempty"`
 }
+
+// SimiHash is a content's SimiHash summary: its sum table, the count of
+// each tag's matches (fingerprint.Tags), and its skew key
+// (fingerprint.SkewKey of the sum table).
+type SimiHash struct {
+	Sum fingerprint.SumTable `json:"sum"`
+	Key uint32               `json:"key"`
+}
+
+// Ways of answering a SimilarRequest (By).
+const (
+	// ByManber compares fingerprints (the index's scheme, manber by
+	// default): containment of the query in each match.
+	ByManber = "manber"
+	// BySimiHash answers as SimiFind (Sadowski and Levin): the files
+	// whose SimiHash key, size and sum table are within the tolerances of
+	// the query's, the near-identical ones.
+	BySimiHash = "simihash"
+)
 
 // SimilarRequest is a one-against-all query.
 type SimilarRequest struct {
 	QuerySketch
+
+	// By says how to find the matches: ByManber (the default, "") or
+	// BySimiHash, which needs QuerySketch.SimiHash and an index created
+	// with SimiHash keys, and takes only Tolerances, Limit and
+	// PathPrefix of the options below (its params need not be the
+	// index's).
+	By string `json:"by,omitempty"`
+	// Tolerances are SimiFind's (By BySimiHash); absent fields mean the
+	// defaults (fingerprint.DefaultTolerances).
+	Tolerances *fingerprint.Tolerances `json:"tolerances,omitempty"`
 
 	// Threshold is the least containment of the query in a match, in
 	// percent; absent means 25.
@@ -232,11 +268,39 @@ type Match struct {
 	// Host is the host of the file, in an answer that asked the fleet
 	// (SimilarRequest.Fleet); absent otherwise.
 	Host string `json:"host,omitempty"`
+	// SimiHash is SimiFind's verdict, in an answer by SimiHash
+	// (SimilarRequest.By); the percentages are then 0.
+	SimiHash *SimiMatch `json:"simihash,omitempty"`
+}
+
+// SimiMatch is how far a match is from the query by SimiHash: the
+// distance of their keys and of their sum tables (the sum of the
+// differences of the tags' counts), each with the tolerance it was held
+// to (as in SimiFindInfo). Identical files are flagged in Match.Identical.
+type SimiMatch struct {
+	KeyDistance  uint64 `json:"key_distance"`
+	KeyTolerance uint64 `json:"key_tolerance"`
+	SumDistance  uint64 `json:"sum_distance"`
+	SumTolerance uint64 `json:"sum_tolerance"`
+}
+
+// SimiFindInfo is what an answer by SimiHash says of the query.
+type SimiFindInfo struct {
+	Tolerances   fingerprint.Tolerances `json:"tolerances"`    // normalized
+	KeyTolerance uint64                 `json:"key_tolerance"` // for the query's size
+	SumTolerance uint64                 `json:"sum_tolerance"`
+	// KeyHits counts the contents within the key tolerance, SumHits
+	// those of them found similar (their files are the matches).
+	KeyHits int `json:"key_hits"`
+	SumHits int `json:"sum_hits"`
 }
 
 // SimilarResponse answers a SimilarRequest.
 type SimilarResponse struct {
 	Matches []Match `json:"matches"`
+	// SimiFind is set in an answer by SimiHash (SimilarRequest.By); the
+	// fingerprint fields below are then 0.
+	SimiFind *SimiFindInfo `json:"simifind,omitempty"`
 	// Fingerprints is the number of distinct query fingerprints, Skipped how
 	// many were ignored because they occur in more than MaxDF files.
 	Fingerprints int `json:"fingerprints"`

@@ -32,6 +32,9 @@ type ReadOptions struct {
 	Signature bool
 	// Compressed computes the compressed size (exact.CompressedSize).
 	Compressed bool
+	// SimiHash computes the SimiHash sum table and key, for a query by
+	// SimiHash (SimiHashOf); other queries do without.
+	SimiHash bool
 }
 
 // ReadQuery reads r to its end and returns the query's sketch under p and
@@ -48,7 +51,9 @@ func ReadQueryContext(ctx context.Context, r io.Reader, p fingerprint.Params, o 
 	if err != nil {
 		return nil, nil, err
 	}
-	sk.SkipSimiHash() // a query does not carry it
+	if !o.SimiHash {
+		sk.SkipSimiHash() // a query by fingerprints does not carry it
+	}
 	qc := &queryCollector{keep: !o.Signature, level: exact.MinSignatureLevel}
 	var cw countWriter
 	var fw *flate.Writer

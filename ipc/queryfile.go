@@ -114,6 +114,20 @@ func SketchFileContext(ctx context.Context, path string, p fingerprint.Params) (
 	return sk, nil
 }
 
+// SketchFileSimiHash is SketchFileContext with the SimiHash sum table and
+// key in the sketch (SimiHashOf), as a query by SimiHash needs.
+func SketchFileSimiHash(ctx context.Context, path string, p fingerprint.Params) (*fingerprint.Sketch, error) {
+	var sk *fingerprint.Sketch
+	err := readQueryFile(ctx, path, func(r io.Reader) (err error) {
+		sk, err = fingerprint.SketchReader(r, p)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sk, nil
+}
+
 // QueryFileContext is QueryFile, stopping once ctx is done (the error
 // then wraps ctx's), and failing with an error wrapping ErrChanged when
 // the file changed while it was read.

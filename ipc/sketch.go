@@ -78,6 +78,17 @@ func (q *QuerySketch) AppendJSONLine(b []byte) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
+	if h := q.SimiHash; h != nil {
+		b = append(b, `,"simihash":{"sum":[`...)
+		for i, n := range h.Sum {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendUint(b, uint64(n), 10)
+		}
+		b = strconv.AppendUint(append(b, `],"key":`...), uint64(h.Key), 10)
+		b = append(b, '}')
+	}
 	return append(b, "}\n"...), nil
 }
 
@@ -125,8 +136,23 @@ func (q *QuerySketch) check() error {
 	if _, err := q.Params.Normalize(); err != nil {
 		return fmt.Errorf("params: %w", err)
 	}
-	_, _, _, err := q.Decoded()
-	return err
+	if _, _, _, err := q.Decoded(); err != nil {
+		return err
+	}
+	return CheckSimiHash(q.SimiHash)
+}
+
+// SimiHashOf returns sk's SimiHash summary, for a sketch made with it
+// (not fingerprint.SketchQuery's).
+func SimiHashOf(sk *fingerprint.Sketch) *SimiHash { return &SimiHash{Sum: sk.Sum, Key: sk.Key} }
+
+// CheckSimiHash reports a key that is not the sum table's skew key; a nil
+// h is fine.
+func CheckSimiHash(h *SimiHash) error {
+	if h != nil && h.Key != fingerprint.SkewKey(h.Sum) {
+		return fmt.Errorf("simihash: key %d, but the sum table's skew key is %d", h.Key, fingerprint.SkewKey(h.Sum))
+	}
+	return nil
 }
 
 // Decoded returns q's path, strong hash and features decoded, checked as

@@ -18,7 +18,7 @@ var update = flag.Bool("update", false, "rewrite testdata/requests.golden")
 // depend on how the fields are grouped into structs.
 func fill(v reflect.Value, n *int) {
 	switch v.Kind() {
-	case reflect.Pointer, reflect.Slice, reflect.Struct:
+	case reflect.Pointer, reflect.Slice, reflect.Struct, reflect.Array:
 	default:
 		*n++
 	}
@@ -36,6 +36,10 @@ func fill(v reflect.Value, n *int) {
 	case reflect.Pointer:
 		v.Set(reflect.New(v.Type().Elem()))
 		fill(v.Elem(), n)
+	case reflect.Array:
+		for i := range v.Len() {
+			fill(v.Index(i), n)
+		}
 	case reflect.Slice:
 		l := 1
 		if v.Type().Elem().Kind() == reflect.Uint8 {

@@ -280,7 +280,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 func (s *Server) info(w http.ResponseWriter, r *http.Request, c *caller) {
-	info := ipc.Info{Version: s.opts.Version, Params: s.q.Params()}
+	info := ipc.Info{Version: s.opts.Version, Params: s.q.Params(), SimiHash: s.simiHashFinder() != nil}
 	if c.all { // the totals count every file
 		st, err := s.q.Stats()
 		if err != nil {
@@ -297,6 +297,19 @@ func statsOf(st index.Stats) ipc.IndexStats {
 }
 
 func (s *Server) similar(w http.ResponseWriter, r *http.Request, c *caller, req *ipc.SimilarRequest) {
+	switch req.By {
+	case ipc.BySimiHash:
+		s.similarBySimiHash(w, r, c, req)
+		return
+	case "", ipc.ByManber:
+	default:
+		s.badQuery(w, fmt.Errorf("by %q: want %q (the default) or %q", req.By, ipc.ByManber, ipc.BySimiHash))
+		return
+	}
+	if req.Tolerances != nil {
+		s.badQuery(w, fmt.Errorf("tolerances: only for by %q", ipc.BySimiHash))
+		return
+	}
 	start := received(r)
 	q, opts, err := s.parseSimilar(req)
 	var eq *checkSide
