@@ -105,6 +105,10 @@ func readQuery(ctx context.Context, g *globals, file string, p fingerprint.Param
 		if err != nil {
 			return "", nil, nil, fmt.Errorf("%s: %w", file, err)
 		}
+		if !check && o.SimiHash {
+			sk, err := ipc.SketchFileSimiHash(ctx, abs, p)
+			return abs, sk, nil, err
+		}
 		if !check {
 			sk, err := ipc.SketchFileContext(ctx, abs, p)
 			return abs, sk, nil, err
@@ -114,9 +118,12 @@ func readQuery(ctx context.Context, g *globals, file string, p fingerprint.Param
 	}
 	pr, done := g.stdinUntil(ctx)
 	defer done()
-	if check {
+	switch {
+	case check:
 		sk, d, err = ipc.ReadQuery(pr, p, o)
-	} else {
+	case o.SimiHash:
+		sk, err = fingerprint.SketchReader(pr, p)
+	default:
 		sk, err = fingerprint.SketchQuery(pr, p)
 	}
 	if err != nil {

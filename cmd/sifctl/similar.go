@@ -32,6 +32,9 @@ type similarFlags struct {
 	explain   bool
 	signature string
 	fleet     bool
+	by        string
+	keyTol    float64 // --key-tolerance, percent of the size
+	sumTol    float64 // --sum-tolerance, percent of the size
 }
 
 // similarLine is one line of `sifctl similar --json`.
@@ -190,7 +193,9 @@ is listed as HOST:DIR), its top is the highest root that host publishes,
 and its reverse containment comes from the files and bytes the host
 published under it. When the fleet does not answer in time, this host's
 matches (or directories) are listed, the error is said on stderr (and as
-"fleet_error" with --json), and the exit status is 2.`,
+"fleet_error" with --json), and the exit status is 2.
+
+` + simiHashHelp,
 		Args: func(cmd *cobra.Command, args []string) error { return queryArgs(f.signature, args) },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSimilar(cmd, g, &f, args)
@@ -208,10 +213,27 @@ matches (or directories) are listed, the error is said on stderr (and as
 	fl.BoolVar(&f.explain, "explain", false, "show the runs of lines (or bytes) each match shares with FILE")
 	fl.StringVar(&f.signature, "signature", "", `ask with the signatures in this file ("-": standard input), as 'sifctl sketch' prints them, instead of FILEs`)
 	fl.BoolVar(&f.fleet, "fleet", false, "ask the fleet index too: matches on every host of the fleet, each with its host (see 'sifctl fleet --help')")
+	fl.StringVar(&f.by, "by", ipc.ByManber, `how to find matches: "manber" (fingerprints: files holding a good part of FILE) or "simihash" (SimiFind: near-identical files, within a few percent)`)
+	d := fingerprint.DefaultTolerances()
+	cliflags.Float64Var(fl, &f.keyTol, "key-tolerance", 100*d.Key, "--by simihash: greatest key distance, in percent of FILE's size")
+	cliflags.Float64Var(fl, &f.sumTol, "sum-tolerance", 100*d.Sum, "--by simihash: greatest sum-table distance, in percent of FILE's size")
 	return cmd
 }
 
 func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string) error {
+	if err := checkSimiFlags(cmd, f); err != nil {
+		return err
+	}
+	if f.by == ipc.BySimiHash {
+		if f.sizeRatio != 0 && f.sizeRatio < 1 {
+			return failedf("--size-ratio %v: want 0 (the default) or a factor of at least 1", f.sizeRatio)
+		}
+		qs, err := startQueries(cmd, g, f.prefix, files)
+		if err != nil {
+			return err
+		}
+		return similarBySimiHash(qs, f, files)
+	}
 	if f.threshold < 0 || f.threshold > 100 {
 		return failedf("--threshold %v: want a percentage from 0 to 100", f.threshold)
 	}

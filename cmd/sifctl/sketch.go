@@ -34,10 +34,12 @@ without the file:
 
 A line is {"params": PARAMS, "path": ABSOLUTE_PATH, "path_raw"?: BASE64,
 "size": N, "strong": SHA256, "type": "text"|"binary", "features":
-[{"hash": HEX16, "count": N, "len": N}, ...]}: the parameters the file was
-fingerprinted with (the daemon's, from its /v1/info, unless --params names
-others), the file's path (its exact bytes in path_raw when they are not
-UTF-8), its size, its SHA-256, its type and its fingerprints, sorted. A line
+[{"hash": HEX16, "count": N, "len": N}, ...], "simihash": {"sum": [16
+counts], "key": N}}: the parameters the file was fingerprinted with (the
+daemon's, from its /v1/info, unless --params names others), the file's path
+(its exact bytes in path_raw when they are not UTF-8), its size, its
+SHA-256, its type, its fingerprints, sorted, and its SimiHash sum table and
+key, for 'similar --by simihash --signature'. A line
 is a request body POST /v1/similar and POST /v1/basis take as it is (one
 line per request); ipc/API.md describes every field. No byte of the file
 is in it, so the daemon answers with the index's estimates, as for
@@ -86,7 +88,7 @@ func runSketch(cmd *cobra.Command, g *globals, f *sketchFlags, files []string) e
 	errs := 0
 	var line []byte
 	for _, file := range files {
-		abs, sk, _, err := readQuery(ctx, g, file, p, ipc.ReadOptions{}, false)
+		abs, sk, _, err := readQuery(ctx, g, file, p, ipc.ReadOptions{SimiHash: true}, false)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return failed(fmt.Errorf("%s: interrupted", file))
@@ -99,6 +101,7 @@ func runSketch(cmd *cobra.Command, g *globals, f *sketchFlags, files []string) e
 			abs = ""
 		}
 		q := ipc.NewQuerySketch(abs, sk)
+		q.SimiHash = ipc.SimiHashOf(sk)
 		if line, err = q.AppendJSONLine(line[:0]); err != nil {
 			return failed(err)
 		}

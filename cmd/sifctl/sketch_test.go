@@ -41,8 +41,9 @@ func sifctlIn(t *testing.T, stdin string, args ...string) result {
 
 // TestSketchIsTheQuery: each line sketch prints is the query part of the
 // request similar --fast sends for the file (ipc.NewSimilarRequest of
-// ipc.SketchFile's sketch, with the daemon's parameters), one per FILE in
-// order, with no path for standard input or with --no-path; --params
+// ipc.SketchFile's sketch, with the daemon's parameters), with the
+// SimiHash sum table and key that similar --by simihash sends, one per
+// FILE in order, with no path for standard input or with --no-path; --params
 // sketches without a daemon.
 func TestSketchIsTheQuery(t *testing.T) {
 	sock := startFake(t, &fakeDaemon{})
@@ -54,7 +55,16 @@ func TestSketchIsTheQuery(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		line, err := ipc.MarshalJSONLine(ipc.NewSimilarRequest(name, sk).QuerySketch)
+		full, err := ipc.SketchFileSimiHash(context.Background(), path, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := ipc.NewSimilarRequest(name, sk).QuerySketch
+		q.SimiHash = ipc.SimiHashOf(full)
+		if full.Key == 0 {
+			t.Fatalf("%s: no SimiHash key", path)
+		}
+		line, err := ipc.MarshalJSONLine(q)
 		if err != nil {
 			t.Fatal(err)
 		}
