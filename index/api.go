@@ -419,5 +419,11 @@ type Writer interface {
 }
 
 // DefaultSimiHash is whether a new index keeps SimiHash keys when
-// Options.SimiHash does not say.
+// Options.SimiHash does not say. It is off: SimiHash's bit-level scan
+// nearly doubles the sketcher's CPU time (0.24 → 0.43 s over Go's sources,
+// 11,478 files, 128 MB), so sifd's first scan of them took 1.34 times as
+// long to be ready with 2 workers (2.11 → 2.82 s, medians of 3, load
+// average about 5 on 2 cores) and 1.25 with 1, and its index took 8 %
+// more room (4.37 → 4.71 MB, about 30 bytes a file), for a query that
+// finds only near-identical files, which the default query finds too.
 const DefaultSimiHash = false
