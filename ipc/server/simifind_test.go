@@ -1,0 +1,98 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/sif-dev/sif/index"
+	"github.com/sif-dev/sif/index/fingerprint"
+	"github.com/sif-dev/sif/ipc"
+)
+
+// simiBackend is a fakeBackend that answers by SimiHash.
+type simiBackend struct {
+	fakeBackend
+	simihash bool
+	lastSQ   index.SimiQuery
+	sres     *index.SimiResult
+}
+
+func (f *simiBackend) SimiHash() bool { return f.simihash }
+func (f *simiBackend) SimiFind(_ context.Context, q index.SimiQuery) (*index.SimiResult, error) {
+	f.lastSQ = q
+	return f.sres, nil
+}
+
+// TestSimilarBySimiHash: a request by SimiHash reaches SimiFind with its
+// summary, tolerances, limit and prefix, and its answer carries each
+// match's distances and tolerances; bad requests, and an index without
+// SimiHash keys, get their codes.
+func TestSimilarBySimiHash(t *testing.T) {
+	p := fingerprint.DefaultParams()
+	v := fingerprint.SimiVerdict{KeyDistance: 3, KeyTolerance: 20, SumDistance: 7, SumTolerance: 20, Similar: true}
+	fb := &simiBackend{fakeBackend: fakeBackend{params: p}, simihash: true, sres: &index.SimiResult{
+		Tolerances: fingerprint.DefaultTolerances(), KeyTolerance: 20, SumTolerance: 20, KeyHits: 4, SumHits: 1, Total: 1,
+		Matches: []index.SimiMatch{{FileRecord: index.FileRecord{FileMeta: index.FileMeta{Path: "/r/a", Size: 1001}}, SimiVerdict: v}},
+	}}
+	c := serve(t, fb)
+	ctx := context.Background()
+	good := func() *ipc.SimilarRequest {
+		sk := &fingerprint.Sketch{Params: fingerprint.Params{Scheme: fingerprint.Chunks}, Summary: fingerprint.Summary{Size: 1000}}
+		sk.Sum[0], sk.Sum[5] = 10, 99
+		sk.Key = fingerprint.SkewKey(sk.Sum)
+		r := ipc.NewSimilarRequest("/q", sk)
+		r.SimiHash = ipc.SimiHashOf(sk)
+		r.By, r.Limit, r.PathPrefix = ipc.BySimiHash, 5, "/r"
+		r.Tolerances = &fingerprint.Tolerances{Sum: 0.01}
+		return r
+	}
+	resp, err := c.Similar(ctx, good())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := fb.lastSQ
+	if q.Path != "/q" || q.Summary.Sum[5] != 99 || q.Summary.Key != 80 || q.Summary.Size != 1000 || q.Limit != 5 || q.PathPrefix != "/r" || q.Tolerances.Sum != 0.01 {
+		t.Errorf("SimiFind got %+v", q)
+	}
+	if len(resp.Matches) != 1 || resp.SimiFind == nil || resp.SimiFind.KeyHits != 4 || resp.Total != 1 {
+		t.Fatalf("answer %+v", resp)
+	}
+	if m := resp.Matches[0]; m.Path != "/r/a" || m.SimiHash == nil || *m.SimiHash != (ipc.SimiMatch{KeyDistance: 3, KeyTolerance: 20, SumDistance: 7, SumTolerance: 20}) {
+		t.Errorf("match %+v", m)
+	}
+
+	for _, tc := range []struct {
+		name string
+		mod  func(*ipc.SimilarRequest)
+		msg  string
+	}{
+		{"no sum table", func(r *ipc.SimilarRequest) { r.SimiHash = nil }, "simihash: missing"},
+		{"wrong key", func(r *ipc.SimilarRequest) { r.SimiHash.Key++ }, "skew key"},
+		{"fleet", func(r *ipc.SimilarRequest) { r.Fleet = true }, "fleet"},
+		{"tolerance", func(r *ipc.SimilarRequest) { r.Tolerances.SizeRatio = 2 }, "size ratio"},
+		{"by", func(r *ipc.SimilarRequest) { r.By = "ssdeep" }, `by "ssdeep"`},
+		{"tolerances by manber", func(r *ipc.SimilarRequest) { r.By, r.Params = "", p }, "tolerances"},
+	} {
+		r := good()
+		tc.mod(r)
+		_, err := c.Similar(ctx, r)
+		var e *ipc.Error
+		if !errors.As(err, &e) || e.Code != ipc.CodeBadRequest || !strings.Contains(e.Message, tc.msg) {
+			t.Errorf("%s: %v, want bad_request mentioning %q", tc.name, err, tc.msg)
+		}
+	}
+	if info, err := c.Info(ctx); err != nil || !info.SimiHash {
+		t.Errorf("info: %+v, %v; want simihash", info, err)
+	}
+	fb.simihash = false
+	_, err = c.Similar(ctx, good())
+	var e *ipc.Error
+	if !errors.As(err, &e) || e.Code != ipc.CodeNoSimiHash || !strings.Contains(e.Message, "simihash = true") {
+		t.Errorf("index without SimiHash keys: %v", err)
+	}
+	if _, err := serve(t, &fakeBackend{params: p}).Similar(ctx, good()); !errors.As(err, &e) || e.Code != ipc.CodeNoSimiHash {
+		t.Errorf("backend without SimiFind: %v", err)
+	}
+}
