@@ -206,7 +206,7 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 		return err
 	}
 	d.log.Info("sifd started", "version", d.cfg.Version, "pid", os.Getpid(), "db", d.cfg.DB,
-		"state", d.stateDir(), "socket", d.cfg.Socket, "params", d.ix.Params().String(), "roots", d.rootPaths(), "workers", d.cfg.Workers,
+		"state", d.stateDir(), "socket", d.cfg.Socket, "params", d.ix.Params().String(), "simihash", d.ix.SimiHash(), "roots", d.rootPaths(), "workers", d.cfg.Workers,
 		"watch", d.watch != nil)
 	if err := d.dropOutsideRoots(); err != nil {
 		ln.Close()

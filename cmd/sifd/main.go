@@ -349,8 +349,12 @@ it. The daemon must not be running on the same index.`,
 			if !rep.OK() {
 				return &statusError{exitProblems, fmt.Errorf("%s: index is inconsistent (%d problems)", db, len(rep.Problems)+rep.More)}
 			}
-			fmt.Fprintf(stdout, "%s: ok: %d files, %d postings, %d fingerprints (%s)\n",
-				db, rep.Files, rep.Postings, rep.Fingerprints, ix.Params())
+			simi := ""
+			if ix.SimiHash() {
+				simi = ", simihash keys"
+			}
+			fmt.Fprintf(stdout, "%s: ok: %d files, %d postings, %d fingerprints (%s%s)\n",
+				db, rep.Files, rep.Postings, rep.Fingerprints, ix.Params(), simi)
 			return nil
 		},
 	}
