@@ -26,11 +26,13 @@ import (
 // random share of the unsynced data. Every clone must reopen with a clean
 // Check and hold exactly the state after some prefix of the operations, no
 // shorter than what the last Sync made durable: each file is as it was
-// before or after each change, never between.
+// before or after each change, never between. With SimiHash keys, Check
+// finds each content's key with it.
 func TestCrashConsistency(t *testing.T) {
 	for _, p := range []fingerprint.Params{manber, chunks} {
-		t.Run(p.String(), func(t *testing.T) { testCrash(t, p, 400) })
+		t.Run(p.String(), func(t *testing.T) { testCrash(t, p, false, 400) })
 	}
+	t.Run("simihash", func(t *testing.T) { testCrash(t, manber, true, 400) })
 }
 
 type crashClone struct {
@@ -39,9 +41,9 @@ type crashClone struct {
 	pct    int
 }
 
-func testCrash(t *testing.T, p fingerprint.Params, ops int) {
+func testCrash(t *testing.T, p fingerprint.Params, simi bool, ops int) {
 	fs := vfs.NewCrashableMem()
-	ix, err := index.Open("/db", &index.Options{FS: fs, Params: p})
+	ix, err := index.Open("/db", &index.Options{FS: fs, Params: p, SimiHash: &simi})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,6 +175,9 @@ func testCrash(t *testing.T, p fingerprint.Params, ops int) {
 		ix, err := index.Open("/db", &index.Options{FS: c.fs})
 		if err != nil {
 			t.Fatalf("clone %d (ops %d..%d, %d%% unsynced kept): open: %v", i, c.lo, c.hi, c.pct, err)
+		}
+		if ix.SimiHash() != simi {
+			t.Fatalf("clone %d: SimiHash %v, want %v", i, ix.SimiHash(), simi)
 		}
 		rep, err := ix.Check()
 		if err != nil || !rep.OK() {
