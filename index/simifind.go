@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/sif-dev/sif/index/fingerprint"
 )
@@ -29,6 +31,11 @@ type SimiQuery struct {
 	// PathPrefix keeps only files in this directory tree (InTree); ""
 	// keeps all.
 	PathPrefix string
+	// SameExt keeps only files with Path's extension (case-insensitive):
+	// the effect of the paper's extension-aware key (fingerprint.ExtKey),
+	// which keeps files of different types far apart, on keys kept per
+	// content rather than per file name.
+	SameExt bool
 	// Visible, when set, keeps only files whose record it accepts, as if
 	// the others were not indexed: they are neither listed nor counted in
 	// Total (as QueryOptions.Visible).
@@ -136,7 +143,7 @@ func (ix *Index) simiFind(ctx context.Context, q SimiQuery) (*SimiResult, error)
 			if err != nil {
 				return nil, err
 			}
-			if found && rec.Path != q.Path && InTree(rec.Path, q.PathPrefix) && (q.Visible == nil || q.Visible(&rec.FileMeta)) {
+			if found && q.keeps(&rec) {
 				res.Matches = append(res.Matches, SimiMatch{rec, h.v})
 			}
 		}
@@ -149,4 +156,11 @@ func (ix *Index) simiFind(ctx context.Context, q SimiQuery) (*SimiResult, error)
 		res.Matches = res.Matches[:q.Limit]
 	}
 	return res, nil
+}
+
+// keeps reports whether q lists the file of rec, which is similar to it.
+func (q *SimiQuery) keeps(rec *FileRecord) bool {
+	return rec.Path != q.Path && InTree(rec.Path, q.PathPrefix) &&
+		(!q.SameExt || strings.EqualFold(filepath.Ext(rec.Path), filepath.Ext(q.Path))) &&
+		(q.Visible == nil || q.Visible(&rec.FileMeta))
 }

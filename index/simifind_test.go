@@ -144,6 +144,13 @@ func TestSimiFindBruteForce(t *testing.T) {
 				if q.PathPrefix = "/s"; len(must(ix.SimiFind(context.Background(), q)).Matches) != 0 {
 					t.Errorf("query %s under /s: matches under /r", qp)
 				}
+				q.PathPrefix, q.Visible, q.SameExt = "", nil, true
+				if q.Path = qp + ".TXT"; len(must(ix.SimiFind(context.Background(), q)).Matches) != 0 {
+					t.Errorf("query %s with extension .TXT, same extension: matches without", qp)
+				}
+				if q.Path = "/x/y"; len(must(ix.SimiFind(context.Background(), q)).Matches) != len(want)+1 {
+					t.Errorf("query %s as /x/y, same (no) extension: want %d matches and itself", qp, len(want))
+				}
 			}
 			if queries == 0 {
 				t.Fatal("no query found anything: the test sets are too far apart")

@@ -201,7 +201,7 @@ type SimilarRequest struct {
 
 	// By says how to find the matches: ByManber (the default, "") or
 	// BySimiHash, which needs QuerySketch.SimiHash and an index created
-	// with SimiHash keys, and takes only Tolerances, Limit and
+	// with SimiHash keys, and takes only Tolerances, Limit, SameExt and
 	// PathPrefix of the options below (its params need not be the
 	// index's).
 	By string `json:"by,omitempty"`

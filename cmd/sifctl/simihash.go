@@ -41,7 +41,8 @@ bytes, look alike to it. With --json, one line per FILE: {"query", "size",
 "key", "tolerances": {"key", "size_ratio", "sum"}, "key_tolerance",
 "sum_tolerance", "key_hits", "sum_hits", "total", "matches": [{"path",
 "size", "key_distance", "key_tolerance", "sum_distance", "sum_tolerance",
-"identical", "type", "mtime_ns"}, ...]}. --limit and --prefix apply;
+"identical", "type", "mtime_ns"}, ...]}. --limit, --prefix and --same-ext
+(the paper's extension-aware keys: only files of FILE's extension) apply;
 --signature asks with the sum tables of 'sifctl sketch' lines.`
 
 // simiLine is one line of `sifctl similar --by simihash --json`.
@@ -73,7 +74,7 @@ type simiMatch struct {
 
 // simiFlagsOnly are the flags of similar that apply to --by simihash.
 var simiFlagsOnly = map[string]bool{
-	"by": true, "limit": true, "prefix": true, "signature": true, "size-ratio": true,
+	"by": true, "limit": true, "prefix": true, "signature": true, "size-ratio": true, "same-ext": true,
 	"key-tolerance": true, "sum-tolerance": true,
 }
 
@@ -122,7 +123,7 @@ func similarBySimiHash(qs *queries, f *similarFlags, files []string) error {
 	}
 	g := qs.g
 	ask := func(q ipc.QuerySketch) (*ipc.SimilarResponse, error) {
-		req := &ipc.SimilarRequest{QuerySketch: q, By: ipc.BySimiHash, Tolerances: tol, Limit: f.limit, PathPrefix: qs.prefix}
+		req := &ipc.SimilarRequest{QuerySketch: q, By: ipc.BySimiHash, Tolerances: tol, Limit: f.limit, PathPrefix: qs.prefix, SameExt: f.sameExt}
 		return qs.c.Similar(qs.ctx, req)
 	}
 	if f.signature != "" {

@@ -100,7 +100,7 @@ func parseSimiQuery(req *ipc.SimilarRequest) (index.SimiQuery, error) {
 	if err != nil {
 		return q, err
 	}
-	q = index.SimiQuery{Path: path, Limit: req.Limit, PathPrefix: prefix}
+	q = index.SimiQuery{Path: path, Limit: req.Limit, PathPrefix: prefix, SameExt: req.SameExt}
 	q.Summary.Size, q.Summary.Strong, q.Summary.Type = req.Size, strong, req.Type
 	q.Summary.Sum, q.Summary.Key = req.SimiHash.Sum, req.SimiHash.Key
 	if req.Tolerances != nil {

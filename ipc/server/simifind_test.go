@@ -44,7 +44,7 @@ func TestSimilarBySimiHash(t *testing.T) {
 		sk.Key = fingerprint.SkewKey(sk.Sum)
 		r := ipc.NewSimilarRequest("/q", sk)
 		r.SimiHash = ipc.SimiHashOf(sk)
-		r.By, r.Limit, r.PathPrefix = ipc.BySimiHash, 5, "/r"
+		r.By, r.Limit, r.PathPrefix, r.SameExt = ipc.BySimiHash, 5, "/r", true
 		r.Tolerances = &fingerprint.Tolerances{Sum: 0.01}
 		return r
 	}
@@ -53,7 +53,7 @@ func TestSimilarBySimiHash(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := fb.lastSQ
-	if q.Path != "/q" || q.Summary.Sum[5] != 99 || q.Summary.Key != 80 || q.Summary.Size != 1000 || q.Limit != 5 || q.PathPrefix != "/r" || q.Tolerances.Sum != 0.01 {
+	if q.Path != "/q" || q.Summary.Sum[5] != 99 || q.Summary.Key != 80 || q.Summary.Size != 1000 || q.Limit != 5 || q.PathPrefix != "/r" || !q.SameExt || q.Tolerances.Sum != 0.01 {
 		t.Errorf("SimiFind got %+v", q)
 	}
 	if len(resp.Matches) != 1 || resp.SimiFind == nil || resp.SimiFind.KeyHits != 4 || resp.Total != 1 {
