@@ -19,10 +19,10 @@ for near-identical files: copies edited in a few bytes, a few percent at
 most. Each file's sum table counts, at every bit offset, the matches of 16
 chosen bytes; its key is a weighted sum of four of those counts. A match
 has its key within --key-tolerance percent of FILE's size of FILE's key
-(one ordered range of keys in the index), its size within a factor --size-ratio of
-FILE's (default 1.0526: within 5 %), and its sum table within --sum-tolerance percent of
-FILE's size of FILE's (the sum of the differences of the 16 counts); the
-nearest first:
+(one ordered range of keys in the index), its size within a factor
+--size-ratio of FILE's (default 1.0526: within 5 %), and its sum table
+within --sum-tolerance percent of FILE's size of FILE's (the sum of the
+differences of the 16 counts); the nearest first:
 
   draft.c (10763 bytes, key 5123; tolerances: key 215, sum 215, size ratio 0.95):
     sum-dist  key-dist  path  size
