@@ -228,7 +228,33 @@ func TestSocketIsPrivate(t *testing.T) {
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	err = cmd.Run()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "permission denied on "+e.socket) {
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "permission denied on "+e.socket) ||
+		!strings.Contains(stderr.String(), "the socket (mode 0") {
 		t.Errorf("another user: %v, stderr %q", err, stderr.String())
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	// A directory on the way that the user may not search is named as
+	// the cause, not the socket.
+	closed := filepath.Join(filepath.Dir(e.socket), "closed") // a directory the user can reach
+	if err := os.Mkdir(closed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(e.socket, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(closed, "sifd.sock")
+	if err := os.Symlink(e.socket, link); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(sifctlBin, "--socket", link, "status")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody - 1, Gid: nobody - 1}}
+	stderr.Reset()
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 ||
+		!strings.Contains(stderr.String(), "the directory "+closed+" (mode 0700) does not let you reach the socket") {
+		t.Errorf("a closed directory on the way: %v, stderr %q", err, stderr.String())
 	}
 }

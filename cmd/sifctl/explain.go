@@ -57,21 +57,34 @@ func readLimited(r io.Reader, name string) ([]byte, error) {
 	return data, nil
 }
 
-// textOptions shape the side-by-side view: colours and the terminal's
-// width when stdout is a terminal and NO_COLOR is not set, plain text 100
-// columns wide otherwise.
+// textOptions shape the side-by-side view: the terminal's width when
+// stdout is a terminal, else 100 columns, and colours as --color says
+// (auto: on a terminal, unless NO_COLOR is set or TERM is dumb).
 func (g *globals) textOptions() *explain.TextOptions {
 	o := &explain.TextOptions{Width: 100}
 	f, ok := g.stdout.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return o
+	tty := ok && term.IsTerminal(int(f.Fd()))
+	if tty {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+			o.Width = w
+		}
 	}
-	if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
-		o.Width = w
-	}
-	_, noColor := os.LookupEnv("NO_COLOR")
-	o.Color = !noColor
+	o.Color = useColor(g.color, tty, os.LookupEnv)
 	return o
+}
+
+// useColor decides --color (auto, always or never) for an output that is
+// a terminal or not; lookup is os.LookupEnv.
+func useColor(flag string, tty bool, lookup func(string) (string, bool)) bool {
+	switch flag {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	_, noColor := lookup("NO_COLOR")
+	term, _ := lookup("TERM")
+	return tty && !noColor && term != "dumb"
 }
 
 // judge marks the boilerplate of e, whose A side is data, from the hashes

@@ -14,7 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -58,6 +60,7 @@ func main() {
 type globals struct {
 	socket string
 	json   bool
+	color  string // --color: auto, always or never
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
@@ -108,8 +111,23 @@ number, as a shell reports it).`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.PersistentFlags().StringVar(&g.socket, "socket", ipc.ClientSocket(), "sifd's Unix socket (default: $SIF_SOCKET, else your own sifd's, else the system one)")
+	// The socket's default depends on the environment and on which
+	// sockets exist, so the flag's own default is empty (cobra prints no
+	// second default) and the usage names the rule and today's result.
+	root.PersistentFlags().StringVar(&g.socket, "socket", "",
+		fmt.Sprintf("sifd's Unix socket (default: $SIF_SOCKET, else your own sifd's, else the system one; here %s)", ipc.ClientSocket()))
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON (one object per line) instead of text")
+	root.PersistentFlags().StringVar(&g.color, "color", "auto", "highlight text output: auto (on a terminal, unless NO_COLOR is set or TERM is dumb), always or never")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if g.socket == "" {
+			g.socket = ipc.ClientSocket()
+		}
+		switch g.color {
+		case "auto", "always", "never":
+			return nil
+		}
+		return &statusError{exitError, fmt.Errorf("--color %q: want auto, always or never", g.color)}
+	}
 	root.AddCommand(newSimilarCmd(g), newGroupsCmd(g), newDupesCmd(g), newStatusCmd(g), newCompareCmd(g),
 		newRootsCmd(g), newRescanCmd(g), newWaitCmd(g), newBasisCmd(g), newSketchCmd(g), newFleetCmd(g))
 	root.AddCommand(gendocs.Command())
@@ -141,11 +159,42 @@ func describe(err error, socket string) error {
 	case errors.Is(err, ipc.ErrNoDaemon):
 		return fmt.Errorf("no sifd is listening on %s (start one with 'sifd run --root DIR', or name its socket with --socket or SIF_SOCKET)", socket)
 	case errors.Is(err, ipc.ErrDenied):
-		return fmt.Errorf("permission denied on %s: the daemon's socket is private to the user it runs as", socket)
+		return fmt.Errorf("permission denied on %s: %s", socket, deniedCause(socket, os.Stat))
 	case errors.Is(err, ipc.ErrBusy):
 		return fmt.Errorf("sifd is busy: it is serving as many requests as it takes at once, and still was after a few tries; try again later (%s)", socket)
 	case errors.Is(err, ipc.ErrNotSif):
 		return fmt.Errorf("%s does not answer like sifd: %v", socket, err)
 	}
 	return err
+}
+
+// deniedCause says what keeps this user from connecting to socket: a
+// directory on its path that it may not search, or the socket itself. The
+// daemon's own access setting is not the cause: it answers 403, not a
+// refused connection. stat is os.Stat.
+func deniedCause(socket string, stat func(string) (fs.FileInfo, error)) string {
+	socket = filepath.Clean(socket)
+	var path []string // socket, its directory, …, the root
+	for p := socket; ; p = filepath.Dir(p) {
+		path = append(path, p)
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	// From the root down, the first directory whose entry cannot be looked
+	// up is one this user may not search.
+	for i := len(path) - 1; i > 0; i-- {
+		dir, child := path[i], path[i-1]
+		if _, err := stat(child); errors.Is(err, fs.ErrPermission) {
+			mode := "mode unknown"
+			if fi, err := stat(dir); err == nil {
+				mode = fmt.Sprintf("mode %04o", fi.Mode().Perm())
+			}
+			return fmt.Sprintf("the directory %s (%s) does not let you reach the socket; the daemon's runtime directory must be searchable by every user who may ask (0755)", dir, mode)
+		}
+	}
+	if fi, err := stat(socket); err == nil {
+		return fmt.Sprintf("the socket (mode %04o) is private to the user the daemon runs as (socket_access = \"owner\", a per-user daemon's default; the system daemon's is open to every user)", fi.Mode().Perm())
+	}
+	return "the daemon's socket is private to the user it runs as"
 }

@@ -263,7 +263,7 @@ func Build(ctx context.Context, o Options) (string, error) {
  to index in /etc/sifd/config.toml.`,
 		MTime: epoch,
 		Overridables: nfpm.Overridables{
-			Recommends: []string{"systemd"},
+			Recommends: []string{"systemd", "bash-completion"}, // bash-completion loads the completions installed below
 			Contents:   contents,
 			Scripts: nfpm.Scripts{
 				PostInstall: stage("assets/scripts/postinst"),
