@@ -131,8 +131,10 @@ number, as a shell reports it).`,
 	root.AddCommand(newSimilarCmd(g), newGroupsCmd(g), newDupesCmd(g), newStatusCmd(g), newCompareCmd(g),
 		newRootsCmd(g), newRescanCmd(g), newWaitCmd(g), newBasisCmd(g), newSketchCmd(g), newFleetCmd(g))
 	root.AddCommand(gendocs.Command())
+	root.SetFlagErrorFunc(flagError)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
+	err = argsError(cmd, err)
 	if ie := interruptOf(ctx); ie != nil {
 		// Whatever the command made of its cancelled context, the signal
 		// is the reason it ended.

@@ -172,17 +172,21 @@ func TestArgumentsChecked(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"roots", "add"}, "accepts 1 arg(s), received 0"},
-		{[]string{"roots", "add", "a", "b"}, "accepts 1 arg(s), received 2"},
-		{[]string{"roots", "remove"}, "accepts 1 arg(s), received 0"},
+		{[]string{"roots", "add"}, "wrong number of arguments (0 given): usage: sifctl roots add DIR"},
+		{[]string{"roots", "add", "a", "b"}, "wrong number of arguments (2 given)"},
+		{[]string{"roots", "remove"}, "wrong number of arguments (0 given): usage: sifctl roots remove"},
 		{[]string{"roots", "add", ""}, "empty directory name"},
-		{[]string{"roots", "frob"}, `unknown command "frob"`},
-		{[]string{"rescan", "a", "b"}, "accepts at most 1 arg(s), received 2"},
+		{[]string{"roots", "frob"}, `sifctl roots has no command "frob" (see 'sifctl roots --help')`},
+		{[]string{"rescan", "a", "b"}, "wrong number of arguments (2 given): usage: sifctl rescan [DIR]"},
 		{[]string{"wait", "--timeout", "0s"}, "--timeout 0s: want a duration above 0, at most 1h0m0s"},
 		{[]string{"wait", "--timeout", "-1s"}, "--timeout -1s"},
 		{[]string{"wait", "--timeout", "2h"}, "at most 1h0m0s"},
-		{[]string{"wait", "--timeout", "soon"}, "invalid argument"},
-		{[]string{"wait", "now"}, `unknown command "now"`},
+		{[]string{"wait", "--timeout", "soon"}, `--timeout "soon": want a duration, such as 30s, 5m or 1h (see 'sifctl wait --help')`},
+		{[]string{"groups", "--threshold", "abc"}, `--threshold "abc": want a number`},
+		{[]string{"groups", "--threshold"}, "--threshold needs a value"},
+		{[]string{"groups", "--frob"}, "sifctl groups has no flag --frob"},
+		{[]string{"frob"}, `sifctl has no command "frob" (see 'sifctl --help')`},
+		{[]string{"wait", "now"}, `sifctl wait takes no arguments, and was given "now"`},
 	} {
 		r := sifctl(t, append([]string{"--socket", sock}, tc.args...)...)
 		r.want(t, strings.Join(tc.args, " "), exitError, "", tc.msg)

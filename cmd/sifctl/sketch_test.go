@@ -211,7 +211,7 @@ func TestSignatureArguments(t *testing.T) {
 		sifctl(t, "--socket", sock, cmd, "--signature", "q.sig", "f").want(t, cmd+" both", exitError, "", "no FILE with it (f)")
 	}
 	sifctl(t, "--socket", sock, "similar", "--explain", "--signature", "q.sig").want(t, "explain", exitError, "", "a signature (--signature) carries none")
-	sifctl(t, "--socket", sock, "sketch").want(t, "sketch alone", exitError, "", "requires at least 1 arg")
+	sifctl(t, "--socket", sock, "sketch").want(t, "sketch alone", exitError, "", "wrong number of arguments (0 given): usage: sifctl sketch")
 }
 
 // BenchmarkSketch weighs `sifctl sketch` on a 64 MiB file (in-process,

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// Errors of the command line, in plain words: cobra and pflag say
+// `accepts 2 arg(s), received 1` and `invalid argument "abc" for
+// "--threshold" flag: strconv.ParseFloat: parsing "abc": invalid syntax`;
+// sifctl says what was wrong and what it wants, and where to read more.
+
+// flagError rewrites pflag's error for a flag value that does not parse
+// (cobra's SetFlagErrorFunc).
+func flagError(cmd *cobra.Command, err error) error {
+	var bad *pflag.InvalidValueError
+	if errors.As(err, &bad) {
+		f := bad.GetFlag()
+		return fmt.Errorf("--%s %q: %s (see '%s --help')", f.Name, bad.GetValue(), wantOf(f.Value.Type()), cmd.CommandPath())
+	}
+	var syntax *pflag.InvalidSyntaxError
+	if errors.As(err, &syntax) {
+		return fmt.Errorf("%q: a flag is --NAME or --NAME=VALUE (see '%s --help')", syntax.GetSpecifiedFlag(), cmd.CommandPath())
+	}
+	var missing *pflag.ValueRequiredError
+	if errors.As(err, &missing) {
+		f := missing.GetFlag()
+		return fmt.Errorf("--%s needs a value: %s (see '%s --help')", f.Name, wantOf(f.Value.Type()), cmd.CommandPath())
+	}
+	var unknown *pflag.NotExistError
+	if errors.As(err, &unknown) {
+		return fmt.Errorf("%s has no flag %s (see '%s --help')", cmd.CommandPath(), dashed(unknown.GetSpecifiedName(), unknown.GetSpecifiedShortnames()), cmd.CommandPath())
+	}
+	return err
+}
+
+func dashed(name, short string) string {
+	if name != "" {
+		return "--" + name
+	}
+	return "-" + short
+}
+
+// wantOf says what a flag of a pflag value type takes.
+func wantOf(typ string) string {
+	switch typ {
+	case "float64", "float32", "float":
+		return "want a number, such as 50 or 0.5"
+	case "int", "int64", "int32", "uint", "uint64", "uint32":
+		return "want a whole number"
+	case "duration":
+		return "want a duration, such as 30s, 5m or 1h"
+	case "bool":
+		return "want true or false"
+	case "stringSlice", "stringArray":
+		return "want a list of values"
+	}
+	return "want a " + typ
+}
+
+var argCount = regexp.MustCompile(`^(accepts (\d+) arg\(s\), received (\d+)|requires at least (\d+) arg\(s\), only received (\d+)|accepts at most (\d+) arg\(s\), received (\d+)|accepts between (\d+) and (\d+) arg\(s\), received (\d+))$`)
+
+// argsError rewrites cobra's errors for a wrong number of arguments and
+// an unknown command, naming the command's usage; other errors are
+// returned as they are.
+func argsError(cmd *cobra.Command, err error) error {
+	if cmd == nil || err == nil {
+		return err
+	}
+	msg := err.Error()
+	if strings.HasPrefix(msg, "unknown command ") {
+		name := strings.Fields(msg)[2]
+		switch {
+		case cmd.HasSubCommands():
+			return fmt.Errorf("%s has no command %s (see '%s --help')", cmd.CommandPath(), name, cmd.CommandPath())
+		default: // cobra.NoArgs says it so
+			return fmt.Errorf("%s takes no arguments, and was given %s (see '%s --help')", cmd.CommandPath(), name, cmd.CommandPath())
+		}
+	}
+	m := argCount.FindStringSubmatch(msg)
+	if m == nil {
+		return err
+	}
+	var got string
+	for _, i := range []int{3, 5, 7, 10} {
+		if m[i] != "" {
+			got = m[i]
+		}
+	}
+	return fmt.Errorf("wrong number of arguments (%s given): usage: %s (see '%s --help')", got, cmd.UseLine(), cmd.CommandPath())
+}
