@@ -231,7 +231,7 @@ func TestFlagsAndParamsChecked(t *testing.T) {
 		{"compare", "--threshold", "-Inf", q, q},
 	} {
 		r := e.sifctl(args...)
-		if r.code != 2 || !strings.Contains(r.stderr, fmt.Sprintf("for %q flag: not a finite number", args[1])) || strings.Contains(r.stderr, "json") {
+		if r.code != 2 || !strings.Contains(r.stderr, fmt.Sprintf("%s %q: not a finite number", args[1], args[2])) || strings.Contains(r.stderr, "json") {
 			t.Errorf("%s: exit %d, stderr %q", strings.Join(args, " "), r.code, r.stderr)
 		}
 	}

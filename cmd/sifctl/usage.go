@@ -21,7 +21,11 @@ func flagError(cmd *cobra.Command, err error) error {
 	var bad *pflag.InvalidValueError
 	if errors.As(err, &bad) {
 		f := bad.GetFlag()
-		return fmt.Errorf("--%s %q: %s (see '%s --help')", f.Name, bad.GetValue(), wantOf(f.Value.Type()), cmd.CommandPath())
+		why := wantOf(f.Value.Type())
+		if c := errors.Unwrap(bad); c != nil && !strings.Contains(c.Error(), "strconv.") && !strings.HasPrefix(c.Error(), "time: ") {
+			why = c.Error() // a value of sifctl's own, which says it plainly
+		}
+		return fmt.Errorf("--%s %q: %s (see '%s --help')", f.Name, bad.GetValue(), why, cmd.CommandPath())
 	}
 	var syntax *pflag.InvalidSyntaxError
 	if errors.As(err, &syntax) {
