@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sif-dev/sif/cmd/internal/cliflags"
 	"github.com/sif-dev/sif/cmd/internal/gendocs"
 	"github.com/sif-dev/sif/ipc"
 )
@@ -131,10 +132,10 @@ number, as a shell reports it).`,
 	root.AddCommand(newSimilarCmd(g), newGroupsCmd(g), newDupesCmd(g), newStatusCmd(g), newCompareCmd(g),
 		newRootsCmd(g), newRescanCmd(g), newWaitCmd(g), newBasisCmd(g), newSketchCmd(g), newFleetCmd(g))
 	root.AddCommand(gendocs.Command())
-	root.SetFlagErrorFunc(flagError)
+	root.SetFlagErrorFunc(cliflags.FlagError)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	err = argsError(cmd, err)
+	err = cliflags.ArgsError(cmd, err)
 	if ie := interruptOf(ctx); ie != nil {
 		// Whatever the command made of its cancelled context, the signal
 		// is the reason it ended.

@@ -67,8 +67,10 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd(stdout, stderr)
+	root.SetFlagErrorFunc(cliflags.FlagError)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
+	err = cliflags.ArgsError(cmd, err)
 	if err == nil {
 		return exitOK
 	}

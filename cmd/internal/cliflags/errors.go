@@ -1,4 +1,4 @@
-package main
+package cliflags
 
 import (
 	"errors"
@@ -13,17 +13,18 @@ import (
 // Errors of the command line, in plain words: cobra and pflag say
 // `accepts 2 arg(s), received 1` and `invalid argument "abc" for
 // "--threshold" flag: strconv.ParseFloat: parsing "abc": invalid syntax`;
-// sifctl says what was wrong and what it wants, and where to read more.
+// sifd and sifctl say what was wrong and what they want, and where to read
+// more.
 
-// flagError rewrites pflag's error for a flag value that does not parse
-// (cobra's SetFlagErrorFunc).
-func flagError(cmd *cobra.Command, err error) error {
+// FlagError rewrites pflag's errors for a flag that does not parse: give
+// it to the root command's SetFlagErrorFunc.
+func FlagError(cmd *cobra.Command, err error) error {
 	var bad *pflag.InvalidValueError
 	if errors.As(err, &bad) {
 		f := bad.GetFlag()
 		why := wantOf(f.Value.Type())
 		if c := errors.Unwrap(bad); c != nil && !strings.Contains(c.Error(), "strconv.") && !strings.HasPrefix(c.Error(), "time: ") {
-			why = c.Error() // a value of sifctl's own, which says it plainly
+			why = c.Error() // a value of this package's own, which says it plainly
 		}
 		return fmt.Errorf("--%s %q: %s (see '%s --help')", f.Name, bad.GetValue(), why, cmd.CommandPath())
 	}
@@ -69,10 +70,10 @@ func wantOf(typ string) string {
 
 var argCount = regexp.MustCompile(`^(accepts (\d+) arg\(s\), received (\d+)|requires at least (\d+) arg\(s\), only received (\d+)|accepts at most (\d+) arg\(s\), received (\d+)|accepts between (\d+) and (\d+) arg\(s\), received (\d+))$`)
 
-// argsError rewrites cobra's errors for a wrong number of arguments and
-// an unknown command, naming the command's usage; other errors are
-// returned as they are.
-func argsError(cmd *cobra.Command, err error) error {
+// ArgsError rewrites cobra's errors for a wrong number of arguments and
+// an unknown command, naming the command's usage, for cmd and err as
+// ExecuteContextC returns them; other errors are returned as they are.
+func ArgsError(cmd *cobra.Command, err error) error {
 	if cmd == nil || err == nil {
 		return err
 	}
