@@ -50,7 +50,10 @@ type compareCheck struct {
 
 // compareSimiHash is the SimiHash comparison of A and B. The distances are
 // also given in percent of A's size, since SimiFind's tolerances are
-// proportional to the size of the file it asks about.
+// proportional to the size of the file it asks about; the verdict is
+// SimiFind's for query A and candidate B under the default tolerances
+// (fingerprint.Tolerances.Judge), what sifctl similar --by simihash A
+// would say of B.
 type compareSimiHash struct {
 	KeyA        uint32  `json:"key_a"` // skew keys
 	KeyB        uint32  `json:"key_b"`
@@ -58,6 +61,16 @@ type compareSimiHash struct {
 	KeyPct      float64 `json:"key_distance_pct"` // of A's size
 	SumDistance uint64  `json:"sum_distance"`
 	SumPct      float64 `json:"sum_distance_pct"` // of A's size
+	// Tolerances are SimiFind's defaults; KeyTolerance and SumTolerance
+	// the distances they allow for A's size, SizesClose whether B's size
+	// is within the size ratio of A's.
+	Tolerances   fingerprint.Tolerances `json:"tolerances"`
+	KeyTolerance uint64                 `json:"key_tolerance"`
+	SumTolerance uint64                 `json:"sum_tolerance"`
+	SizesClose   bool                   `json:"sizes_close"`
+	// Similar: similar --by simihash A would list B (key and sum
+	// distances within their tolerances, sizes close).
+	Similar bool `json:"similar"`
 }
 
 // compareScheme is one scheme's estimate, from fingerprints: what sifctl
@@ -104,7 +117,9 @@ daemon.
   SimiHash:  not a share but two distances, each 0 for files with equal
              counts: the skew keys' difference and the sum tables' (the sum
              of the differences of the 16 tag counts), also in percent of
-             A's size, since SimiHash's tolerances are proportional to it.
+             A's size, since SimiHash's tolerances are proportional to it;
+             each beside its default tolerance, and SimiFind's verdict:
+             whether 'sifctl similar --by simihash A' lists B.
 
 --scheme and its parameters replace the two estimates with one scheme's; a
 parameter alone selects the default scheme, manber. A parameter of the
@@ -115,7 +130,9 @@ With --json: {"a", "b", "size_a", "size_b", "identical", "checked":
 "measure"} or null, "schemes": [{"params", "fingerprints_a",
 "fingerprints_b", "a_in_b", "b_in_a", "resemblance", "shared_bytes"},
 ...], "simihash": {"key_a", "key_b", "key_distance", "key_distance_pct",
-"sum_distance", "sum_distance_pct"}}, percentages from 0 to 100.
+"sum_distance", "sum_distance_pct", "tolerances": {"key", "size_ratio",
+"sum"}, "key_tolerance", "sum_tolerance", "sizes_close", "similar"}},
+percentages from 0 to 100 (tolerances as fractions).
 
 --explain also shows which parts the files share: runs of whole lines
 (byte ranges when either file is binary), found exactly on their bytes
@@ -361,10 +378,13 @@ func measurePair(ctx context.Context, fq, fc string) (*exact.Measure, error) {
 	return &m, nil
 }
 
-// simiCompare compares the SimiHash sum tables and skew keys of a and b.
+// simiCompare compares the SimiHash sum tables and skew keys of a and b,
+// and judges b as SimiFind would for query a under the default tolerances.
 func simiCompare(a, b *fingerprint.Sketch) compareSimiHash {
-	s := compareSimiHash{KeyA: a.Key, KeyB: b.Key, SumDistance: a.Sum.Distance(b.Sum)}
-	s.KeyDistance = uint64(max(a.Key, b.Key) - min(a.Key, b.Key))
+	t := fingerprint.DefaultTolerances()
+	v := t.Judge(&a.Summary, &b.Summary)
+	s := compareSimiHash{KeyA: a.Key, KeyB: b.Key, KeyDistance: v.KeyDistance, SumDistance: v.SumDistance,
+		Tolerances: t, KeyTolerance: v.KeyTolerance, SumTolerance: v.SumTolerance, SizesClose: v.SizesClose, Similar: v.Similar}
 	if a.Size > 0 {
 		s.KeyPct = pct(float64(s.KeyDistance) / float64(a.Size))
 		s.SumPct = pct(float64(s.SumDistance) / float64(a.Size))
@@ -403,11 +423,24 @@ func printCompare(g *globals, c *compareLine) {
 		}
 		return fmt.Sprintf("%.2f%% of A's size", p)
 	}
-	fmt.Fprintf(w, "  key distance        %d (%s; skew keys %d and %d)\n", h.KeyDistance, rel(h.KeyPct), h.KeyA, h.KeyB)
-	fmt.Fprintf(w, "  sum-table distance  %d (%s)\n", h.SumDistance, rel(h.SumPct))
-	// SimiFind calls a pair similar when the key distance and then the
-	// sum-table distance are within tolerances proportional to the size;
-	// sif has no such tolerances yet, so no verdict is given. Once it has,
-	// the verdict is printed here, against them.
-	fmt.Fprintln(w, "  no verdict: SimiFind's tolerances are not set in sif yet; both distances are relative to A's size, as they will be")
+	fmt.Fprintf(w, "  key distance        %d (%s; skew keys %d and %d), tolerance %d (%g%% of A's size)\n",
+		h.KeyDistance, rel(h.KeyPct), h.KeyA, h.KeyB, h.KeyTolerance, 100*h.Tolerances.Key)
+	fmt.Fprintf(w, "  sum-table distance  %d (%s), tolerance %d (%g%% of A's size)\n", h.SumDistance, rel(h.SumPct), h.SumTolerance, 100*h.Tolerances.Sum)
+	fmt.Fprintf(w, "  sizes               %s (size ratio %g)\n", map[bool]string{true: "close", false: "too far apart"}[h.SizesClose], h.Tolerances.SizeRatio)
+	fmt.Fprintf(w, "  %s\n", simiVerdictLine(h))
+}
+
+// simiVerdictLine says whether SimiFind calls the pair similar, and if
+// not, why: the first test it fails, in SimiFind's order.
+func simiVerdictLine(h compareSimiHash) string {
+	const lists = "similar: 'sifctl similar --by simihash A' lists B"
+	switch {
+	case h.Similar:
+		return lists
+	case h.KeyDistance > h.KeyTolerance:
+		return "not similar by SimiHash: the key distance is over its tolerance, so 'similar --by simihash A' does not list B"
+	case !h.SizesClose:
+		return "not similar by SimiHash: the sizes are too far apart, so 'similar --by simihash A' does not list B"
+	}
+	return "not similar by SimiHash: the sum-table distance is over its tolerance, so 'similar --by simihash A' does not list B"
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/exact"
+	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/ipc"
 	"github.com/sif-dev/sif/ipc/server"
 )
@@ -218,7 +219,7 @@ func TestCompareSharedBytesWithinSizes(t *testing.T) {
 }
 
 // TestCompareSimiHashRelative: the SimiHash line gives both distances, in
-// percent of A's size, and says that no verdict is given.
+// percent of A's size, each beside its tolerance.
 func TestCompareSimiHashRelative(t *testing.T) {
 	dir := t.TempDir()
 	a, b := editedPair(t, dir)
@@ -234,8 +235,65 @@ func TestCompareSimiHashRelative(t *testing.T) {
 		t.Errorf("sum-table distance %d of %d bytes: %v%%, want %v%%", h.SumDistance, c.SizeA, h.SumPct, want)
 	}
 	r := sifctl(t, "--socket", filepath.Join(dir, "none.sock"), "compare", a, b)
-	want := fmt.Sprintf("sum-table distance  %d (%.2f%% of A's size)", h.SumDistance, h.SumPct)
-	if !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, "no verdict") {
-		t.Errorf("compare: no %q and no verdict note in\n%s", want, r.stdout)
+	want := fmt.Sprintf("sum-table distance  %d (%.2f%% of A's size), tolerance %d (2%% of A's size)", h.SumDistance, h.SumPct, h.SumTolerance)
+	if !strings.Contains(r.stdout, want) {
+		t.Errorf("compare: no %q in\n%s", want, r.stdout)
+	}
+}
+
+// TestCompareSimiHashVerdict: compare says whether SimiFind calls the
+// pair similar under the default tolerances, taken from A's size: a copy
+// with one word changed is; a different random text of the same size is
+// not, for its sum-table distance (its key is close: random texts have
+// nearly equal tag counts, the paper's law of large numbers); the
+// tolerances are 2 % of A's size.
+func TestCompareSimiHashVerdict(t *testing.T) {
+	dir := t.TempDir()
+	text := func(seed uint32, n int) []byte {
+		b := make([]byte, 0, n)
+		for x := seed; len(b) < n; {
+			x = x*1664525 + 1013904223
+			b = append(b, 'a'+byte(x>>24)%26)
+			if x>>20&7 == 0 {
+				b = append(b, ' ')
+			}
+		}
+		return b
+	}
+	a := text(1, 20000)
+	edited := slices.Clone(a)
+	copy(edited[10000:], "sif")
+	files := map[string][]byte{"a": a, "edited": edited, "other": text(2, 20000)}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := fingerprint.DefaultTolerances()
+	for _, tc := range []struct {
+		b       string
+		similar bool
+		line    string
+	}{
+		{"a", true, "similar: 'sifctl similar --by simihash A' lists B"},
+		{"edited", true, "similar: 'sifctl similar --by simihash A' lists B"},
+		{"other", false, "not similar by SimiHash: the sum-table distance is over its tolerance"},
+	} {
+		pa, pb := filepath.Join(dir, "a"), filepath.Join(dir, tc.b)
+		h := compareJSON(t, pa, pb).SimiHash
+		if h.Tolerances != d || h.KeyTolerance != uint64(d.Key*20000) || h.SumTolerance != uint64(d.Sum*20000) || !h.SizesClose {
+			t.Errorf("a, %s: tolerances %+v, key %d, sum %d, sizes close %v: want %+v, 2 %% of 20000 bytes each, close", tc.b, h.Tolerances, h.KeyTolerance, h.SumTolerance, h.SizesClose, d)
+		}
+		within := h.KeyDistance <= h.KeyTolerance && h.SumDistance <= h.SumTolerance
+		if h.Similar != tc.similar || within != tc.similar {
+			t.Errorf("a, %s: similar %v with key distance %d and sum distance %d (tolerances %d, %d), want %v", tc.b, h.Similar, h.KeyDistance, h.SumDistance, h.KeyTolerance, h.SumTolerance, tc.similar)
+		}
+		if tc.b == "edited" && h.SumDistance == 0 {
+			t.Errorf("a, edited: sum distance 0: the edit changed no tag count")
+		}
+		r := sifctl(t, "--socket", filepath.Join(dir, "none.sock"), "compare", pa, pb)
+		if !strings.Contains(r.stdout, tc.line) {
+			t.Errorf("compare a %s: no %q in\n%s", tc.b, tc.line, r.stdout)
+		}
 	}
 }
