@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/ipc"
 )
 
@@ -34,11 +35,16 @@ type accFlags struct {
 	// fleet: sifd also publishes to a fleet index, which is asked too
 	// (accuracy_fleet.go).
 	fleet bool
+	// simihash: sifd also keeps SimiHash keys, and every query is asked
+	// by SimiHash too with simiTol (accuracy_simihash.go).
+	simihash bool
+	simiTol  fingerprint.Tolerances
 }
 
 // relations are the true relations the tools are judged on: containment
 // of the query in the file of at least 50 % and 80 %, and resemblance of
-// at least 50 %.
+// at least 50 % and of at least 95 % (near-identical files, what SimiHash
+// is made for).
 var relations = []struct {
 	Name string
 	Res  bool
@@ -47,6 +53,7 @@ var relations = []struct {
 	{"containment >= 50%", false, 0.5},
 	{"containment >= 80%", false, 0.8},
 	{"resemblance >= 50%", true, 0.5},
+	{"resemblance >= 95%", true, 0.95},
 }
 
 // f1Result is a tool's best F1 over its score thresholds for a relation,
@@ -122,7 +129,8 @@ type sifCosts struct {
 	IndexBytes      int64 `json:"index_bytes"`
 	// Latency is per run ("sif", "sif --fast"): a similar request's time
 	// through the Go client, from sending it to its whole answer; and
-	// with --fleet ("sif fleet") a fleet.Similar call's, in this process.
+	// with --fleet ("sif fleet") a fleet.Similar call's, in this process;
+	// with --simihash ("sif simihash") a similar request's by SimiHash.
 	Latency map[string]latency `json:"latency_ms"`
 }
 
@@ -380,7 +388,11 @@ func runSif(ctx context.Context, c *common, af *accFlags, indexRoot string, file
 		}
 		defer fl.close()
 	}
-	d, err := startDaemon(ctx, sifd, indexRoot, work, "--no-watch", "--config", cfg)
+	args := []string{"--no-watch", "--config", cfg}
+	if af.simihash {
+		args = append(args, "--simihash")
+	}
+	d, err := startDaemon(ctx, sifd, indexRoot, work, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -418,9 +430,14 @@ func runSif(ctx context.Context, c *common, af *accFlags, indexRoot string, file
 		fleetRun = newRun("sif fleet")
 		runs = append(runs, fleetRun)
 	}
+	var simiRun *toolRun
+	if af.simihash {
+		simiRun = newRun(simiToolName)
+		runs = append(runs, simiRun)
+	}
 	took := map[*toolRun][]time.Duration{}
 	for qi, q := range queries {
-		sk, data, err := ipc.QueryFile(q, info.Params, ipc.ReadOptions{})
+		sk, data, err := ipc.QueryFile(q, info.Params, ipc.ReadOptions{SimiHash: af.simihash})
 		if err != nil {
 			return nil, err
 		}
@@ -456,6 +473,14 @@ func runSif(ctx context.Context, c *common, af *accFlags, indexRoot string, file
 			took[fleetRun] = append(took[fleetRun], t)
 			fleetRun.Answers[qi] = as
 			fleetRun.TooFew[qi], fleetRun.Template[qi], fleetRun.Skipped[qi], fleetRun.Capped[qi] = res.TooFew, res.Template, res.Skipped > 0, capped
+		}
+		if simiRun != nil {
+			as, t, err := askSimi(ctx, cl, q, sk, af.simiTol, fileID)
+			if err != nil {
+				return nil, err
+			}
+			took[simiRun] = append(took[simiRun], t)
+			simiRun.Answers[qi] = as
 		}
 	}
 	costs.Latency = map[string]latency{}
@@ -587,7 +612,8 @@ func holds(tr *truth, q int, f int32, res bool, cut float64) bool {
 
 // printAccuracy prints the result as a table: one column per bucket, one
 // row per figure and tool. A best F1 is followed by the score threshold
-// that reaches it (sif: percent; ssdeep: score; tlsh: distance).
+// that reaches it (sif: percent; ssdeep: score; tlsh: distance; sif
+// simihash: sum-table distance in percent of the query's size).
 func printAccuracy(res *accuracyResult, tools int) {
 	fmt.Printf("accuracy, %s set: %d packages, %d indexed files (%.1f MB), %d queries %v\n",
 		res.Set, len(res.Modules), res.IndexedFiles, mb(res.IndexedBytes), res.Queries, res.QueryKinds)
@@ -677,7 +703,7 @@ func printAccuracy(res *accuracyResult, tools int) {
 	fmt.Printf("time: %v\n", parts)
 	fmt.Printf("sif: index %.1f MB on disk once ready, %.1f MB after a clean stop (%.2f bytes per indexed byte)\n",
 		mb(res.Sif.IndexBytesReady), mb(res.Sif.IndexBytes), float64(res.Sif.IndexBytes)/float64(max(1, res.IndexedBytes)))
-	for _, name := range []string{"sif", "sif --fast", "sif fleet"} {
+	for _, name := range []string{"sif", "sif --fast", "sif fleet", simiToolName} {
 		if l, ok := res.Sif.Latency[name]; ok {
 			fmt.Printf("%s: query latency p50 %.2f ms, p99 %.2f ms, max %.2f ms over %d queries\n", name, l.P50, l.P99, l.Max, res.Queries)
 		}
@@ -686,10 +712,10 @@ func printAccuracy(res *accuracyResult, tools int) {
 }
 
 // f1Cell renders a best F1 with the score threshold that reaches it (TLSH's
-// distance shown as it is, not negated).
+// and SimiHash's distances shown as they are, not negated).
 func f1Cell(f f1Result, tool string) string {
 	thr := f.Threshold
-	if tool == "tlsh" {
+	if tool == "tlsh" || tool == simiToolName {
 		thr = -thr
 	}
 	return fmt.Sprintf("%.3f @%s", f.F1, strconv.FormatFloat(thr, 'f', -1, 64))

@@ -80,7 +80,7 @@
 // and js-heldout) and the documentation of Debian packages, bookworm's
 // against trixie's (docs); sifbench accuracy --help lists them:
 //
-//	go run ./cmd/sifbench accuracy [--set heldout|tuning|js-tuning|js-heldout|docs] [--dir DIR] [--per-bucket 300] [--seed N] [--threshold 10] [--peers=false [--fleet]
+//	go run ./cmd/sifbench accuracy [--set heldout|tuning|js-tuning|js-heldout|docs] [--dir DIR] [--per-bucket 300] [--seed N] [--threshold 10] [--peers=false] [--fleet] [--simihash [--key-tolerance 2] [--sum-tolerance 2]]
 //	go run ./cmd/sifbench manber   [--set heldout|tuning|js-tuning|js-heldout|docs] [--dir DIR] [--per-bucket 100] [--seed N] [--threshold 0]
 //
 // accuracy indexes the set's older versions with the real sifd, queries it
@@ -94,7 +94,10 @@
 // query too: its answers are scored beside sifd's ("sif fleet"), and
 // compared pair by pair with sifd's estimates (--fast) and checked answers
 // at containment 50 and 80 %: the Jaccard index of the pairs each lists,
-// and by how much their containments differ.
+// and by how much their containments differ. With --simihash, sifd keeps
+// SimiHash keys and every query is asked by SimiHash too ("sif
+// simihash"), scored on its sum-table distance in percent of the query's
+// size, with the default tolerances or those given.
 // manber edits indexed files by random 50-byte substitutions (20, 50 and
 // 80 % of their bytes) and counts how often the original comes first and
 // is answered at all. The tuning set is for choosing parameters, the
@@ -134,6 +137,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sif-dev/sif/index/fingerprint"
 )
 
 func main() {
@@ -203,6 +208,10 @@ func run(ctx context.Context, args []string) error {
 	fs.BoolVar(&af.peers, "peers", true, "accuracy: also run ssdeep and TLSH")
 	fs.StringVar(&af.sifdConfig, "sifd-config", "", "accuracy, manber: configuration file sifd runs with, e.g. to try another [scheme] (default: none)")
 	fs.BoolVar(&af.fleet, "fleet", false, "accuracy: sifd also publishes the indexed tree to a fleet index (a PostgreSQL server of sifbench's own; with --sifd-config, its file gets a [fleet] table), and the fleet is asked every query too (\"sif fleet\"), scored and compared with sifd's answers")
+	fs.BoolVar(&af.simihash, "simihash", false, "accuracy: sifd also keeps SimiHash keys (sifd --simihash), and every query is asked by SimiHash too (\"sif simihash\", scored on its sum-table distance in percent of the query's size)")
+	var keyTol, sumTol float64
+	fs.Float64Var(&keyTol, "key-tolerance", 0, "accuracy --simihash: SimiFind's key tolerance in percent of the query's size (default: fingerprint.DefaultTolerances)")
+	fs.Float64Var(&sumTol, "sum-tolerance", 0, "accuracy --simihash: SimiFind's sum-table tolerance in percent of the query's size (default: fingerprint.DefaultTolerances)")
 	if args[0] == "accuracy" || args[0] == "manber" {
 		fs.Usage = func() {
 			fmt.Fprintf(fs.Output(), "Usage of sifbench %s:\n", args[0])
@@ -243,6 +252,13 @@ func run(ctx context.Context, args []string) error {
 		}
 		if af.perBucket < 0 {
 			return fmt.Errorf("--per-bucket %d: must be positive", af.perBucket)
+		}
+		af.simiTol = fingerprint.Tolerances{Key: keyTol / 100, Sum: sumTol / 100}
+		if _, err := af.simiTol.Normalize(); err != nil {
+			return fmt.Errorf("--key-tolerance, --sum-tolerance: %w", err)
+		}
+		if !af.simihash && (keyTol != 0 || sumTol != 0) {
+			return errors.New("--key-tolerance and --sum-tolerance apply only with --simihash")
 		}
 	}
 	if baselines != "" {
