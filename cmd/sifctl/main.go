@@ -100,7 +100,10 @@ file's signature, its fingerprints, to ask with later or on another machine
 (sketch; similar and basis --signature).
 
 The socket is --socket, else $SIF_SOCKET, else sifd's default:
-/run/sifd/sifd.sock as root, $XDG_RUNTIME_DIR/sifd.sock otherwise.
+/run/sifd/sifd.sock as root; otherwise $XDG_RUNTIME_DIR/sifd.sock, or
+without a runtime directory $XDG_STATE_HOME/sifd/sifd.sock (else
+~/.local/state/sifd/sifd.sock), and if no sifd of your own listens there,
+the system one.
 
 Exit status, as grep's: 0 when something was found, 1 when nothing was,
 2 on error. For wait, 1 means it timed out. SIGINT or SIGTERM stops any
@@ -114,9 +117,10 @@ number, as a shell reports it).`,
 	root.SetErr(stderr)
 	// The socket's default depends on the environment and on which
 	// sockets exist, so the flag's own default is empty (cobra prints no
-	// second default) and the usage names the rule and today's result.
+	// second default) and the usage states the rule, the same in the
+	// manual pages made from it.
 	root.PersistentFlags().StringVar(&g.socket, "socket", "",
-		fmt.Sprintf("sifd's Unix socket (default: $SIF_SOCKET, else your own sifd's, else the system one; here %s)", ipc.ClientSocket()))
+		"sifd's Unix socket (default: $SIF_SOCKET, else your own sifd's, else the system one, "+ipc.SystemSocket+")")
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON (one object per line) instead of text")
 	root.PersistentFlags().StringVar(&g.color, "color", "auto", "highlight text output: auto (on a terminal, unless NO_COLOR is set or TERM is dumb), always or never")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
