@@ -350,6 +350,9 @@ type DupeSet struct {
 	// device and inode are hard links to one file on disk: they are listed,
 	// but Inodes and Redundant count them once.
 	Files []FileMeta
+	// IDs are the files' ids, one per file of Files: the lowest of an
+	// inode's is its oldest name in the index (see HardLinkOf).
+	IDs []uint32
 }
 
 // Stats counts what an index holds.

@@ -84,7 +84,11 @@ func (ix *Index) dupes(ctx context.Context, prefix string) ([]DupeSet, error) {
 		if len(run) == 1 && multi[run[0]] == nil {
 			return nil
 		}
-		files := make(map[same][]FileMeta)
+		type file struct {
+			meta FileMeta
+			id   uint32
+		}
+		files := make(map[same][]file)
 		for _, cid := range run {
 			if err := poll.tick(); err != nil {
 				return err
@@ -113,14 +117,18 @@ func (ix *Index) dupes(ctx context.Context, prefix string) ([]DupeSet, error) {
 					return err
 				}
 				if found && InTree(meta.Path, prefix) {
-					files[k] = append(files[k], meta)
+					files[k] = append(files[k], file{meta, id})
 				}
 			}
 		}
 		for k, fs := range files {
 			if len(fs) >= 2 {
-				slices.SortFunc(fs, func(a, b FileMeta) int { return strings.Compare(a.Path, b.Path) })
-				sets = append(sets, DupeSet{Size: k.size, Strong: k.strong, Files: fs})
+				slices.SortFunc(fs, func(a, b file) int { return strings.Compare(a.meta.Path, b.meta.Path) })
+				d := DupeSet{Size: k.size, Strong: k.strong, Files: make([]FileMeta, len(fs)), IDs: make([]uint32, len(fs))}
+				for i, f := range fs {
+					d.Files[i], d.IDs[i] = f.meta, f.id
+				}
+				sets = append(sets, d)
 			}
 		}
 		return nil
@@ -189,22 +197,27 @@ func (d *DupeSet) Inodes() int {
 	return n
 }
 
-// HardLinkOf returns, for each file of the set, the path of the first
-// file (in path order) that is the same inode, or "" for the first file of
-// each inode.
+// HardLinkOf returns, for each file of the set, the path of the file of
+// the same inode that the index has known longest (the lowest id; without
+// IDs, the first in path order), or "" for that file itself: a name made
+// with ln after the file was indexed is the hard link, and the name the
+// file had is not called a link of it.
 func (d *DupeSet) HardLinkOf() []string {
 	type key struct{ dev, ino uint64 }
-	first := make(map[key]string, len(d.Files))
-	out := make([]string, len(d.Files))
+	oldest := make(map[key]int, len(d.Files))
 	for i, f := range d.Files {
 		if f.Ino == 0 {
 			continue
 		}
 		k := key{f.Dev, f.Ino}
-		if p, ok := first[k]; ok {
-			out[i] = p
-		} else {
-			first[k] = f.Path
+		if j, ok := oldest[k]; !ok || len(d.IDs) == len(d.Files) && d.IDs[i] < d.IDs[j] {
+			oldest[k] = i
+		}
+	}
+	out := make([]string, len(d.Files))
+	for i, f := range d.Files {
+		if j, ok := oldest[key{f.Dev, f.Ino}]; ok && f.Ino != 0 && j != i {
+			out[i] = d.Files[j].Path
 		}
 	}
 	return out

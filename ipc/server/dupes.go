@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/ipc"
@@ -95,8 +94,15 @@ func (s *Server) streamDupes(w http.ResponseWriter, n int, set func(i int) (ipc.
 // dropped (false): a copy the caller cannot see makes no set.
 func dupeSet(d *index.DupeSet, canRead func(*index.FileMeta) bool) (ipc.DupeSet, bool) {
 	if canRead != nil {
-		kept := *d
-		kept.Files = slices.DeleteFunc(slices.Clone(d.Files), func(f index.FileMeta) bool { return !canRead(&f) })
+		kept := index.DupeSet{Size: d.Size, Strong: d.Strong}
+		for i := range d.Files {
+			if canRead(&d.Files[i]) {
+				kept.Files = append(kept.Files, d.Files[i])
+				if len(d.IDs) == len(d.Files) {
+					kept.IDs = append(kept.IDs, d.IDs[i])
+				}
+			}
+		}
 		if len(kept.Files) < 2 {
 			return ipc.DupeSet{}, false
 		}
