@@ -19,9 +19,10 @@ import (
 type answers struct{ d *Daemon }
 
 var (
-	_ index.Querier     = answers{}
-	_ index.DirTotaler  = answers{}
-	_ server.SimiFinder = answers{}
+	_ index.Querier      = answers{}
+	_ index.DirTotaler   = answers{}
+	_ server.SimiFinder  = answers{}
+	_ server.SimiGrouper = answers{}
 )
 
 func (a answers) Params() fingerprint.Params  { return a.d.ix.Params() }
@@ -49,6 +50,28 @@ func (a answers) SimiHash() bool { return a.d.ix.SimiHash() }
 func (a answers) SimiFind(ctx context.Context, q index.SimiQuery) (*index.SimiResult, error) {
 	q.Visible = a.d.present(q.Visible)
 	return call(a.d.ix, "query", func(ix *index.Index) (*index.SimiResult, error) { return ix.SimiFind(ctx, q) })
+}
+
+// SimiGroups leaves the files under missing roots out as EachGroup does.
+// An error of fn is returned as is, and is not the index's.
+func (a answers) SimiGroups(ctx context.Context, o index.SimiGroupOptions, fn func(index.SimiGroup) error) (*index.SimiGroupStats, error) {
+	o.Visible = a.d.present(o.Visible)
+	var fnErr error
+	each := func(g index.SimiGroup) error {
+		fnErr = fn(g)
+		return fnErr
+	}
+	st, err := call(a.d.ix, "query", func(ix *index.Index) (*index.SimiGroupStats, error) {
+		st, err := ix.SimiGroups(ctx, o, each)
+		if fnErr != nil {
+			return nil, nil // not the index's, and not to be tried again
+		}
+		return st, err
+	})
+	if fnErr != nil {
+		return nil, fnErr
+	}
+	return st, err
 }
 
 func (a answers) Dupes(ctx context.Context, prefix string) ([]index.DupeSet, error) {

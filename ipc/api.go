@@ -356,6 +356,19 @@ type GroupFile struct {
 	// daemon's max_df files): the group is a family of files made from one
 	// template or form.
 	Template bool `json:"template,omitempty"`
+	// SimiHash is, in a group by SimiHash (GroupsResponse.By), how far
+	// this file is from the group's reference (Percent is then 0).
+	SimiHash *SimiGroupFile `json:"simihash,omitempty"`
+}
+
+// SimiGroupFile is how far a file of a group by SimiHash is from the
+// group's reference: the distances of their keys and of their sum tables.
+// A file linked to the group through others may be farther from the
+// reference than the tolerances.
+type SimiGroupFile struct {
+	KeyDistance uint64 `json:"key_distance"`
+	SumDistance uint64 `json:"sum_distance"`
+	Identical   bool   `json:"identical,omitempty"` // the reference's content
 }
 
 // Group is a set of similar files with a reference file (Manber's "R").
@@ -392,8 +405,28 @@ func (l GroupLink) check(n int) error {
 // GroupsResponse answers GET /v1/groups.
 type GroupsResponse struct {
 	Threshold float64 `json:"threshold"`
-	Groups    []Group `json:"groups"`
-	ElapsedNs int64   `json:"elapsed_ns"` // as in SimilarResponse
+	// By is BySimiHash in an answer by SimiHash (GET /v1/groups?by=simihash),
+	// absent otherwise; SimiHash then counts the sweep's work.
+	By        string          `json:"by,omitempty"`
+	Groups    []Group         `json:"groups"`
+	SimiHash  *SimiGroupsInfo `json:"simihash,omitempty"`
+	ElapsedNs int64           `json:"elapsed_ns"` // as in SimilarResponse
+}
+
+// SimiGroupsInfo is what an answer of groups by SimiHash says of the
+// sweep: the tolerances, the contents swept and their pairs, n(n−1)/2, the
+// sum-table comparisons made (pairs within the key tolerance and the size
+// ratio) and how many were similar; Overflow counts the contents that left
+// the sweep's full window while still within reach (their later pairs
+// were not compared), and Window the most contents it held.
+type SimiGroupsInfo struct {
+	Tolerances  fingerprint.Tolerances `json:"tolerances"`
+	Contents    int                    `json:"contents"`
+	Pairs       int64                  `json:"pairs"`
+	Comparisons int64                  `json:"comparisons"`
+	Similar     int64                  `json:"similar"`
+	Overflow    int64                  `json:"overflow"`
+	Window      int                    `json:"window"`
 }
 
 // DupeSet is a set of identical files (equal size and SHA-256).

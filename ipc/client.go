@@ -156,6 +156,13 @@ type GroupsOptions struct {
 	// Links asks for each group's links, with their containments both
 	// ways (Group.Links).
 	Links bool
+	// By BySimiHash asks for groups by SimiHash (of an index with SimiHash
+	// keys), which take only Prefix and Tolerances; "" groups by
+	// fingerprints.
+	By string
+	// Tolerances are SimiFind's (By BySimiHash); zero fields mean the
+	// defaults.
+	Tolerances fingerprint.Tolerances
 }
 
 // Groups asks for all groups of similar files, and returns them whole.
@@ -169,14 +176,15 @@ func (c *Client) Groups(ctx context.Context, o GroupsOptions) (*GroupsResponse, 
 	if err != nil {
 		return nil, err
 	}
-	out.Threshold, out.ElapsedNs = sum.Threshold, sum.ElapsedNs
+	out.Threshold, out.ElapsedNs, out.By, out.SimiHash = sum.Threshold, sum.ElapsedNs, sum.By, sum.SimiHash
 	return out, nil
 }
 
 // GroupsEach asks for all groups of similar files and calls fn with each
 // as it arrives, in the daemon's order (largest first), holding one at a
 // time: the daemon streams its answer (see GET /v1/groups). It returns the
-// rest of the answer, Threshold and ElapsedNs, with Groups nil. fn is
+// rest of the answer, Threshold, By, SimiHash and ElapsedNs, with Groups
+// nil. fn is
 // called on the caller's goroutine; when it fails, GroupsEach hangs up
 // and returns its error. An answer cut short by the daemon (it failed
 // after it began to send, or the connection broke) is an error wrapping
@@ -200,6 +208,14 @@ func (c *Client) GroupsEach(ctx context.Context, o GroupsOptions, fn func(Group)
 	}
 	if o.Links {
 		v.Set("links", "1")
+	}
+	if o.By != "" {
+		v.Set("by", o.By)
+	}
+	for name, f := range map[string]float64{"key": o.Tolerances.Key, "size_ratio": o.Tolerances.SizeRatio, "sum": o.Tolerances.Sum} {
+		if f != 0 {
+			v.Set(name, strconv.FormatFloat(f, 'f', -1, 64))
+		}
 	}
 	var out GroupsResponse
 	var fnErr error
@@ -241,6 +257,10 @@ func decodeGroups(r io.Reader, out *GroupsResponse, fn func(Group) error) error 
 			return true, dec.Decode(&out.Threshold)
 		case "elapsed_ns":
 			return true, dec.Decode(&out.ElapsedNs)
+		case "by":
+			return true, dec.Decode(&out.By)
+		case "simihash":
+			return true, dec.Decode(&out.SimiHash)
 		}
 		return false, nil
 	})

@@ -22,6 +22,15 @@ import (
 // cuts the connection, so a client cannot take a truncated answer for a
 // whole one.
 func (s *Server) groups(w http.ResponseWriter, r *http.Request, c *caller) {
+	switch by := r.URL.Query().Get("by"); by {
+	case "", ipc.ByManber:
+	case ipc.BySimiHash:
+		s.groupsBySimiHash(w, r, c)
+		return
+	default:
+		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, fmt.Sprintf("by %q: want %q (the default) or %q", by, ipc.ByManber, ipc.BySimiHash))
+		return
+	}
 	start := received(r)
 	opts, thr, ok := groupOptions(w, r)
 	if !ok {
