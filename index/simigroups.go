@@ -49,7 +49,8 @@ type SimiMember struct {
 	// SumDistance and KeyDistance are to the first member; a member
 	// linked through others may be farther than the tolerances from it.
 	SumDistance, KeyDistance uint64
-	// Identical is set when the member has the first member's content.
+	// Identical is set when the member has the first member's content
+	// (never on the first member itself).
 	Identical bool
 }
 
@@ -353,7 +354,7 @@ func (s *simiSweep) group(cids []uint32) (SimiGroup, error) {
 	for i := range g.Members {
 		m := &g.Members[i]
 		v := s.tol.Judge(&first, &m.Summary)
-		m.SumDistance, m.KeyDistance, m.Identical = v.SumDistance, v.KeyDistance, v.Identical
+		m.SumDistance, m.KeyDistance, m.Identical = v.SumDistance, v.KeyDistance, v.Identical && i > 0
 	}
 	slices.SortFunc(g.Members[1:], func(a, b SimiMember) int {
 		return cmp.Or(cmp.Compare(a.SumDistance, b.SumDistance), cmp.Compare(a.Path, b.Path))
