@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sif-dev/sif/cmd/internal/cliflags"
+	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/ipc"
 	"github.com/sif-dev/sif/ipc/dirsim"
 )
@@ -19,8 +20,9 @@ import (
 func newGroupsCmd(g *globals) *cobra.Command {
 	var o ipc.GroupsOptions
 	var dirs bool
+	var simi similarFlags // --key-tolerance, --sum-tolerance, --size-ratio
 	cmd := &cobra.Command{
-		Use:   "groups [--dirs] [--threshold PCT] [--json]",
+		Use:   "groups [--dirs] [--threshold PCT] [--by simihash] [--json]",
 		Short: "Find all groups of similar files, or directories, in the index",
 		Long: `groups compares every indexed file with every other (Manber's all-against-all
 mode) and prints the groups of similar files. Two files are linked when one
@@ -83,13 +85,23 @@ DIR, "members": [DIR, ...]}], "elapsed_ns": N}, each DIR {"path", "size",
 "reverse_containment", "resemblance", "shared_bytes", "files":
 {"identical", "similar", "missing"}, "via"?}. Files linked at under 10
 percent count nothing, and a copy whose files moved to other depths is
-found only where its directories line up. Exit status as without --dirs.`,
+found only where its directories line up. Exit status as without --dirs.` + simiGroupsHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkSimiGroupsFlags(cmd, o.By); err != nil {
+				return err
+			}
+			if o.By == ipc.BySimiHash {
+				tol, err := simiTolerances(&simi)
+				if err != nil {
+					return err
+				}
+				o.Tolerances, o.Threshold = *tol, 0 // no threshold: the tolerances say
+			}
 			if dirs && !cmd.Flags().Changed("threshold") {
 				o.Threshold = dirsim.DefaultGroupsThreshold
 			}
-			if o.Threshold <= 0 || o.Threshold > 100 {
+			if o.By != ipc.BySimiHash && (o.Threshold <= 0 || o.Threshold > 100) {
 				return failedf("--threshold %v: want a percentage above 0, at most 100", o.Threshold)
 			}
 			var err error
@@ -100,9 +112,14 @@ found only where its directories line up. Exit status as without --dirs.`,
 				return groupsDirs(cmd.Context(), g, o)
 			}
 			var p groupsPrinter
-			if g.json {
+			switch {
+			case o.By == ipc.BySimiHash && g.json:
+				p = &simiGroupsJSON{w: g.stdout, list: jsonList{open: `{"threshold":0,"by":"simihash","groups":[`}}
+			case o.By == ipc.BySimiHash:
+				p = &simiGroupsText{w: g.stdout}
+			case g.json:
 				p = &groupsJSON{w: g.stdout, list: jsonList{open: `{"threshold":` + strconv.FormatFloat(o.Threshold, 'f', -1, 64) + `,"groups":[`}}
-			} else {
+			default:
 				p = &groupsText{w: g.stdout, threshold: o.Threshold}
 			}
 			resp, err := g.client().GroupsEach(cmd.Context(), o, p.group)
@@ -130,6 +147,11 @@ found only where its directories line up. Exit status as without --dirs.`,
 	fl.BoolVar(&o.AllTypes, "all-types", false, "link text and binary files too")
 	fl.StringVar(&o.Prefix, "prefix", "", "only files in this directory tree (whole path components; relative to the current directory)")
 	fl.IntVar(&o.MinShared, "min-shared", 0, "fingerprints two files must share to be linked, however high the percentage (0: the daemon's default, 4)")
+	fl.StringVar(&o.By, "by", ipc.ByManber, `how to link files: "manber" (fingerprints: one contains a good part of the other) or "simihash" (SimiHash: near-identical files, within a few percent)`)
+	d := fingerprint.DefaultTolerances()
+	cliflags.Float64Var(fl, &simi.keyTol, "key-tolerance", 100*d.Key, "--by simihash: greatest key distance, in percent of the larger file's size")
+	cliflags.Float64Var(fl, &simi.sumTol, "sum-tolerance", 100*d.Sum, "--by simihash: greatest sum-table distance, in percent of the larger file's size")
+	cliflags.Float64Var(fl, &simi.sizeRatio, "size-ratio", 0, "--by simihash: greatest factor between two sizes (0: the default, 1.0526, within 5 %)")
 	return cmd
 }
 
