@@ -209,16 +209,19 @@ func (s *simiSweep) reachOf(size int64) uint64 {
 // out of reach, and puts e in the window, dropping the oldest when full.
 func (s *simiSweep) add(e simiEntry) {
 	s.st.Contents++
-	kept := s.window[:0]
+	j := 0 // the entries kept, moved only past a dropped one
 	for i := range s.window {
 		w := &s.window[i]
 		if w.reach < uint64(e.key) {
 			continue // out of reach of e and of every later content
 		}
 		s.compare(w, &e)
-		kept = append(kept, *w)
+		if j != i {
+			s.window[j] = *w
+		}
+		j++
 	}
-	s.window = kept
+	s.window = s.window[:j]
 	if len(s.window) == s.o.MaxWindow {
 		s.window = slices.Delete(s.window, 0, 1)
 		s.st.Overflow++
