@@ -212,6 +212,10 @@ func (ix *Index) View() (*View, error) {
 	return &View{ix: ix, snap: ix.db.NewSnapshot()}, nil
 }
 
+// SimiHash reports whether the view's index keeps SimiHash keys, so that
+// its records' sum tables and skew keys are filled in.
+func (v *View) SimiHash() bool { return v.ix.simihash }
+
 // Close releases the view.
 func (v *View) Close() {
 	if v.snap != nil {

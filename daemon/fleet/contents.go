@@ -39,7 +39,11 @@ func (p *Publisher) putContentsTx(ctx context.Context, v *index.View, files []in
 
 // insertContents inserts the records of the contents of files that the
 // fleet lacks, marked as without postings, and returns the signatures of
-// the contents that it inserted or found still marked.
+// the contents that it inserted or found still marked. When v's index
+// keeps SimiHash keys, the records carry each content's skew key and sum
+// table, and it fills in those of the batch's contents that the fleet
+// holds without them (published by hosts without SimiHash keys, or
+// before the schema had them).
 func (p *Publisher) insertContents(ctx context.Context, v *index.View, files []index.FileRecord) (sigOf map[int64][]byte, err error) {
 	local := map[int64]*index.FileRecord{}
 	for i := range files {
@@ -64,19 +68,19 @@ func (p *Publisher) insertContents(ctx context.Context, v *index.View, files []i
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
-	rows, err := tx.Query(ctx, `SELECT content_id, strong, features < 0 FROM sif_contents WHERE content_id = ANY($1)`, ids)
+	rows, err := tx.Query(ctx, `SELECT content_id, strong, features < 0, simi_key IS NULL FROM sif_contents WHERE content_id = ANY($1)`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
 	type held struct {
-		strong  []byte
-		pending bool
+		strong        []byte
+		pending, bare bool // bare: without SimiHash key
 	}
 	have := map[int64]held{}
 	for rows.Next() {
 		var id int64
 		var h held
-		if err := rows.Scan(&id, &h.strong, &h.pending); err != nil {
+		if err := rows.Scan(&id, &h.strong, &h.pending, &h.bare); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -87,7 +91,8 @@ func (p *Publisher) insertContents(ctx context.Context, v *index.View, files []i
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
 	sigOf = map[int64][]byte{}
-	var c contentRows
+	c := contentRows{simi: v.SimiHash()}
+	var fill contentRows // held without SimiHash keys, which this host has
 	for _, id := range ids {
 		rec := local[id]
 		if h, ok := have[id]; ok {
@@ -102,6 +107,9 @@ func (p *Publisher) insertContents(ctx context.Context, v *index.View, files []i
 					}
 				}
 				continue
+			}
+			if h.bare && c.simi {
+				fill.addSimi(id, rec)
 			}
 			if !h.pending {
 				continue
@@ -119,13 +127,14 @@ func (p *Publisher) insertContents(ctx context.Context, v *index.View, files []i
 	}
 	if len(c.id) > 0 {
 		rows, err = tx.Query(ctx, `
-		INSERT INTO sif_contents (content_id, strong, size, weight, features, level, level_weights, type, signature)
-		SELECT id, st, sz, w, -f, l, string_to_array(lw, ',')::bigint[], ty, sig
-		FROM unnest($1::bigint[], $2::bytea[], $3::bigint[], $4::bigint[], $5::int[], $6::smallint[], $7::text[], $8::smallint[], $9::bytea[])
-			AS u(id, st, sz, w, f, l, lw, ty, sig)
+		INSERT INTO sif_contents (content_id, strong, size, weight, features, level, level_weights, type, signature, simi_key, simi_sum)
+		SELECT id, st, sz, w, -f, l, string_to_array(lw, ',')::bigint[], ty, sig, sk, string_to_array(ss, ',')::bigint[]
+		FROM unnest($1::bigint[], $2::bytea[], $3::bigint[], $4::bigint[], $5::int[], $6::smallint[], $7::text[], $8::smallint[], $9::bytea[],
+			$10::bigint[], $11::text[])
+			AS u(id, st, sz, w, f, l, lw, ty, sig, sk, ss)
 		ON CONFLICT (content_id) DO NOTHING
 		RETURNING content_id`,
-			c.id, c.strong, c.size, c.weight, c.features, c.level, c.levelWeights, c.typ, c.sig)
+			c.id, c.strong, c.size, c.weight, c.features, c.level, c.levelWeights, c.typ, c.sig, c.simiKey, c.simiSum)
 		if err != nil {
 			return nil, fmt.Errorf("fleet: publishing contents: %w", err)
 		}
@@ -135,6 +144,16 @@ func (p *Publisher) insertContents(ctx context.Context, v *index.View, files []i
 		}
 		for _, id := range added {
 			sigOf[id] = c.sigOf[id]
+		}
+	}
+	if len(fill.simiKey) > 0 {
+		// In content id order, like the inserts, so that two hosts filling
+		// in the same contents wait for each other rather than deadlock.
+		if _, err := tx.Exec(ctx, `
+		UPDATE sif_contents SET simi_key = u.sk, simi_sum = string_to_array(u.ss, ',')::bigint[]
+		FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(id, sk, ss)
+		WHERE content_id = u.id AND simi_key IS NULL`, fill.id, fill.simiKey, fill.simiSum); err != nil {
+			return nil, fmt.Errorf("fleet: filling in SimiHash keys: %w", err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -238,6 +257,11 @@ type contentRows struct {
 	levelWeights     []string // comma-separated: pgx has no array of arrays of differing lengths
 	strong, sig      [][]byte
 	sigOf            map[int64][]byte
+	// simi is set when the records carry SimiHash keys; else simiKey and
+	// simiSum are NULLs.
+	simi    bool
+	simiKey []*int64
+	simiSum []*string // comma-separated, as levelWeights
 }
 
 func (c *contentRows) add(id int64, rec *index.FileRecord, sig []byte) {
@@ -258,6 +282,27 @@ func (c *contentRows) add(id int64, rec *index.FileRecord, sig []byte) {
 	c.levelWeights = append(c.levelWeights, strings.Join(lw, ","))
 	c.sig = append(c.sig, sig)
 	c.sigOf[id] = sig
+	if !c.simi {
+		c.simiKey, c.simiSum = append(c.simiKey, nil), append(c.simiSum, nil)
+		return
+	}
+	c.appendSimi(rec)
+}
+
+// addSimi adds the id, skew key and sum table of rec's content.
+func (c *contentRows) addSimi(id int64, rec *index.FileRecord) {
+	c.id = append(c.id, id)
+	c.appendSimi(rec)
+}
+
+func (c *contentRows) appendSimi(rec *index.FileRecord) {
+	key := int64(rec.Key)
+	sums := make([]string, len(rec.Sum))
+	for i, n := range rec.Sum {
+		sums[i] = fmt.Sprint(n)
+	}
+	sum := strings.Join(sums, ",")
+	c.simiKey, c.simiSum = append(c.simiKey, &key), append(c.simiSum, &sum)
 }
 
 // dropContents deletes, with their postings, those of contents that no

@@ -18,6 +18,7 @@ import (
 // more entry here and a test of the upgrade.
 var migrations = [][]string{
 	schemaV1,
+	schemaV2,
 }
 
 // testHookCreated, when set, is called by Migrate after the statements

@@ -85,8 +85,8 @@ func TestMigrate(t *testing.T) {
 			t.Errorf("fleet id %q, want 32 hex digits", id)
 		}
 		version, readID, params, err := ReadSchema(ctx, conn)
-		if err != nil || version != 1 || readID != id || params != "" {
-			t.Errorf("ReadSchema: %d %q %q %v, want 1 %q \"\"", version, readID, params, err, id)
+		if err != nil || version != SchemaVersion || readID != id || params != "" {
+			t.Errorf("ReadSchema: %d %q %q %v, want %d %q \"\"", version, readID, params, err, SchemaVersion, id)
 		}
 		for _, table := range []string{"sif_schema", "sif_hosts", "sif_contents", "sif_postings", "sif_files"} {
 			if n := queryInt(t, conn, "SELECT count(*) FROM information_schema.tables WHERE table_name = $1", table); n != 1 {
@@ -138,7 +138,7 @@ func TestMigrate(t *testing.T) {
 		if !errors.Is(err, ErrNewerSchema) {
 			t.Fatalf("Migrate of a version 3 database: %v, want ErrNewerSchema", err)
 		}
-		want := "fleet database at schema version 3, this sif knows up to 1: upgrade sif on this host"
+		want := fmt.Sprintf("fleet database at schema version 3, this sif knows up to %d: upgrade sif on this host", SchemaVersion)
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
@@ -150,6 +150,7 @@ func TestMigrate(t *testing.T) {
 	t.Run("upgrade applies a new step once", func(t *testing.T) {
 		url := freshDB(t, srv, "upgrade")
 		conn := dial(t, url)
+		withMigrations(t, schemaV1)
 		id, err := Migrate(ctx, conn)
 		if err != nil {
 			t.Fatal(err)
@@ -202,6 +203,7 @@ func TestMigrate(t *testing.T) {
 
 	t.Run("failed step changes nothing", func(t *testing.T) {
 		conn := dial(t, freshDB(t, srv, "failed"))
+		withMigrations(t, schemaV1)
 		if _, err := Migrate(ctx, conn); err != nil {
 			t.Fatal(err)
 		}
@@ -319,7 +321,7 @@ func TestMigrate(t *testing.T) {
 		if err := conn.QueryRow(ctx, "SELECT relkind::text FROM pg_class WHERE oid = 'sif_postings'::regclass").Scan(&kind); err != nil || kind != "p" {
 			t.Errorf("sif_postings relkind %q (%v), want p: the operator's table was replaced", kind, err)
 		}
-		if v, readID, _, err := ReadSchema(ctx, conn); err != nil || v != 1 || readID != id {
+		if v, readID, _, err := ReadSchema(ctx, conn); err != nil || v != SchemaVersion || readID != id {
 			t.Errorf("ReadSchema: %d %q %v", v, readID, err)
 		}
 		if id2, err := Migrate(ctx, conn); err != nil || id2 != id {

@@ -13,7 +13,7 @@ import (
 // SchemaVersion is the version of the fleet schema this sif creates and
 // uses. A database at a higher version was migrated by a newer sif;
 // Migrate refuses it (ErrNewerSchema).
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Querier runs statements. *pgx.Conn, pgx.Tx and *pgxpool.Pool satisfy
 // it.
@@ -92,6 +92,19 @@ var schemaV1 = []string{
 		PRIMARY KEY (host_id, file_id)
 	)`,
 	`CREATE INDEX sif_files_content ON sif_files (content_id)`,
+}
+
+// schemaV2 adds each content's SimiHash skew key and sum table (NULL for
+// a content published only by hosts whose index keeps no SimiHash keys),
+// and an index on the key so that SimiFind's key range is one index range
+// scan (SimiFind). The key is a uint32 and the sums uint32 counts, so both
+// are bigint: int would overflow past 2^31. Added columns without a
+// default and a plain btree index run on PostgreSQL, CockroachDB,
+// YugabyteDB and Citus alike, and cost nothing on existing rows.
+var schemaV2 = []string{
+	`ALTER TABLE sif_contents ADD COLUMN simi_key bigint`,
+	`ALTER TABLE sif_contents ADD COLUMN simi_sum bigint[]`,
+	`CREATE INDEX sif_contents_simi ON sif_contents (simi_key)`,
 }
 
 // postingsColumns are sif_postings' columns, in order, as
