@@ -211,6 +211,34 @@ func (l *fleetLink) Similar(ctx context.Context, q index.Query, opts index.Query
 	return out, nil
 }
 
+// SimiFind implements server.Fleet: the files of other hosts that
+// SimiFind calls similar to q, from the SimiHash keys in the fleet's
+// tables. It gives up after the fleet's timeout.
+func (l *fleetLink) SimiFind(ctx context.Context, q index.SimiQuery) ([]ipc.Match, error) {
+	f := l.d.cfg.Fleet
+	ctx, cancel := context.WithTimeout(ctx, f.Timeout)
+	defer cancel()
+	res, err := fleet.SimiFind(ctx, l.pool, fleet.SimiQuery{Summary: q.Summary, Tolerances: q.Tolerances, Path: q.Path, SameExt: q.SameExt,
+		Limit: q.Limit, ExcludeHost: f.Host, Silence: f.Silence})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("the database did not answer within %s", f.Timeout)
+		}
+		return nil, err
+	}
+	out := make([]ipc.Match, 0, len(res.Matches))
+	for _, m := range res.Matches {
+		p, raw := ipc.PathFields(m.Path)
+		out = append(out, ipc.Match{
+			Host: m.Host, Path: p, PathRaw: raw, Size: m.Size, MtimeNs: m.MtimeNs,
+			Identical: m.Identical, Type: m.Type.String(), Measure: ipc.MeasureEstimated,
+			SimiHash: &ipc.SimiMatch{KeyDistance: m.KeyDistance, KeyTolerance: m.KeyTolerance,
+				SumDistance: m.SumDistance, SumTolerance: m.SumTolerance},
+		})
+	}
+	return out, nil
+}
+
 // Dupes implements server.Fleet.
 func (l *fleetLink) Dupes(ctx context.Context, prefix string) ([]ipc.DupeSet, error) {
 	f := l.d.cfg.Fleet

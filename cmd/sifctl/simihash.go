@@ -43,7 +43,10 @@ bytes, look alike to it. With --json, one line per FILE: {"query", "size",
 "size", "key_distance", "key_tolerance", "sum_distance", "sum_tolerance",
 "identical", "type", "mtime_ns"}, ...]}. --limit, --prefix and --same-ext
 (the paper's extension-aware keys: only files of FILE's extension) apply;
---signature asks with the sum tables of 'sifctl sketch' lines.`
+--signature asks with the sum tables of 'sifctl sketch' lines. --fleet asks
+the fleet's tables too: other hosts' matches as HOST:PATH ("host" and,
+when the fleet does not answer, "fleet_error" with --json), found among the
+contents published by hosts whose index keeps SimiHash keys.`
 
 // simiLine is one line of `sifctl similar --by simihash --json`.
 type simiLine struct {
@@ -59,10 +62,13 @@ type simiLine struct {
 	Total        int                    `json:"total"`
 	Matches      []simiMatch            `json:"matches"`
 	Signature    *signatureRef          `json:"signature,omitempty"`
+	// FleetError: as in similarLine (--fleet).
+	FleetError *ipc.Error `json:"fleet_error,omitempty"`
 }
 
 // simiMatch is one match of a simiLine.
 type simiMatch struct {
+	Host    string `json:"host,omitempty"` // with --fleet
 	Path    string `json:"path"`
 	PathRaw string `json:"path_raw,omitempty"`
 	Size    int64  `json:"size"`
@@ -75,7 +81,7 @@ type simiMatch struct {
 // simiFlagsOnly are the flags of similar that apply to --by simihash.
 var simiFlagsOnly = map[string]bool{
 	"by": true, "limit": true, "prefix": true, "signature": true, "size-ratio": true, "same-ext": true,
-	"key-tolerance": true, "sum-tolerance": true,
+	"key-tolerance": true, "sum-tolerance": true, "fleet": true,
 }
 
 // checkSimiFlags refuses the flags similar --by simihash does not take,
@@ -123,7 +129,8 @@ func similarBySimiHash(qs *queries, f *similarFlags, files []string) error {
 	}
 	g := qs.g
 	ask := func(q ipc.QuerySketch) (*ipc.SimilarResponse, error) {
-		req := &ipc.SimilarRequest{QuerySketch: q, By: ipc.BySimiHash, Tolerances: tol, Limit: f.limit, PathPrefix: qs.prefix, SameExt: f.sameExt}
+		req := &ipc.SimilarRequest{QuerySketch: q, By: ipc.BySimiHash, Tolerances: tol, Limit: f.limit, PathPrefix: qs.prefix, SameExt: f.sameExt,
+			Fleet: f.fleet}
 		return qs.c.Similar(qs.ctx, req)
 	}
 	if f.signature != "" {
@@ -164,6 +171,9 @@ func similarBySimiHash(qs *queries, f *similarFlags, files []string) error {
 		if len(resp.Matches) > 0 {
 			found++
 		}
+		if resp.FleetError != nil {
+			errs++
+		}
 		query, raw := queryFields(file, abs)
 		if err := printSimi(g, queryName(file), query, raw, nil, &q, resp); err != nil {
 			return err
@@ -194,9 +204,9 @@ func printSimi(g *globals, name, query, raw string, sig *signatureRef, q *ipc.Qu
 	if g.json {
 		line := simiLine{Query: query, QueryRaw: raw, Size: q.Size, Key: q.SimiHash.Key, Tolerances: info.Tolerances,
 			KeyTolerance: info.KeyTolerance, SumTolerance: info.SumTolerance, KeyHits: info.KeyHits, SumHits: info.SumHits,
-			Total: r.Total, Matches: make([]simiMatch, 0, len(r.Matches)), Signature: sig}
+			Total: r.Total, Matches: make([]simiMatch, 0, len(r.Matches)), Signature: sig, FleetError: r.FleetError}
 		for _, m := range r.Matches {
-			sm := simiMatch{Path: m.Path, PathRaw: m.PathRaw, Size: m.Size, Identical: m.Identical, Type: m.Type, MtimeNs: m.MtimeNs}
+			sm := simiMatch{Host: m.Host, Path: m.Path, PathRaw: m.PathRaw, Size: m.Size, Identical: m.Identical, Type: m.Type, MtimeNs: m.MtimeNs}
 			if m.SimiHash != nil {
 				sm.SimiMatch = *m.SimiHash
 			}
@@ -205,6 +215,9 @@ func printSimi(g *globals, name, query, raw string, sig *signatureRef, q *ipc.Qu
 		return g.printJSON(line)
 	}
 	w := g.stdout
+	if e := r.FleetError; e != nil {
+		defer fmt.Fprintf(g.stderr, "sifctl: %s: %s (%s); the matches listed are this host's only\n", name, e.Message, e.Code)
+	}
 	fmt.Fprintf(w, "%s (%d bytes, key %d; tolerances: key %d, sum %d, size ratio %g):\n",
 		name, q.Size, q.SimiHash.Key, info.KeyTolerance, info.SumTolerance, info.Tolerances.SizeRatio)
 	if len(r.Matches) == 0 {
@@ -216,6 +229,9 @@ func printSimi(g *globals, name, query, raw string, sig *signatureRef, q *ipc.Qu
 		p, err := ipc.JoinPath(m.Path, m.PathRaw)
 		if err != nil {
 			p = m.Path
+		}
+		if m.Host != "" {
+			p = m.Host + ":" + p
 		}
 		var d ipc.SimiMatch
 		if m.SimiHash != nil {

@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sif-dev/sif/index/fingerprint"
@@ -18,6 +20,10 @@ type SimiQuery struct {
 	Summary fingerprint.Summary
 	// Tolerances are SimiFind's; zero fields mean the defaults.
 	Tolerances fingerprint.Tolerances
+	// Path is the file's path on the asking host, or "": with SameExt,
+	// only files with its extension (case-insensitive) are listed.
+	Path    string
+	SameExt bool
 	// Limit caps the matches, the nearest first; 0 means no cap but
 	// MaxContents contents of MaxFilesPerContent files.
 	Limit int
@@ -138,10 +144,10 @@ func SimiFind(ctx context.Context, db Querier, q SimiQuery) (*SimiResult, error)
 			c.Sum[i] = uint32(n)
 		}
 		m.SimiVerdict = tol.Judge(&q.Summary, &c)
-		if !m.Similar {
+		m.Content, m.Path, m.Type = *id, string(path), fingerprint.Type(typ)
+		if !m.Similar || q.SameExt && !strings.EqualFold(filepath.Ext(m.Path), filepath.Ext(q.Path)) {
 			continue
 		}
-		m.Content, m.Path, m.Type = *id, string(path), fingerprint.Type(typ)
 		res.Matches = append(res.Matches, m)
 	}
 	if err := rows.Err(); err != nil {

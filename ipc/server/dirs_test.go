@@ -144,6 +144,9 @@ func (f *fleetDirs) Host() string { return "alpha" }
 func (f *fleetDirs) Similar(context.Context, index.Query, index.QueryOptions) ([]ipc.Match, error) {
 	return nil, f.err
 }
+func (f *fleetDirs) SimiFind(context.Context, index.SimiQuery) ([]ipc.Match, error) {
+	return nil, f.err
+}
 func (f *fleetDirs) Dupes(context.Context, string) ([]ipc.DupeSet, error) { return nil, f.err }
 func (f *fleetDirs) Hosts(context.Context) ([]ipc.FleetHost, error) {
 	if f.err != nil {

@@ -28,6 +28,11 @@ type Fleet interface {
 	// within the fleet's timeout, with an error when the database did not
 	// answer.
 	Similar(ctx context.Context, q index.Query, opts index.QueryOptions) ([]ipc.Match, error)
+	// SimiFind answers q by SimiHash from the fleet: the files of other
+	// hosts SimiFind calls similar, nearest first, each with its Host,
+	// Measure and SimiHash set. It returns within the fleet's timeout, with
+	// an error when the database did not answer.
+	SimiFind(ctx context.Context, q index.SimiQuery) ([]ipc.Match, error)
 	// Dupes returns the sets of identical files across the fleet (each
 	// file with its Host), the most redundant bytes first; with prefix,
 	// those with a file of this host under it.
@@ -96,6 +101,32 @@ func (s *Server) addFleet(ctx context.Context, out *ipc.SimilarResponse, q index
 	})
 	if limit > 0 && len(out.Matches) > limit {
 		out.Matches = out.Matches[:limit]
+	}
+}
+
+// addFleetSimi adds to out the fleet's answer to q by SimiHash: other
+// hosts' matches merged with this host's (given its name), nearest first,
+// cut to q.Limit. A fleet that does not answer leaves this host's
+// matches, and the error in out.FleetError.
+func (s *Server) addFleetSimi(ctx context.Context, out *ipc.SimilarResponse, q index.SimiQuery) {
+	host := s.fleet.Host()
+	for i := range out.Matches {
+		out.Matches[i].Host = host
+	}
+	q.Visible = nil // the trust statement, as in addFleet
+	remote, err := s.fleet.SimiFind(ctx, q)
+	if err != nil {
+		s.log.Warn("fleet query failed", "err", err)
+		out.FleetError = &ipc.Error{Code: ipc.CodeFleetDown, Message: "fleet unavailable: " + err.Error()}
+		return
+	}
+	out.Matches = append(out.Matches, remote...)
+	out.Total += len(remote)
+	slices.SortStableFunc(out.Matches, func(a, b ipc.Match) int {
+		return cmp.Compare(a.SimiHash.SumDistance, b.SimiHash.SumDistance)
+	})
+	if q.Limit > 0 && len(out.Matches) > q.Limit {
+		out.Matches = out.Matches[:q.Limit]
 	}
 }
 

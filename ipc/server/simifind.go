@@ -40,11 +40,15 @@ func (s *Server) similarBySimiHash(w http.ResponseWriter, r *http.Request, c *ca
 		s.badQuery(w, err)
 		return
 	}
+	if req.Fleet && !s.mayAskFleet(w, c) {
+		return
+	}
 	sf := s.simiHashFinder()
 	if sf == nil {
 		writeError(w, http.StatusConflict, ipc.CodeNoSimiHash, noSimiHash)
 		return
 	}
+	fleetQ := q
 	if v := c.view(); v != nil {
 		q.Visible = visibleTo(v)
 	}
@@ -72,6 +76,9 @@ func (s *Server) similarBySimiHash(w http.ResponseWriter, r *http.Request, c *ca
 				SumDistance: m.SumDistance, SumTolerance: m.SumTolerance},
 		})
 	}
+	if req.Fleet {
+		s.addFleetSimi(r.Context(), &out, fleetQ)
+	}
 	out.ElapsedNs = time.Since(start).Nanoseconds()
 	writeJSON(w, out)
 }
@@ -86,10 +93,7 @@ func parseSimiQuery(req *ipc.SimilarRequest) (index.SimiQuery, error) {
 	if err := ipc.CheckSimiHash(req.SimiHash); err != nil {
 		return q, err
 	}
-	switch {
-	case req.Fleet:
-		return q, errors.New("fleet: the fleet is asked by fingerprints only, not by simihash")
-	case req.Limit < 0:
+	if req.Limit < 0 {
 		return q, fmt.Errorf("limit %d: must not be negative", req.Limit)
 	}
 	path, strong, _, err := req.Decoded()

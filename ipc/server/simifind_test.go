@@ -70,7 +70,6 @@ func TestSimilarBySimiHash(t *testing.T) {
 	}{
 		{"no sum table", func(r *ipc.SimilarRequest) { r.SimiHash = nil }, "simihash: missing"},
 		{"wrong key", func(r *ipc.SimilarRequest) { r.SimiHash.Key++ }, "skew key"},
-		{"fleet", func(r *ipc.SimilarRequest) { r.Fleet = true }, "fleet"},
 		{"tolerance", func(r *ipc.SimilarRequest) { r.Tolerances.SizeRatio = 2 }, "size ratio"},
 		{"by", func(r *ipc.SimilarRequest) { r.By = "ssdeep" }, `by "ssdeep"`},
 		{"tolerances by manber", func(r *ipc.SimilarRequest) { r.By, r.Params = "", p }, "tolerances"},
@@ -83,12 +82,17 @@ func TestSimilarBySimiHash(t *testing.T) {
 			t.Errorf("%s: %v, want bad_request mentioning %q", tc.name, err, tc.msg)
 		}
 	}
+	r := good()
+	r.Fleet = true
+	var e *ipc.Error
+	if _, err := c.Similar(ctx, r); !errors.As(err, &e) || e.Code != ipc.CodeNoFleet {
+		t.Errorf("fleet on a daemon without one: %v, want no_fleet", err)
+	}
 	if info, err := c.Info(ctx); err != nil || !info.SimiHash {
 		t.Errorf("info: %+v, %v; want simihash", info, err)
 	}
 	fb.simihash = false
 	_, err = c.Similar(ctx, good())
-	var e *ipc.Error
 	if !errors.As(err, &e) || e.Code != ipc.CodeNoSimiHash || !strings.Contains(e.Message, "simihash = true") {
 		t.Errorf("index without SimiHash keys: %v", err)
 	}
