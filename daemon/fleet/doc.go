@@ -38,7 +38,15 @@
 //     transaction, which clears the mark. So hosts adding the same content
 //     at once wait for each other only while rows go in, and a publisher
 //     that stopped in between leaves a marked row that the next host to
-//     publish a file of it finishes.
+//     publish a file of it finishes. Since version 2 it also holds the
+//     content's SimiHash skew key (simi_key, a uint32 in a bigint) and
+//     sum table (simi_sum, 16 counts as bigint[]), written by hosts whose
+//     index keeps SimiHash keys and NULL for a content published only by
+//     hosts without them; a host with keys fills in those of the contents
+//     it publishes that the fleet holds without them (so rows published
+//     before version 2 get theirs when their files are published again).
+//     The index sif_contents_simi on simi_key makes SimiFind's key range
+//     one index range scan.
 //   - sif_postings has a row per (fingerprint key, content) with the key's
 //     weight in that content: the inverted index a query looks its
 //     fingerprints up in. Its primary key (key, content_id) makes the
@@ -148,6 +156,20 @@
 // all of the query's weight, its share of the common keys scaled up from
 // the sample. Any other candidate is judged on the query's distinctive
 // part, so a licence header shared across the fleet links nothing.
+//
+// # Asking by SimiHash
+//
+// SimiFind answers a query by SimiHash (sifctl similar --by simihash
+// --fleet) in one round trip, as the local index's SimiFind does: the
+// contents whose skew keys are within the key tolerance of the query's
+// (one range scan of sif_contents_simi), whose sizes are within the size
+// ratio and whose sum tables are within the sum tolerance (the L1
+// distance computed by the database, so that only the near contents'
+// files come back), the MaxContents nearest; then up to
+// MaxFilesPerContent of their files on other hosts heard from within the
+// silence. Each is judged again by fingerprint.Tolerances.Judge, and the
+// files are ordered by sum distance. Contents whose keys no host has
+// published are not found.
 //
 // A directory query (sifctl similar --fleet DIR) also needs the tops and
 // the totals of other hosts' directories. Hosts lists the hosts heard
