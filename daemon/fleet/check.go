@@ -47,7 +47,7 @@ func Check(ctx context.Context, q Querier, host string, ix *index.Index, roots [
 		if !more {
 			hi = 1 << 32
 		}
-		b, err := diffRange(ctx, q, hid, int64(after), hi, local)
+		b, err := diffRange(ctx, q, hid, int64(after), hi, local, false)
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -92,7 +93,7 @@ func (p *Publisher) insertContents(ctx context.Context, v *index.View, files []i
 	}
 	sigOf = map[int64][]byte{}
 	c := contentRows{simi: v.SimiHash()}
-	var fill contentRows // held without SimiHash keys, which this host has
+	bare := map[int64]*index.FileRecord{} // held without SimiHash keys, which this host has
 	for _, id := range ids {
 		rec := local[id]
 		if h, ok := have[id]; ok {
@@ -109,7 +110,7 @@ func (p *Publisher) insertContents(ctx context.Context, v *index.View, files []i
 				continue
 			}
 			if h.bare && c.simi {
-				fill.addSimi(id, rec)
+				bare[id] = rec
 			}
 			if !h.pending {
 				continue
@@ -145,10 +146,23 @@ func (p *Publisher) insertContents(ctx context.Context, v *index.View, files []i
 		for _, id := range added {
 			sigOf[id] = c.sigOf[id]
 		}
+		if c.simi && len(added) < len(c.id) {
+			// Another host inserted some of them meanwhile, perhaps
+			// without SimiHash keys.
+			for _, id := range c.id {
+				if _, ok := sigOf[id]; !ok {
+					bare[id] = local[id]
+				}
+			}
+		}
 	}
-	if len(fill.simiKey) > 0 {
-		// In content id order, like the inserts, so that two hosts filling
-		// in the same contents wait for each other rather than deadlock.
+	if len(bare) > 0 {
+		// In content id order, like the inserts; should two hosts filling
+		// in the same contents deadlock all the same, apply tries again.
+		var fill contentRows
+		for _, id := range slices.Sorted(maps.Keys(bare)) {
+			fill.addSimi(id, bare[id])
+		}
 		if _, err := tx.Exec(ctx, `
 		UPDATE sif_contents SET simi_key = u.sk, simi_sum = string_to_array(u.ss, ',')::bigint[]
 		FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(id, sk, ss)

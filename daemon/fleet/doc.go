@@ -43,8 +43,10 @@
 //     sum table (simi_sum, 16 counts as bigint[]), written by hosts whose
 //     index keeps SimiHash keys and NULL for a content published only by
 //     hosts without them; a host with keys fills in those of the contents
-//     it publishes that the fleet holds without them (so rows published
-//     before version 2 get theirs when their files are published again).
+//     it publishes that the fleet holds without them, and compares its
+//     rows once after the upgrade (its journal mark, written without
+//     SimiHash, no longer matches), sending again the files whose
+//     contents lack them; so rows published before version 2 get theirs.
 //     The index sif_contents_simi on simi_key makes SimiFind's key range
 //     one index range scan.
 //   - sif_postings has a row per (fingerprint key, content) with the key's
@@ -100,7 +102,7 @@
 //     follow is held by no file until the batch is sent again (or a sweep
 //     drops it). Only after the commit does it
 //     remove the notes it sent, those not noted again meanwhile, and write
-//     the journal mark (fleet id, host, gen, roots) in the same local
+//     the journal mark (fleet id, host, gen, roots, SimiHash) in the same local
 //     batch. A note sent twice sends the same state twice: batches are
 //     idempotent.
 //   - Contents left held by no file are dropped with their postings after
@@ -110,7 +112,9 @@
 //   - When the mark does not match the database (no mark yet: a first
 //     publication, or the journal was off; another fleet id: another
 //     database; another gen: the database was restored from an older
-//     backup, or lost a batch; other roots), the publisher compares the
+//     backup, or lost a batch; other roots; a mark written without
+//     SimiHash by a host whose index keeps SimiHash keys), the publisher
+//     compares the
 //     whole index with the host's rows, a run of file ids at a time, and
 //     sends only what differs, removing the notes of the files each run
 //     compared (taken before its view: a later change keeps its note),

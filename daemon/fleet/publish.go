@@ -194,6 +194,11 @@ type mark struct {
 	Host  string   `json:"host"`
 	Gen   int64    `json:"gen"`
 	Roots [][]byte `json:"roots"` // raw bytes: roots need not be UTF-8
+	// SimiHash is set when the index keeps SimiHash keys: a mark written
+	// without it (by a sif whose fleet held no keys) makes the publisher
+	// compare its rows again, and send the files whose contents the fleet
+	// holds without their keys (diffRange).
+	SimiHash bool `json:"simihash,omitempty"`
 }
 
 func (m *mark) encode() []byte {
@@ -202,7 +207,7 @@ func (m *mark) encode() []byte {
 }
 
 func (p *Publisher) markFor(fleetID string, gen int64) *mark {
-	m := &mark{Fleet: fleetID, Host: p.cfg.Host, Gen: gen}
+	m := &mark{Fleet: fleetID, Host: p.cfg.Host, Gen: gen, SimiHash: p.cfg.Index().SimiHash()}
 	for _, r := range p.cfg.Roots {
 		m.Roots = append(m.Roots, []byte(r))
 	}
@@ -423,7 +428,7 @@ func (p *Publisher) resyncStep(parent context.Context, ix *index.Index, gen *int
 	if !more {
 		hi = 1 << 32
 	}
-	b, err := diffRange(ctx, p.cfg.Pool, HostID(p.cfg.Host), int64(*after), hi, local)
+	b, err := diffRange(ctx, p.cfg.Pool, HostID(p.cfg.Host), int64(*after), hi, local, ix.SimiHash())
 	if err != nil {
 		return err
 	}

@@ -211,24 +211,40 @@ func TestSimiFindMatchesBruteForce(t *testing.T) {
 
 // A version 1 database with rows published in it migrates to version 2:
 // the rows stay, their contents without SimiHash keys until a host with
-// them publishes their files again; a sif that knows only version 1 then
-// refuses the database.
+// them publishes their files again, or compares its rows after the upgrade
+// (a host whose index kept keys while its sif published none); a sif that
+// knows only version 1 then refuses the database.
 func TestMigrateToSimiHash(t *testing.T) {
 	srv := pgtest.Start(t, nil)
 	pool := newPool(t, srv.URL("postgres"))
 	ctx := context.Background()
 
-	// A database as version 1 left it: published by a host, without the
-	// columns and index of version 2.
+	// A database as version 1 left it: published by hosts, without the
+	// columns and index of version 2, and keyed's journal mark as a sif
+	// of version 1 wrote it.
 	old := newTestHost(t, pool, "old", "/o")
 	for i := range 12 {
 		old.putSimi(t, fmt.Sprintf("/o/f%d", i), fmt.Sprintf("f%d", i)) // its index keeps no keys
 	}
 	old.drain(t)
+	keyed := newSimiHost(t, pool, "keyed", "/k")
+	for i := range 4 {
+		keyed.putSimi(t, fmt.Sprintf("/k/g%d", i), fmt.Sprintf("g%d", i))
+	}
+	keyed.drain(t)
 	mustExec(t, pool, `DROP INDEX sif_contents_simi`)
 	mustExec(t, pool, `ALTER TABLE sif_contents DROP COLUMN simi_key`)
 	mustExec(t, pool, `ALTER TABLE sif_contents DROP COLUMN simi_sum`)
 	mustExec(t, pool, `UPDATE sif_schema SET version = 1`)
+	gen, err := keyed.pub.hostGen(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := keyed.pub.markFor(keyed.pub.fleetID, gen)
+	m.SimiHash = false
+	if err := keyed.ix.JournalDone(nil, m.encode()); err != nil {
+		t.Fatal(err)
+	}
 	files := count(t, pool, `SELECT count(*) FROM sif_files`)
 	contents := count(t, pool, `SELECT count(*) FROM sif_contents`)
 	postings := count(t, pool, `SELECT count(*) FROM sif_postings`)
@@ -248,6 +264,19 @@ func TestMigrateToSimiHash(t *testing.T) {
 	}
 	old.mustMatch(t, pool)
 
+	// keyed finds its mark without SimiHash, compares its rows and sends
+	// its files again: their contents get their keys, nothing else
+	// changes.
+	keyed.drain(t)
+	keyed.mustMatch(t, pool)
+	if n := count(t, pool, `SELECT count(*) FROM sif_contents WHERE simi_key IS NULL`); n != contents-4 {
+		t.Errorf("%d contents without keys after keyed compared its rows, want %d", n, contents-4)
+	}
+	if f := count(t, pool, `SELECT count(*) FROM sif_files`); f != files {
+		t.Errorf("%d files after keyed compared its rows, want %d", f, files)
+	}
+	contents -= 4
+
 	// A host with SimiHash keys publishes copies of half the contents:
 	// their keys are filled in, and SimiFind finds the old host's files.
 	h := newSimiHost(t, pool, "new", "/n")
@@ -259,8 +288,16 @@ func TestMigrateToSimiHash(t *testing.T) {
 	if n := count(t, pool, `SELECT count(*) FROM sif_contents WHERE simi_key IS NULL`); n != contents-6 {
 		t.Errorf("%d contents without keys after the new host published 6 of %d, want %d", n, contents, contents-6)
 	}
-	sk := simiContent("f3")
+	sk := simiContent("g2")
 	res, err := SimiFind(ctx, pool, SimiQuery{Summary: sk.Summary, ExcludeHost: "new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Matches) == 0 || res.Matches[0].Path != "/k/g2" || !res.Matches[0].Identical {
+		t.Errorf("SimiFind of g2: %+v, want keyed:/k/g2 identical first", res.Matches)
+	}
+	sk = simiContent("f3")
+	res, err = SimiFind(ctx, pool, SimiQuery{Summary: sk.Summary, ExcludeHost: "new"})
 	if err != nil {
 		t.Fatal(err)
 	}
