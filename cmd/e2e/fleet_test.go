@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sif-dev/sif/daemon/fleet"
 	"github.com/sif-dev/sif/daemon/fleet/pgtest"
 	"github.com/sif-dev/sif/ipc"
 )
@@ -307,7 +308,7 @@ func TestFleetPublish(t *testing.T) {
 		if !strings.Contains(st.Fleet.LastError, "upgrade sif") {
 			t.Fatalf("newer schema: last error %q does not say what to do", st.Fleet.LastError)
 		}
-		srv.Exec("fleet", fmt.Sprintf(`UPDATE sif_schema SET version = %d`, 1))
+		srv.Exec("fleet", fmt.Sprintf(`UPDATE sif_schema SET version = %d`, fleet.SchemaVersion))
 		alpha.published("alpha published once the schema was its own again")
 		alpha.fleetCheck(17)
 	})
