@@ -134,6 +134,7 @@ func similarBySimiHash(qs *queries, f *similarFlags, files []string) error {
 		return qs.c.Similar(qs.ctx, req)
 	}
 	if f.signature != "" {
+		fleetDown := 0
 		answered, found, errs, err := qs.askSignatures(f.signature, func(s *signature) (bool, error) {
 			if s.q.SimiHash == nil {
 				return false, &ipc.Error{Code: ipc.CodeBadRequest, Message: "the signature carries no SimiHash sum table: sketch the file again with this sifctl"}
@@ -142,10 +143,13 @@ func similarBySimiHash(qs *queries, f *similarFlags, files []string) error {
 			if err != nil {
 				return false, err
 			}
+			if resp.FleetError != nil {
+				fleetDown++
+			}
 			query, raw := s.fields()
 			return len(resp.Matches) > 0, printSimi(g, s.name(), query, raw, s.ref(), s.q, resp)
 		})
-		return simiStatus(err, errs, found, answered)
+		return simiStatus(err, errs+fleetDown, found, answered)
 	}
 	found, errs := 0, 0
 	for _, file := range files {
