@@ -30,6 +30,9 @@ const DefaultMaxFileSize = 256 << 20
 // DefaultRescanInterval is how often what cannot be watched is rescanned.
 const DefaultRescanInterval = 30 * time.Minute
 
+// DefaultProgressEvery is how often a scan logs its progress.
+const DefaultProgressEvery = 5 * time.Second
+
 // socketMode returns the socket's permission bits for c.SocketAccess.
 func (c *Config) socketMode() os.FileMode {
 	if c.SocketAccess == config.SocketAll {
@@ -106,7 +109,7 @@ type Config struct {
 	// fails, the running configuration stays.
 	Reload func() (Config, error)
 	// ProgressEvery is how often a scan logs its progress (and the first
-	// scan tells the Notifier); 0 means 5s.
+	// scan tells the Notifier); 0 means DefaultProgressEvery.
 	ProgressEvery time.Duration
 	// Notifier, if set, is told when the daemon serves queries, how the
 	// first scan goes, and when it stops (see Notifier). sifd run sets
@@ -186,7 +189,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("exclude: %w", err)
 	}
 	if c.ProgressEvery <= 0 {
-		c.ProgressEvery = 5 * time.Second
+		c.ProgressEvery = DefaultProgressEvery
 	}
 	switch c.SocketAccess {
 	case "":

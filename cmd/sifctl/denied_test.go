@@ -96,3 +96,12 @@ func TestColorAndSocketFlags(t *testing.T) {
 		}
 	}
 }
+
+// Every flag's help shows one default, printed from the value in effect
+// (gendocs.CheckDefaults, which gen-docs runs before writing the pages).
+func TestOneDefaultPerFlag(t *testing.T) {
+	var out, errOut strings.Builder
+	if code := run(t.Context(), []string{"gen-docs", t.TempDir()}, &out, &errOut); code != exitFound {
+		t.Fatalf("gen-docs: exit %d: %s", code, errOut.String())
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sif-dev/sif/cmd/internal/cliflags"
+	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/ipc"
 	"github.com/sif-dev/sif/ipc/dirsim"
@@ -141,17 +142,17 @@ found only where its directories line up. Exit status as without --dirs.` + simi
 		},
 	}
 	fl := cmd.Flags()
-	cliflags.Float64Var(fl, &o.Threshold, "threshold", 25, "least percentage of one file the other must contain to link them (with --dirs: least resemblance of two directories; default 50)")
+	cliflags.Float64Var(fl, &o.Threshold, "threshold", 25, fmt.Sprintf("least percentage of one file the other must contain to link them (with --dirs the least resemblance of two directories, %d unless given)", dirsim.DefaultGroupsThreshold))
 	fl.BoolVar(&dirs, "dirs", false, "groups of similar directories instead of files")
 	fl.IntVar(&o.MaxDF, "max-df", 0, "ignore fingerprints found in more than this many files (0: the daemon's default, -1: none)")
 	fl.BoolVar(&o.AllTypes, "all-types", false, "link text and binary files too")
 	fl.StringVar(&o.Prefix, "prefix", "", "only files in this directory tree (whole path components; relative to the current directory)")
-	fl.IntVar(&o.MinShared, "min-shared", 0, "fingerprints two files must share to be linked, however high the percentage (0: the daemon's default, 4)")
+	fl.IntVar(&o.MinShared, "min-shared", 0, fmt.Sprintf("fingerprints two files must share to be linked, however high the percentage (0: the daemon's default, %d)", index.DefaultMinFeatures))
 	fl.StringVar(&o.By, "by", ipc.ByManber, `how to link files: "manber" (fingerprints: one contains a good part of the other) or "simihash" (SimiHash: near-identical files, within a few percent)`)
 	d := fingerprint.DefaultTolerances()
 	cliflags.Float64Var(fl, &simi.keyTol, "key-tolerance", 100*d.Key, "--by simihash: greatest key distance, in percent of the larger file's size")
 	cliflags.Float64Var(fl, &simi.sumTol, "sum-tolerance", 100*d.Sum, "--by simihash: greatest sum-table distance, in percent of the larger file's size")
-	cliflags.Float64Var(fl, &simi.sizeRatio, "size-ratio", 0, "--by simihash: greatest factor between two sizes (0: the default, 1.0526, within 5 %)")
+	cliflags.Float64Var(fl, &simi.sizeRatio, "size-ratio", 0, fmt.Sprintf("--by simihash: greatest factor between two sizes (0: the default, %.4g, within %.3g %%)", 1/d.SizeRatio, 100*(1-d.SizeRatio)))
 	return cmd
 }
 

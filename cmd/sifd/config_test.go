@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,5 +192,14 @@ func TestFleetConfig(t *testing.T) {
 	}
 	if got, err := fleetConfig(nil); got != nil || err != nil {
 		t.Fatalf("fleetConfig(nil) = %v, %v", got, err)
+	}
+}
+
+// Every flag's help shows one default, printed from the value in effect
+// (gendocs.CheckDefaults, which gen-docs runs before writing the pages).
+func TestOneDefaultPerFlag(t *testing.T) {
+	var out, errOut strings.Builder
+	if code := run(t.Context(), []string{"gen-docs", t.TempDir()}, &out, &errOut); code != exitOK {
+		t.Fatalf("gen-docs: exit %d: %s", code, errOut.String())
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/sif-dev/sif/daemon/config"
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
+	"github.com/sif-dev/sif/ipc/server"
 	"github.com/sif-dev/sif/watcher"
 )
 
@@ -264,9 +265,9 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.IntVar(&f.dropEv, "debug-drop-events", 0, "drop every Nth change event and reconcile as if the kernel had lost it")
 	fl.MarkHidden("event-buffer") // for tests that force event loss
 	fl.MarkHidden("debug-drop-events")
-	fl.DurationVar(&f.progress, "progress-interval", 0, "how often the first scan's progress is logged and sent to systemd (default 5s)")
+	fl.DurationVar(&f.progress, "progress-interval", 0, fmt.Sprintf("how often the first scan's progress is logged and sent to systemd (default %v)", daemon.DefaultProgressEvery))
 	fl.MarkHidden("progress-interval") // for tests that watch the progress
-	fl.DurationVar(&f.sockCheck, "socket-check-interval", 0, "how often the socket file is checked, and made again if it was removed or replaced (default 2s)")
+	fl.DurationVar(&f.sockCheck, "socket-check-interval", 0, fmt.Sprintf("how often the socket file is checked, and made again if it was removed or replaced (default %v)", server.DefaultCheckEvery))
 	fl.MarkHidden("socket-check-interval") // for tests of SIGHUP's
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "text or json")

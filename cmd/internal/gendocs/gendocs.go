@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
+	"github.com/spf13/pflag"
 )
 
 // Command returns the hidden command "gen-docs DIR", which calls Write on
@@ -27,7 +29,7 @@ func Command() *cobra.Command {
 	}
 }
 
-// Write writes into dir, creating its subdirectories:
+// Write checks the flags' defaults (CheckDefaults) and writes into dir, creating its subdirectories:
 //
 //	man1/ROOT.1, man1/ROOT-SUB.1, ...  section 1 pages, one per visible command
 //	bash/ROOT                          bash completion (bash-completion v2)
@@ -38,6 +40,9 @@ func Command() *cobra.Command {
 // set, so that a package build is reproducible, else today. Hidden
 // commands (this one among them) get no page.
 func Write(root *cobra.Command, dir string) error {
+	if err := CheckDefaults(root); err != nil {
+		return err
+	}
 	root.InitDefaultCompletionCmd()
 	name := root.Name()
 	for _, sub := range []string{"man1", "bash", "zsh", "fish"} {
@@ -69,6 +74,36 @@ func Write(root *cobra.Command, dir string) error {
 		if err != nil {
 			return fmt.Errorf("gendocs: %s: %w", c.file, err)
 		}
+	}
+	return nil
+}
+
+// CheckDefaults fails when a flag of the tree under root would show two
+// defaults: cobra prints "(default X)" after the usage of every flag whose
+// default is not its type's zero value, so such a usage must not name one
+// of its own. A default the usage states (a flag whose zero means "the
+// daemon's default", say) is printed from the value in effect, not typed.
+func CheckDefaults(root *cobra.Command) error {
+	var bad []string
+	check := func(cmd *cobra.Command, f *pflag.Flag) {
+		switch f.DefValue {
+		case "", "0", "false", "[]", "0s":
+			return // cobra prints no default
+		}
+		if strings.Contains(strings.ToLower(f.Usage), "default") {
+			bad = append(bad, fmt.Sprintf("%s --%s (default %s): %q", cmd.CommandPath(), f.Name, f.DefValue, f.Usage))
+		}
+	}
+	var walk func(*cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		cmd.LocalFlags().VisitAll(func(f *pflag.Flag) { check(cmd, f) })
+		for _, c := range cmd.Commands() {
+			walk(c)
+		}
+	}
+	walk(root)
+	if len(bad) > 0 {
+		return fmt.Errorf("gendocs: flags whose help would show two defaults:\n  %s", strings.Join(bad, "\n  "))
 	}
 	return nil
 }
