@@ -62,9 +62,11 @@ type globals struct {
 	socket string
 	json   bool
 	color  string // --color: auto, always or never
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
+
+	progressTo io.Writer // tests: show progress lines here as if on a terminal
+	stdin      io.Reader
+	stdout     io.Writer
+	stderr     io.Writer
 }
 
 func (g *globals) client() *ipc.Client { return ipc.NewClient(g.socket) }

@@ -12,6 +12,9 @@ import (
 	"github.com/sif-dev/sif/ipc"
 )
 
+// progressEvery is how often a long command's progress line is renewed.
+const progressEvery = 500 * time.Millisecond
+
 // waitGrace is how much longer than its --timeout wait gives the daemon to
 // answer before giving up on it.
 const waitGrace = 30 * time.Second
@@ -43,7 +46,9 @@ was killed) or the daemon answers that it is shutting down, wait asks
 again, every 50ms at first, then every 500ms, so that
 'systemctl restart sifd && sifctl wait' works. --timeout bounds the whole
 wait, for the daemon and for its index. A socket this user may not use
-fails at once.
+fails at once. On a terminal, wait shows on standard error, renewed twice
+a second, what the daemon is doing: the scans' files done of those found,
+an estimate of the time left for them, and its queues.
 
 It works with cookie files: the daemon creates a file, deletes it at once,
 and waits for its change events. Events arrive in order, so by then the
@@ -67,7 +72,9 @@ answer is printed, with how long sifctl waited for the daemon to answer:
 				return failedf("--timeout %s: want a duration above 0, at most %s", timeout, ipc.MaxWait)
 			}
 			w := &waiter{c: g.client(), timeout: timeout}
+			stop := g.newProgress().whileWaiting(cmd.Context(), w.c, "sifctl wait")
 			resp, err := w.wait(cmd.Context())
+			stop()
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/sif-dev/sif/ipc"
+)
+
+// progress is one line on the terminal's standard error, rewritten in
+// place while a long command works and erased when it ends. It is shown
+// only when both standard output and standard error are terminals: a
+// script or a pipe gets nothing extra.
+type progress struct {
+	mu    sync.Mutex
+	w     io.Writer // nil: not shown
+	width int
+	shown bool
+}
+
+// newProgress returns the progress line of g's command.
+func (g *globals) newProgress() *progress {
+	if g.progressTo != nil { // tests
+		return &progress{w: g.progressTo, width: 100}
+	}
+	out, ok1 := g.stdout.(*os.File)
+	errf, ok2 := g.stderr.(*os.File)
+	if !ok1 || !ok2 || !term.IsTerminal(int(out.Fd())) || !term.IsTerminal(int(errf.Fd())) {
+		return &progress{}
+	}
+	w := 80
+	if c, _, err := term.GetSize(int(errf.Fd())); err == nil && c > 1 {
+		w = c - 1
+	}
+	return &progress{w: errf, width: w}
+}
+
+// show replaces the line with s, cut to the terminal's width.
+func (p *progress) show(s string) {
+	if p == nil || p.w == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r := []rune(s); len(r) > p.width {
+		s = string(r[:p.width-1]) + "…"
+	}
+	fmt.Fprintf(p.w, "\r\033[K%s", s)
+	p.shown = true
+}
+
+// done erases the line.
+func (p *progress) done() {
+	if p == nil || p.w == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.shown = false
+	}
+}
+
+// whileWaiting shows the daemon's status (watchStatus) until the function
+// it returns is called, which erases the line.
+func (p *progress) whileWaiting(ctx context.Context, c *ipc.Client, what string) (stop func()) {
+	if p.w == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		p.watchStatus(ctx, c, what, progressEvery)
+	}()
+	return func() {
+		cancel()
+		<-ended
+		p.done()
+	}
+}
+
+// watchStatus shows, every interval until ctx is done, what the daemon is
+// doing as status reports it (what is being done, how far, an estimate),
+// for a command that waits on it.
+func (p *progress) watchStatus(ctx context.Context, c *ipc.Client, what string, interval time.Duration) {
+	if p == nil || p.w == nil {
+		return
+	}
+	start := time.Now()
+	var first *ipc.Status
+	firstAt := start
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		st, err := c.Status(ctx)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return
+		case err != nil:
+			p.show(fmt.Sprintf("%s: %s, no answer from sifd yet", what, time.Since(start).Round(time.Second)))
+		default:
+			if first == nil {
+				first, firstAt = st, time.Now()
+			}
+			p.show(what + ": " + statusLine(st, first, time.Since(firstAt), time.Since(start)))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// statusLine sums st up in one line: the scans' files done of those seen,
+// the queues, and, from the files done since first (elapsed ago), an
+// estimate of the time left for what has been seen.
+func statusLine(st, first *ipc.Status, elapsed, waited time.Duration) string {
+	var seen, done, doneBefore uint64
+	for _, r := range st.Roots {
+		seen += r.FilesSeen
+		done += r.FilesDone
+	}
+	for _, r := range first.Roots {
+		doneBefore += r.FilesDone
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s", waited.Round(time.Second))
+	if st.State == "scanning" || seen > done {
+		fmt.Fprintf(&b, ", scanning: %d of %d files found", done, seen)
+		if seen > 0 {
+			fmt.Fprintf(&b, " (%d %%)", done*100/seen)
+		}
+		if rate := float64(done-min(done, doneBefore)) / elapsed.Seconds(); rate > 0 && seen > done && elapsed >= time.Second {
+			fmt.Fprintf(&b, ", about %s left for those", (time.Duration(float64(seen-done)/rate) * time.Second).Round(time.Second))
+		}
+	}
+	q := st.Queue
+	if n := q.Settling + q.Live + q.Scan; n > 0 {
+		fmt.Fprintf(&b, "; queued: %d changed, %d settling, %d found", q.Live, q.Settling, q.Scan)
+	}
+	fmt.Fprintf(&b, "; %d files indexed", st.Index.Files)
+	return b.String()
+}

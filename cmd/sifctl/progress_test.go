@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sif-dev/sif/ipc"
+)
+
+func TestStatusLine(t *testing.T) {
+	first := &ipc.Status{State: "scanning", Roots: []ipc.RootStatus{{FilesSeen: 1000, FilesDone: 100}}}
+	st := &ipc.Status{State: "scanning", Roots: []ipc.RootStatus{{FilesSeen: 4000, FilesDone: 1100}},
+		Queue: ipc.QueueStatus{Scan: 2900, Live: 3, Settling: 1}, Index: ipc.IndexStats{Files: 1100}}
+	got := statusLine(st, first, 10*time.Second, 12*time.Second)
+	// 1,000 files done in 10 s: the 2,900 left take about 29 s.
+	want := "12s, scanning: 1100 of 4000 files found (27 %), about 29s left for those; queued: 3 changed, 1 settling, 2900 found; 1100 files indexed"
+	if got != want {
+		t.Errorf("statusLine:\n got %q\nwant %q", got, want)
+	}
+	ready := &ipc.Status{State: "ready", Roots: []ipc.RootStatus{{FilesSeen: 5, FilesDone: 5}}, Index: ipc.IndexStats{Files: 5}}
+	if got := statusLine(ready, ready, time.Second, time.Second); got != "1s; 5 files indexed" {
+		t.Errorf("statusLine of an idle daemon: %q", got)
+	}
+}
+
+// A waiting command shows the daemon's status on its progress line and
+// erases it when it ends; without a terminal it writes nothing.
+func TestProgressWhileWaiting(t *testing.T) {
+	sock := startFake(t, &fakeDaemon{catchUp: true})
+	var buf bytes.Buffer
+	g := &globals{progressTo: &buf}
+	stop := g.newProgress().whileWaiting(t.Context(), ipc.NewClient(sock), "sifctl wait")
+	time.Sleep(700 * time.Millisecond)
+	stop()
+	out := buf.String()
+	if !strings.Contains(out, "\r\x1b[Ksifctl wait: ") || !strings.Contains(out, "files indexed") || !strings.HasSuffix(out, "\r\x1b[K") {
+		t.Errorf("progress line: %q", out)
+	}
+	var none bytes.Buffer
+	g = &globals{stdout: &none, stderr: &none}
+	stop = g.newProgress().whileWaiting(t.Context(), ipc.NewClient(sock), "sifctl wait")
+	time.Sleep(100 * time.Millisecond)
+	stop()
+	if none.Len() != 0 {
+		t.Errorf("progress without a terminal: %q", none.String())
+	}
+}
