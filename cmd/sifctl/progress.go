@@ -141,7 +141,9 @@ func statusLine(st, first *ipc.Status, elapsed, waited time.Duration) string {
 			fmt.Fprintf(&b, " (%d %%)", done*100/seen)
 		}
 		if rate := float64(done-min(done, doneBefore)) / elapsed.Seconds(); rate > 0 && seen > done && elapsed >= time.Second {
-			fmt.Fprintf(&b, ", about %s left for those", (time.Duration(float64(seen-done)/rate) * time.Second).Round(time.Second))
+			if left := time.Duration(float64(seen-done) / rate * float64(time.Second)).Round(time.Second); left > 0 {
+				fmt.Fprintf(&b, ", about %s left for those", left)
+			}
 		}
 	}
 	q := st.Queue

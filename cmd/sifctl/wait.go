@@ -72,7 +72,8 @@ answer is printed, with how long sifctl waited for the daemon to answer:
 				return failedf("--timeout %s: want a duration above 0, at most %s", timeout, ipc.MaxWait)
 			}
 			w := &waiter{c: g.client(), timeout: timeout}
-			stop := g.newProgress().whileWaiting(cmd.Context(), w.c, "sifctl wait")
+			// A client of its own: status is not to queue behind the wait.
+			stop := g.newProgress().whileWaiting(cmd.Context(), g.client(), "sifctl wait")
 			resp, err := w.wait(cmd.Context())
 			stop()
 			if err != nil {
