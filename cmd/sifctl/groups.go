@@ -50,8 +50,10 @@ groups of their own, their members marked "template" (in --json,
 "template": true).
 
 Groups come largest first and are printed as the daemon sends them, so a
-large answer starts at once and is never held whole; the last line counts
-the groups and their files. With --json, one object as the daemon answers
+large answer is never held whole; the daemon sends the first once it has
+linked every file (seconds on a large index), and on a terminal sifctl
+shows on standard error how long it has waited until then. The last line
+counts the groups and their files. With --json, one object as the daemon answers
 (GET /v1/groups): {"threshold": PCT, "groups": [{"reference": FILE,
 "members": [FILE, ...]}, ...], "elapsed_ns": N}, also written as it comes.
 An answer cut short (the daemon failed or went away midway) ends with a
@@ -109,6 +111,16 @@ found only where its directories line up. Exit status as without --dirs.` + simi
 			if o.Prefix, err = absPrefix(o.Prefix); err != nil {
 				return failed(err)
 			}
+			pr := g.newProgress()
+			if pr.w != nil {
+				what := "sifctl groups: sifd is linking the similar files among " + indexedFiles(cmd.Context(), g.client())
+				if dirs {
+					what = "sifctl groups --dirs: comparing the directories of " + indexedFiles(cmd.Context(), g.client())
+				}
+				stop := pr.untilAnswer(cmd.Context(), what)
+				defer stop()
+				g.beforeOutput = stop
+			}
 			if dirs {
 				return groupsDirs(cmd.Context(), g, o)
 			}
@@ -123,7 +135,12 @@ found only where its directories line up. Exit status as without --dirs.` + simi
 			default:
 				p = &groupsText{w: g.stdout, threshold: o.Threshold}
 			}
-			resp, err := g.client().GroupsEach(cmd.Context(), o, p.group)
+			each := func(grp ipc.Group) error {
+				g.outputStarts()
+				return p.group(grp)
+			}
+			resp, err := g.client().GroupsEach(cmd.Context(), o, each)
+			g.outputStarts()
 			if err != nil {
 				if p.started() {
 					// What was printed is not the whole answer: say so on
@@ -264,6 +281,7 @@ func groupsDirs(ctx context.Context, g *globals, o ipc.GroupsOptions) error {
 	start := time.Now()
 	groups, err := dirsim.Groups(ctx, g.client(), &dirsim.GroupsOptions{Threshold: o.Threshold, Prefix: o.Prefix,
 		MaxDF: o.MaxDF, MinShared: o.MinShared, AllTypes: o.AllTypes})
+	g.outputStarts()
 	if err != nil {
 		if errors.Is(err, dirsim.ErrNoLinks) {
 			err = fmt.Errorf("%w: it is older than this sifctl", err)

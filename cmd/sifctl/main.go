@@ -63,13 +63,22 @@ type globals struct {
 	json   bool
 	color  string // --color: auto, always or never
 
-	progressTo io.Writer // tests: show progress lines here as if on a terminal
-	stdin      io.Reader
-	stdout     io.Writer
-	stderr     io.Writer
+	progressTo   io.Writer // tests: show progress lines here as if on a terminal
+	beforeOutput func()    // erases a progress line before the first line of the answer
+	stdin        io.Reader
+	stdout       io.Writer
+	stderr       io.Writer
 }
 
 func (g *globals) client() *ipc.Client { return ipc.NewClient(g.socket) }
+
+// outputStarts erases the progress line, if any, before the answer's
+// first line is printed.
+func (g *globals) outputStarts() {
+	if g.beforeOutput != nil {
+		g.beforeOutput()
+	}
+}
 
 // printJSON writes v to stdout as one line of JSON.
 func (g *globals) printJSON(v any) error {

@@ -153,3 +153,48 @@ func statusLine(st, first *ipc.Status, elapsed, waited time.Duration) string {
 	fmt.Fprintf(&b, "; %d files indexed", st.Index.Files)
 	return b.String()
 }
+
+// untilAnswer shows "what, Ns" until the function it returns is called
+// (at the answer's first line, or its end), which erases the line; it is
+// safe to call more than once.
+func (p *progress) untilAnswer(ctx context.Context, what string) (stop func()) {
+	if p.w == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		start := time.Now()
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		for {
+			p.show(fmt.Sprintf("%s, %s", what, time.Since(start).Round(time.Second)))
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			<-ended
+			p.done()
+		})
+	}
+}
+
+// indexedFiles names how many files the daemon has indexed, for a
+// progress line ("its 71000 indexed files"), or "its index" when status
+// does not answer at once.
+func indexedFiles(ctx context.Context, c *ipc.Client) string {
+	ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if st, err := c.Status(ctx); err == nil {
+		return fmt.Sprintf("its %d indexed files", st.Index.Files)
+	}
+	return "its index"
+}

@@ -47,3 +47,19 @@ func TestProgressWhileWaiting(t *testing.T) {
 		t.Errorf("progress without a terminal: %q", none.String())
 	}
 }
+
+// A command that waits for its answer's first line shows how long it has
+// waited, and the line is gone before the answer.
+func TestProgressUntilAnswer(t *testing.T) {
+	var buf bytes.Buffer
+	p := (&globals{progressTo: &buf}).newProgress()
+	stop := p.untilAnswer(t.Context(), "sifctl groups: sifd is linking")
+	time.Sleep(600 * time.Millisecond)
+	stop()
+	stop() // a second call changes nothing
+	out := buf.String()
+	if !strings.Contains(out, "\r\x1b[Ksifctl groups: sifd is linking, 0s") || !strings.Contains(out, "sifd is linking, 1s") ||
+		!strings.HasSuffix(out, "\r\x1b[K") {
+		t.Errorf("progress line: %q", out)
+	}
+}
