@@ -345,7 +345,7 @@ func (c *Client) Dupes(ctx context.Context, prefix string) (*DupesResponse, erro
 // answer that ends midway returns an error wrapping ErrCutShort, after fn
 // has seen the sets that came whole.
 func (c *Client) DupesEach(ctx context.Context, prefix string, fn func(DupeSet) error) (DupesTotals, error) {
-	return c.dupesEach(ctx, url.Values{"prefix": {prefix}}, fn)
+	return c.DupesWith(ctx, DupesOptions{Prefix: prefix}, fn)
 }
 
 // FleetDupesEach is DupesEach asked of the fleet index: the sets of
@@ -353,13 +353,45 @@ func (c *Client) DupesEach(ctx context.Context, prefix string, fn func(DupeSet) 
 // Host), those with a file of this host under prefix when prefix is not
 // "".
 func (c *Client) FleetDupesEach(ctx context.Context, prefix string, fn func(DupeSet) error) (DupesTotals, error) {
-	return c.dupesEach(ctx, url.Values{"prefix": {prefix}, "fleet": {"1"}}, fn)
+	return c.DupesWith(ctx, DupesOptions{Prefix: prefix, Fleet: true}, fn)
+}
+
+// DupesOptions select the sets of GET /v1/dupes. The zero value asks for
+// all of them.
+type DupesOptions struct {
+	// Prefix keeps the files under this directory tree; with Fleet, the
+	// sets with a file of this host under it.
+	Prefix string
+	// In keeps the sets with at least one file under this directory
+	// tree, with all their files (what is here and also elsewhere). Not
+	// with Fleet.
+	In string
+	// MinSize keeps the sets of files of at least this many bytes (1
+	// leaves out empty files).
+	MinSize int64
+	// Fleet asks the fleet index (FleetDupesEach).
+	Fleet bool
+}
+
+// DupesWith is DupesEach with the sets chosen by o.
+func (c *Client) DupesWith(ctx context.Context, o DupesOptions, fn func(DupeSet) error) (DupesTotals, error) {
+	q := url.Values{}
+	if o.Prefix != "" {
+		q.Set("prefix", o.Prefix)
+	}
+	if o.In != "" {
+		q.Set("in", o.In)
+	}
+	if o.MinSize > 0 {
+		q.Set("min_size", strconv.FormatInt(o.MinSize, 10))
+	}
+	if o.Fleet {
+		q.Set("fleet", "1")
+	}
+	return c.dupesEach(ctx, q, fn)
 }
 
 func (c *Client) dupesEach(ctx context.Context, q url.Values, fn func(DupeSet) error) (DupesTotals, error) {
-	if q.Get("prefix") == "" {
-		q.Del("prefix")
-	}
 	p := "/v1/dupes"
 	if len(q) > 0 {
 		p += "?" + q.Encode()

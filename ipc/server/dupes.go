@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/ipc"
@@ -20,7 +22,18 @@ func (s *Server) dupes(w http.ResponseWriter, r *http.Request, c *caller) {
 		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, err.Error())
 		return
 	}
+	filter, err := dupesFilterOf(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, err.Error())
+		return
+	}
 	if r.URL.Query().Get("fleet") == "1" {
+		if filter.in != "" {
+			// The fleet's files are of many hosts; its prefix already
+			// keeps the sets with a file of this host under it.
+			writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, "in: not with fleet=1, whose prefix keeps the sets with a file of this host under it")
+			return
+		}
 		if !s.mayAskFleet(w, c) {
 			return
 		}
@@ -29,7 +42,7 @@ func (s *Server) dupes(w http.ResponseWriter, r *http.Request, c *caller) {
 			s.fleetFailed(w, err)
 			return
 		}
-		s.streamDupes(w, len(sets), func(i int) (ipc.DupeSet, bool) { return sets[i], true })
+		s.streamDupes(w, len(sets), func(i int) (ipc.DupeSet, bool) { return sets[i], filter.keep(&sets[i]) })
 		return
 	}
 	sets, err := s.q.Dupes(r.Context(), prefix)
@@ -44,8 +57,43 @@ func (s *Server) dupes(w http.ResponseWriter, r *http.Request, c *caller) {
 	s.streamDupes(w, len(sets), func(i int) (ipc.DupeSet, bool) {
 		set, ok := dupeSet(&sets[i], canRead)
 		sets[i] = index.DupeSet{} // sent: the collector may have it
-		return set, ok
+		return set, ok && filter.keep(&set)
 	})
+}
+
+// dupesFilter is what GET /v1/dupes keeps beyond the prefix and what the
+// caller may read: sets of files of at least minSize bytes, with a file
+// under the directory tree in ("" for any).
+type dupesFilter struct {
+	minSize int64
+	in      string
+}
+
+// dupesFilterOf reads the parameters min_size (bytes, 0 when absent) and
+// in (an absolute directory) of r.
+func dupesFilterOf(r *http.Request) (dupesFilter, error) {
+	q := r.URL.Query()
+	var f dupesFilter
+	if v := q.Get("min_size"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return f, fmt.Errorf("min_size %q: want a whole number of bytes, 0 or more", v)
+		}
+		f.minSize = n
+	}
+	in, err := absPath("in", q.Get("in"))
+	f.in = in
+	return f, err
+}
+
+// keep says whether set passes f. It is asked of the files the caller may
+// read, so that a set is not kept for a file under in that the caller
+// cannot see.
+func (f dupesFilter) keep(set *ipc.DupeSet) bool {
+	if set.Size < f.minSize {
+		return false
+	}
+	return f.in == "" || slices.ContainsFunc(set.Files, func(d ipc.DupeFile) bool { return index.InTree(d.Exact(), f.in) })
 }
 
 // streamDupes writes the answer of n sets, set(i) giving the i-th and
