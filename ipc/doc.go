@@ -62,7 +62,7 @@
 //	POST /v1/similar      one against all: SimilarRequest → SimilarResponse
 //	POST /v1/basis        the best basis for a delta of a file: BasisRequest → BasisResponse
 //	GET  /v1/groups       all against all: ?threshold=PCT&max_df=N&min_shared=N&all_types=1&prefix=P
-//	GET  /v1/dupes        identical files: ?prefix=P
+//	GET  /v1/dupes        identical files: ?prefix=P&in=DIR&min_size=N
 //	POST /v1/dirs/totals  indexed files and bytes per directory tree: DirTotalsRequest → DirTotalsResponse
 //	GET  /v1/status       what the daemon is doing: roots, queue, counters
 //	GET  /v1/roots        the roots and their states
