@@ -12,8 +12,9 @@ import (
 )
 
 func newDupesCmd(g *globals) *cobra.Command {
-	var prefix string
-	var fleet bool
+	var prefix, in string
+	var fleet, empty bool
+	minSize := int64(1)
 	cmd := &cobra.Command{
 		Use:   "dupes [--json]",
 		Short: "List sets of identical files in the index",
@@ -23,41 +24,53 @@ the bytes they take. Hard links to one file (same device and inode) are
 listed, marked as links, but are one copy on disk: they are not counted as
 redundant. The last line sums the sets:
 
-  3 identical files of 300000 bytes, 2 copies on disk:
+  3 identical files of 293 KiB, 2 copies on disk:
     /srv/a/big.iso
     /srv/b/big.iso  (hard link of /srv/a/big.iso)
     /srv/c/big.iso
-  1 set, 3 files: 1 redundant copy, 300000 bytes
+  1 set, 3 files: 1 redundant copy, 293 KiB
+
+Sizes are in KiB, MiB and GiB (powers of 1024) on a terminal, and in
+bytes ("300000 bytes") when the output is not one, for programs.
+
+Empty files are left out unless --empty is given; --min-size leaves out
+the smaller files too. --prefix lists only the files under a directory
+tree, and the sets with two of them; --in lists the sets with at least one
+file under it, with all their files, wherever they are; both may be given:
+
+  sifctl dupes --min-size 100M          # big files only
+  sifctl dupes --prefix /srv/projects   # copies within /srv/projects
+  sifctl dupes --in /srv/projects       # what in /srv/projects is also elsewhere
 
 With --json, one object: {"sets": [{"size": N, "strong": HEX, "files":
 [{"path": P, "hard_link_of": {"path": P}}, ...], "inodes": N,
 "redundant_files": N, "redundant_bytes": N}, ...], "totals": {"sets": N,
-"files": N, "redundant_files": N, "redundant_bytes": N}}.
+"files": N, "redundant_files": N, "redundant_bytes": N}}, sizes in bytes.
 
 --fleet lists the sets across every host of the fleet index (sifd with a
 [fleet] table; for root, sifd's user and the fleet's ask group): the files
 under published roots of hosts heard from recently, each as HOST:PATH
 ("host" in JSON, and "hosts" per set), the most redundant bytes first, at
 most 10,000 sets; --prefix then keeps the sets with a file of this host
-under it (what here is also stored elsewhere). Hard links are not known
-to the fleet: every file counts as a copy.`,
+under it (what here is also stored elsewhere), and --in is not taken;
+--min-size keeps the large enough sets among those 10,000. Hard links are
+not known to the fleet: every file counts as a copy.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			prefix, err := absPrefix(prefix)
+			o, err := dupesOptions(cmd, prefix, in, minSize, fleet, empty)
 			if err != nil {
 				return failed(err)
 			}
 			// Each set is printed as it arrives, so that neither sifctl
 			// nor the daemon holds the answer whole.
-			var p dupesPrinter = &dupesText{w: g.stdout}
+			var p dupesPrinter = &dupesText{w: g.stdout, size: bytesExact}
+			if isTerminal(g.stdout) {
+				p = &dupesText{w: g.stdout, size: humanBytes}
+			}
 			if g.json {
 				p = &dupesJSON{w: g.stdout, list: jsonList{open: `{"sets":[`}}
 			}
-			each := g.client().DupesEach
-			if fleet {
-				each = g.client().FleetDupesEach
-			}
-			totals, err := each(cmd.Context(), prefix, p.set)
+			totals, err := g.client().DupesWith(cmd.Context(), o, p.set)
 			if err != nil {
 				if p.count() > 0 {
 					p.cut() // what was printed is not the whole answer
@@ -75,7 +88,34 @@ to the fleet: every file counts as a copy.`,
 	}
 	cmd.Flags().StringVar(&prefix, "prefix", "", "only files in this directory tree (whole path components; relative to the current directory)")
 	cmd.Flags().BoolVar(&fleet, "fleet", false, "identical files across every host of the fleet index")
+	cmd.Flags().Var(sizeFlag{&minSize}, "min-size", "only files of at least this size (4096, 100K, 1MiB, 1GB); 1 leaves out empty files")
+	cmd.Flags().BoolVar(&empty, "empty", false, "list empty files too (as --min-size 0)")
+	cmd.Flags().StringVar(&in, "in", "", "the sets with a file in this directory tree (relative to the current directory), with all their files: what here is also elsewhere")
 	return cmd
+}
+
+// dupesOptions checks dupes' flags and makes its paths absolute.
+func dupesOptions(cmd *cobra.Command, prefix, in string, minSize int64, fleet, empty bool) (ipc.DupesOptions, error) {
+	o := ipc.DupesOptions{MinSize: minSize, Fleet: fleet}
+	if empty {
+		if cmd.Flags().Changed("min-size") && minSize > 0 {
+			return o, fmt.Errorf("--empty lists empty files, which --min-size %d leaves out: give one of them", minSize)
+		}
+		o.MinSize = 0
+	}
+	if in != "" && fleet {
+		return o, fmt.Errorf("--in is not for --fleet, whose --prefix already keeps the sets with a file of this host under it")
+	}
+	var err error
+	if o.Prefix, err = absPrefix(prefix); err != nil {
+		return o, err
+	}
+	if in != "" {
+		if o.In, err = absDir(in); err != nil {
+			return o, fmt.Errorf("--in %w", err)
+		}
+	}
+	return o, nil
 }
 
 // dupesPrinter prints a dupes answer as its sets arrive.
@@ -89,13 +129,14 @@ type dupesPrinter interface {
 // dupesText prints each set, then a line summing them.
 type dupesText struct {
 	w    io.Writer
+	size func(int64) string // bytesExact, or humanBytes on a terminal
 	sets int
 }
 
 func (p *dupesText) set(s ipc.DupeSet) error {
 	p.sets++
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d identical files of %d bytes", len(s.Files), s.Size)
+	fmt.Fprintf(&b, "%d identical files of %s", len(s.Files), p.size(s.Size))
 	if s.Hosts > 0 {
 		fmt.Fprintf(&b, " on %s", count(s.Hosts, "host", "hosts"))
 	}
@@ -123,8 +164,8 @@ func (p *dupesText) end(t ipc.DupesTotals) error {
 		_, err := fmt.Fprintln(p.w, "No identical files.")
 		return err
 	}
-	_, err := fmt.Fprintf(p.w, "%s, %s: %s, %d bytes\n", count(t.Sets, "set", "sets"), count(t.Files, "file", "files"),
-		count(t.RedundantFiles, "redundant copy", "redundant copies"), t.RedundantBytes)
+	_, err := fmt.Fprintf(p.w, "%s, %s: %s, %s\n", count(t.Sets, "set", "sets"), count(t.Files, "file", "files"),
+		count(t.RedundantFiles, "redundant copy", "redundant copies"), p.size(t.RedundantBytes))
 	return err
 }
 
