@@ -496,3 +496,71 @@ func TestWrongMethod(t *testing.T) {
 		t.Errorf("GET /v1/similar: %s, Allow %q, %+v", resp.Status, resp.Header.Get("Allow"), body.Error)
 	}
 }
+
+// TestDupesFilters: dupes leaves out empty files unless --empty is given,
+// --min-size keeps the large sets, and --in lists a set with one file
+// under the directory and one elsewhere, which --prefix does not.
+func TestDupesFilters(t *testing.T) {
+	e := newEnv(t)
+	e.write("empty1", nil)
+	e.write("sub/empty2", nil)
+	big := words(90, 300000)
+	here := e.write("here/big.bin", big)
+	elsewhere := e.write("else/big.bin", big)
+	small := words(91, 1000)
+	e.write("else/s1.txt", small)
+	e.write("else/s2.txt", small)
+	e.start()
+
+	sizes := func(args ...string) ([]int64, ipc.DupesResponse) {
+		t.Helper()
+		r := e.sifctl(append([]string{"dupes", "--json"}, args...)...)
+		var d ipc.DupesResponse
+		if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+			t.Fatalf("dupes --json %s: exit %d, %v: %s%s", strings.Join(args, " "), r.code, err, r.stdout, r.stderr)
+		}
+		var out []int64
+		for _, s := range d.Sets {
+			out = append(out, s.Size)
+		}
+		return out, d
+	}
+	for _, tc := range []struct {
+		args []string
+		want []int64
+	}{
+		{nil, []int64{300000, 1000}},
+		{[]string{"--empty"}, []int64{300000, 1000, 0}},
+		{[]string{"--min-size", "0"}, []int64{300000, 1000, 0}},
+		{[]string{"--min-size", "100K"}, []int64{300000}},
+		{[]string{"--in", filepath.Join(e.root, "here")}, []int64{300000}},
+		{[]string{"--in", filepath.Join(e.root, "here"), "--prefix", e.root}, []int64{300000}},
+		{[]string{"--prefix", filepath.Join(e.root, "here")}, nil},
+	} {
+		if got, _ := sizes(tc.args...); !slices.Equal(got, tc.want) {
+			t.Errorf("dupes %s: sets of sizes %v, want %v", strings.Join(tc.args, " "), got, tc.want)
+		}
+	}
+	_, d := sizes("--in", filepath.Join(e.root, "here"))
+	if len(d.Sets) != 1 || len(d.Sets[0].Files) != 2 || d.Sets[0].Files[0].Path != elsewhere || d.Sets[0].Files[1].Path != here {
+		t.Errorf("dupes --in: %+v, want %s and %s", d.Sets, elsewhere, here)
+	}
+	if want := (ipc.DupesTotals{Sets: 1, Files: 2, RedundantFiles: 1, RedundantBytes: 300000}); d.Totals != want {
+		t.Errorf("dupes --in: totals %+v, want %+v", d.Totals, want)
+	}
+
+	// Not a terminal: sizes in bytes, as programs read them.
+	r := e.sifctl("dupes", "--min-size", "100K")
+	if want := "2 identical files of 300000 bytes:\n  " + elsewhere + "\n  " + here + "\n1 set, 2 files: 1 redundant copy, 300000 bytes\n"; r.code != 0 || r.stdout != want {
+		t.Errorf("dupes --min-size 100K: exit %d, %q, want %q", r.code, r.stdout, want)
+	}
+	r = e.sifctl("dupes", "--prefix", filepath.Join(e.root, "here"))
+	if r.code != 1 || r.stdout != "No identical files.\n" {
+		t.Errorf("dupes --prefix here: exit %d, %q, want 1 and no identical files", r.code, r.stdout)
+	}
+	for _, args := range [][]string{{"--min-size", "lots"}, {"--empty", "--min-size", "1"}, {"--in", e.root, "--fleet"}} {
+		if r := e.sifctl(append([]string{"dupes"}, args...)...); r.code != 2 || r.stderr == "" {
+			t.Errorf("dupes %s: exit %d, %q, want 2 and why", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+}
