@@ -144,7 +144,7 @@ number, as a shell reports it).`,
 		}
 		return &statusError{exitError, fmt.Errorf("--color %q: want auto, always or never", g.color)}
 	}
-	root.AddCommand(newSimilarCmd(g), newGroupsCmd(g), newDupesCmd(g), newStatusCmd(g), newCompareCmd(g),
+	root.AddCommand(newSimilarCmd(g), newGroupsCmd(g), newDupesCmd(g), newDedupeCmd(g), newStatusCmd(g), newCompareCmd(g),
 		newRootsCmd(g), newRescanCmd(g), newWaitCmd(g), newBasisCmd(g), newSketchCmd(g), newFleetCmd(g))
 	root.AddCommand(gendocs.Command())
 	root.SetFlagErrorFunc(cliflags.FlagError)
