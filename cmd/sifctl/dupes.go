@@ -15,6 +15,7 @@ func newDupesCmd(g *globals) *cobra.Command {
 	var prefix, in string
 	var fleet, empty bool
 	minSize := int64(1)
+	var script scriptOptions
 	cmd := &cobra.Command{
 		Use:   "dupes [--json]",
 		Short: "List sets of identical files in the index",
@@ -54,12 +55,21 @@ under published roots of hosts heard from recently, each as HOST:PATH
 most 10,000 sets; --prefix then keeps the sets with a file of this host
 under it (what here is also stored elsewhere), and --in is not taken;
 --min-size keeps the large enough sets among those 10,000. Hard links are
-not known to the fleet: every file counts as a copy.`,
+not known to the fleet: every file counts as a copy.
+
+--script writes a POSIX shell script to review, then run with sh, as the
+user it should act for: per set, the file kept (--keep oldest, newest or
+under:DIR, as for dedupe) and a line per other file that hard-links it to
+the kept file (or removes it, with --delete) if cmp still finds them
+identical when the script runs. See also dedupe, which acts at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o, err := dupesOptions(cmd, prefix, in, minSize, fleet, empty)
 			if err != nil {
 				return failed(err)
+			}
+			if script.file != "" {
+				return script.write(cmd.Context(), g, o)
 			}
 			// Each set is printed as it arrives, so that neither sifctl
 			// nor the daemon holds the answer whole.
@@ -91,6 +101,7 @@ not known to the fleet: every file counts as a copy.`,
 	cmd.Flags().Var(sizeFlag{&minSize}, "min-size", "only files of at least this size (4096, 100K, 1MiB, 1GB); 1 leaves out empty files")
 	cmd.Flags().BoolVar(&empty, "empty", false, "list empty files too (as --min-size 0)")
 	cmd.Flags().StringVar(&in, "in", "", "the sets with a file in this directory tree (relative to the current directory), with all their files: what here is also elsewhere")
+	script.flags(cmd)
 	return cmd
 }
 
