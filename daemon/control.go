@@ -95,6 +95,19 @@ func (d *Daemon) Roots() []ipc.RootStatus {
 	return out
 }
 
+// RootPaths implements server.RootPather: the roots' paths, without the
+// status Roots gathers for each, for the check of every prefix a query
+// names.
+var _ server.RootPather = (*Daemon)(nil)
+
+func (d *Daemon) RootPaths() []string {
+	var out []string
+	for _, r := range d.rootList() {
+		out = append(out, r.path)
+	}
+	return out
+}
+
 // Rescan implements server.Controller.
 func (d *Daemon) Rescan(dir string) ([]string, error) {
 	if dir == "" {

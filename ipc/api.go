@@ -17,6 +17,7 @@ type Code string
 
 const (
 	CodeBadRequest     Code = "bad_request"     // the request is malformed or a field is invalid
+	CodeBadPrefix      Code = "bad_prefix"      // a directory-tree prefix is under no root of the daemon, nor above one: it can hold no indexed file
 	CodeParamsMismatch Code = "params_mismatch" // fingerprints made with other parameters than the index's
 	CodeNotFound       Code = "not_found"       // no such route or object
 	CodeMethod         Code = "method_not_allowed"

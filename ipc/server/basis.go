@@ -33,6 +33,9 @@ func (s *Server) basis(w http.ResponseWriter, r *http.Request, c *caller, req *i
 		s.badQuery(w, err)
 		return
 	}
+	if !req.Fleet && !s.checkPrefix(w, c, opts.PathPrefix) {
+		return
+	}
 	if req.Fleet && !s.mayAskFleet(w, c) {
 		return
 	}

@@ -22,6 +22,9 @@ func (s *Server) dupes(w http.ResponseWriter, r *http.Request, c *caller) {
 		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, err.Error())
 		return
 	}
+	if !s.checkPrefix(w, c, prefix) {
+		return
+	}
 	filter, err := dupesFilterOf(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, err.Error())

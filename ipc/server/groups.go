@@ -33,7 +33,7 @@ func (s *Server) groups(w http.ResponseWriter, r *http.Request, c *caller) {
 	}
 	start := received(r)
 	opts, thr, ok := groupOptions(w, r)
-	if !ok {
+	if !ok || !s.checkPrefix(w, c, opts.PathPrefix) {
 		return
 	}
 	if v := c.view(); v != nil {

@@ -99,3 +99,75 @@ func TestPrefixesAreAbsoluteAndClean(t *testing.T) {
 		}
 	}
 }
+
+// A prefix under no root, nor above one, is answered 400 bad_prefix naming
+// it and the roots, on every route that takes one; one under a root or
+// above one (up to /) reaches the index. similar with the fleet passes it
+// on: the prefix may be another host's tree.
+func TestPrefixUnderNoRoot(t *testing.T) {
+	c := newFakeController()
+	c.roots = []string{"/srv/a", "/home/b"}
+	query := func(prefix, extra string) string {
+		js, _ := json.Marshal(prefix)
+		return `{"params":{"scheme":"manber"},"strong":"` + strings.Repeat("0", 64) +
+			`","features":[{"hash":"00000000000000ff","count":2}],"path_prefix":` + string(js) + extra + `}`
+	}
+	routes := []struct {
+		name, method, path string
+		body               func(prefix string) string
+	}{
+		{"groups", "GET", "/v1/groups?prefix=", nil},
+		{"groups by simihash", "GET", "/v1/groups?by=simihash&prefix=", nil},
+		{"dupes", "GET", "/v1/dupes?prefix=", nil},
+		{"similar", "POST", "/v1/similar", func(p string) string { return query(p, "") }},
+		{"similar by simihash", "POST", "/v1/similar", func(p string) string {
+			return query(p, `,"by":"simihash","simihash":{"sum":[0],"key":0}`)
+		}},
+		{"basis", "POST", "/v1/basis", func(p string) string { return query(p, "") }},
+	}
+	do := func(rt int, cred peer.Cred, prefix string) (int, *ipc.Error) {
+		t.Helper()
+		r := routes[rt]
+		path, body := r.path, ""
+		if r.body == nil {
+			path += url.QueryEscape(prefix)
+		} else {
+			body = r.body(prefix)
+		}
+		rec := sendAs(t, c, Access{Owner: 500}, cred, nil, r.method, path, body)
+		var eb errorBody
+		json.Unmarshal(rec.Body.Bytes(), &eb)
+		return rec.Code, eb.Error
+	}
+	owner := peer.Cred{UID: 500}
+	for i, rt := range routes {
+		for _, p := range []string{"/nonexistent", "/srv/ab", "/home/bb/x"} {
+			code, e := do(i, owner, p)
+			want := p + " is under no root of this daemon (roots: /srv/a, /home/b)"
+			if code != 400 || e == nil || e.Code != ipc.CodeBadPrefix || e.Message != want {
+				t.Errorf("%s with %s: %d %+v, want 400 bad_prefix %q", rt.name, p, code, e, want)
+			}
+		}
+		for _, p := range []string{"/srv/a", "/srv/a/x/y", "/srv", "/home", "/"} {
+			if code, e := do(i, owner, p); e != nil && e.Code == ipc.CodeBadPrefix {
+				t.Errorf("%s with %s: %d %+v, want it taken", rt.name, p, code, e)
+			}
+		}
+	}
+	// A caller who may not list the roots is not told them.
+	other := peer.Cred{UID: 12345, GID: 12345}
+	if code, e := do(0, other, "/nonexistent"); code != 400 || e == nil ||
+		e.Message != "/nonexistent is under no root of this daemon (none of its roots is one you may list)" {
+		t.Errorf("another user: %d %+v", code, e)
+	}
+	// With the fleet, the prefix may be another host's.
+	rec := sendAs(t, c, Access{Owner: 500}, owner, nil, "POST", "/v1/similar", query("/nonexistent", `,"fleet":true`))
+	if strings.Contains(rec.Body.String(), string(ipc.CodeBadPrefix)) {
+		t.Errorf("similar --fleet under no local root: %d %s", rec.Code, rec.Body.String())
+	}
+	// A daemon without roots says so.
+	c.roots = nil
+	if code, e := do(0, owner, "/srv"); code != 400 || e == nil || !strings.Contains(e.Message, "it has none") {
+		t.Errorf("no root: %d %+v", code, e)
+	}
+}

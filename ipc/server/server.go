@@ -320,6 +320,9 @@ func (s *Server) similar(w http.ResponseWriter, r *http.Request, c *caller, req 
 		s.badQuery(w, err)
 		return
 	}
+	if !req.Fleet && !s.checkPrefix(w, c, opts.PathPrefix) {
+		return
+	}
 	if req.Fleet && !s.mayAskFleet(w, c) {
 		return
 	}

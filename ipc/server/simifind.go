@@ -40,6 +40,9 @@ func (s *Server) similarBySimiHash(w http.ResponseWriter, r *http.Request, c *ca
 		s.badQuery(w, err)
 		return
 	}
+	if !req.Fleet && !s.checkPrefix(w, c, q.PathPrefix) {
+		return
+	}
 	if req.Fleet && !s.mayAskFleet(w, c) {
 		return
 	}

@@ -30,6 +30,9 @@ func (s *Server) groupsBySimiHash(w http.ResponseWriter, r *http.Request, c *cal
 		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, err.Error())
 		return
 	}
+	if !s.checkPrefix(w, c, opts.PathPrefix) {
+		return
+	}
 	sg, ok := s.q.(SimiGrouper)
 	if !ok || !sg.SimiHash() {
 		writeError(w, http.StatusConflict, ipc.CodeNoSimiHash, noSimiHash)
