@@ -65,7 +65,10 @@ with CANDIDATE {"path": ABSOLUTE_PATH, "size": N, "mtime_ns": N,
 "estimated_bytes": N, "identical": BOOL, "method": "identical"|"delta"|
 "windows"|"fingerprints", "copied": PCT, "changed": BOOL}, cheapest first;
 an estimate from fingerprints alone also has "estimated_bytes_low" and
-"estimated_bytes_high".
+"estimated_bytes_high". A FILE that failed (a directory, not found, too
+large, a --prefix under no root, ...) has in its place the line {"query":
+PATH, "error": {"code": CODE, "message": TEXT}}, with the codes 'sifctl
+similar --help' lists, and the exit status is 2.
 
 --signature SIGFILE asks with saved signatures instead of FILEs (the lines
 'sifctl sketch' prints; SIGFILE a file of them, "-" standard input), one
@@ -137,7 +140,11 @@ func runBasis(cmd *cobra.Command, g *globals, f *basisFlags, files []string) err
 		req.Limit, req.PathPrefix, req.MaxDF, req.Fleet = f.limit, qs.prefix, f.maxDF, f.fleet
 		resp, err := c.Basis(ctx, req)
 		if err != nil {
-			return failed(fmt.Errorf("%s: %w", file, describe(err, g.socket)))
+			if err := g.askFailed(file, abs, err); err != nil {
+				return err
+			}
+			errs++
+			continue
 		}
 		if resp.FleetError != nil {
 			errs++

@@ -44,6 +44,9 @@ func readWhole(path string) ([]byte, os.FileInfo, error) {
 	return data, st, err
 }
 
+// errTooLarge is wrapped by the error of a query too large to explain.
+var errTooLarge = errors.New("too large to explain")
+
 // readLimited reads r to its end, refusing more than
 // explain.DefaultMaxSize bytes; name is what errors call it.
 func readLimited(r io.Reader, name string) ([]byte, error) {
@@ -52,7 +55,7 @@ func readLimited(r io.Reader, name string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if len(data) > explain.DefaultMaxSize {
-		return nil, fmt.Errorf("%s: larger than %d MiB, too large to explain", name, explain.DefaultMaxSize>>20)
+		return nil, fmt.Errorf("%s: larger than %d MiB, %w", name, explain.DefaultMaxSize>>20, errTooLarge)
 	}
 	return data, nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -132,17 +134,32 @@ func readQuery(ctx context.Context, g *globals, file string, p fingerprint.Param
 	return "", sk, d, nil
 }
 
-// Codes of queryErrorLine.
+// Codes of queryErrorLine for a query that failed on this side, before
+// the daemon was asked; one the daemon refused has the daemon's code
+// (ipc.Code*: bad_prefix, too_large, params_mismatch, ...).
 const (
 	// codeChanged: the query file changed while sifctl read it; it was
 	// not queried.
 	codeChanged = "changed"
+	// codeNotFound: no file by that name.
+	codeNotFound = "not_found"
+	// codeUnreadable: the file could not be read: permission denied, or
+	// an I/O error.
+	codeUnreadable = "unreadable"
+	// codeNotRegular: a fifo, socket or device, or a directory where the
+	// command compares files (basis, --explain, --by simihash).
+	codeNotRegular = "not_regular"
+	// codeTooLarge: too large for what was asked (--explain reads the
+	// query whole, up to a limit).
+	codeTooLarge = "too_large"
 )
 
 // queryErrorLine is what `similar --json` and `basis --json` print, in
-// place of an answer, for a query file that changed while it was read, or
-// a line of a signature file that could not be asked (signature.go): the
-// query and an error of the shape the daemon's errors have.
+// place of an answer, for a query that failed: a FILE that could not be
+// read, or that the daemon refused, or a line of a signature file that
+// could not be asked (signature.go): the query and an error of the shape
+// the daemon's errors have. A program reading the answers thus gets one
+// line per query, in order, and sees which has none.
 type queryErrorLine struct {
 	Query    string `json:"query"`
 	QueryRaw string `json:"query_raw,omitempty"`
@@ -158,23 +175,86 @@ type queryError struct {
 }
 
 // queryFailed reports the query named file (abs, its absolute path) that
-// could not be read or sketched: one line on stderr, and with --json, for
-// a file that changed while it was read, a queryErrorLine on stdout, so
-// that a program reading the answers sees which query has none. The
-// caller counts it as an error (exit status 2); the error returned is one
-// of writing stdout.
+// could not be read or sketched, as queryError does, with the code of why
+// (localCode). The caller counts it as an error (exit status 2); the
+// error returned is one of writing stdout.
 func (g *globals) queryFailed(file, abs string, err error) error {
-	if !errors.Is(err, ipc.ErrChanged) {
-		fmt.Fprintf(g.stderr, "sifctl: %v\n", err)
-		return nil
+	msg := err.Error()
+	if errors.Is(err, ipc.ErrChanged) {
+		msg += "; not queried: run it again once the file is stable"
 	}
-	msg := fmt.Sprintf("%v; not queried: run it again once the file is stable", err)
+	return g.queryError(file, abs, localCode(abs, err), msg)
+}
+
+// queryError reports that the query named file (abs, its absolute path)
+// has no answer: msg on stderr, and with --json a queryErrorLine on stdout
+// in the query's place. The error returned is one of writing stdout.
+func (g *globals) queryError(file, abs, code, msg string) error {
 	fmt.Fprintf(g.stderr, "sifctl: %s\n", msg)
 	if !g.json {
 		return nil
 	}
-	q, raw := ipc.PathFields(abs)
-	return g.printJSON(queryErrorLine{Query: q, QueryRaw: raw, Error: queryError{Code: codeChanged, Message: msg}})
+	q, raw := queryFields(file, abs)
+	return g.printJSON(queryErrorLine{Query: q, QueryRaw: raw, Error: queryError{Code: code, Message: msg}})
+}
+
+// localCode is the code of err, a failure to read the query at abs ("" for
+// standard input).
+func localCode(abs string, err error) string {
+	switch {
+	case errors.Is(err, ipc.ErrChanged):
+		return codeChanged
+	case errors.Is(err, errTooLarge):
+		return codeTooLarge
+	case errors.Is(err, fs.ErrNotExist):
+		return codeNotFound
+	}
+	if abs != "" {
+		if st, serr := os.Stat(abs); serr == nil && !st.Mode().IsRegular() {
+			return codeNotRegular
+		}
+	}
+	return codeUnreadable
+}
+
+// refused returns the daemon's answer err when it is the failure of the
+// one query asked, which is reported in the query's place before the next
+// is asked: any error the daemon answered, but those that say it serves
+// no query now (shutting down, busy, or not to this caller), which end the
+// command.
+func refused(err error) (*ipc.Error, bool) {
+	var e *ipc.Error
+	if !errors.As(err, &e) {
+		return nil, false
+	}
+	switch e.Code {
+	case ipc.CodeUnavailable, ipc.CodeBusy, ipc.CodeForbidden:
+		return nil, false
+	}
+	return e, true
+}
+
+// transport reports whether err is a failure to reach the daemon, not an
+// answer of it: such an error may wrap the system's (permission denied on
+// the socket), which must not be taken for the query's.
+func transport(err error) bool {
+	for _, e := range []error{ipc.ErrNoDaemon, ipc.ErrDenied, ipc.ErrBusy, ipc.ErrNotSif} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// askFailed reports err, the failure of asking the daemon about the query
+// named file (abs, its absolute path). A refusal of that query (refused)
+// is reported in its place and nil returned: the caller counts an error
+// and asks the next. Any other error is returned, and ends the command.
+func (g *globals) askFailed(file, abs string, err error) error {
+	if e, ok := refused(err); ok {
+		return g.queryError(file, abs, string(e.Code), fmt.Sprintf("%s: %s", queryName(file), e.Message))
+	}
+	return failed(fmt.Errorf("%s: %w", file, describe(err, g.socket)))
 }
 
 // queryArgs checks the arguments of similar and basis: at least one FILE,

@@ -93,7 +93,7 @@ func (s *signature) name() string {
 // askSignatures sends, in order, each signature of the file named file
 // ("-": standard input) to ask, which asks the daemon, prints the answer
 // and reports whether it found what was looked for. A line that holds no
-// signature for this index, or that the daemon refuses as malformed, is
+// signature for this index, or that the daemon refuses (refused), is
 // reported as its query's error (signatureFailed), and the next is read;
 // but a file whose first line is not JSON, or too long, is not a file of
 // signatures: that line is reported and the rest is not read.
@@ -137,7 +137,7 @@ func (q *queries) askSignatures(file string, ask func(s *signature) (bool, error
 		}
 		if code == "" {
 			ok, aerr := ask(s)
-			var ie *ipc.Error
+			ie, isRefused := refused(aerr)
 			var se *statusError
 			switch {
 			case errors.As(aerr, &se): // stdout could not be written
@@ -148,7 +148,7 @@ func (q *queries) askSignatures(file string, ask func(s *signature) (bool, error
 					found++
 				}
 				return nil
-			case errors.As(aerr, &ie) && (ie.Code == ipc.CodeBadRequest || ie.Code == ipc.CodeParamsMismatch || ie.Code == ipc.CodeTooLarge):
+			case isRefused:
 				code, msg = string(ie.Code), "sifd refused it: "+ie.Message
 			case q.ctx.Err() != nil:
 				return failed(fmt.Errorf("%s: interrupted", s.where()))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -154,8 +155,11 @@ func similarBySimiHash(qs *queries, f *similarFlags, files []string) error {
 	found, errs := 0, 0
 	for _, file := range files {
 		if isDir(file) {
-			fmt.Fprintf(g.stderr, "sifctl: %s: is a directory; --by simihash compares files\n", file)
+			abs, _ := filepath.Abs(file)
 			errs++
+			if err := g.queryError(file, abs, codeNotRegular, file+": is a directory; --by simihash compares files"); err != nil {
+				return err
+			}
 			continue
 		}
 		abs, sk, _, ok, err := qs.read(file, ipc.ReadOptions{SimiHash: true}, false)
@@ -170,7 +174,11 @@ func similarBySimiHash(qs *queries, f *similarFlags, files []string) error {
 		q.SimiHash = ipc.SimiHashOf(sk)
 		resp, err := ask(q)
 		if err != nil {
-			return failed(fmt.Errorf("%s: %w", file, describe(err, g.socket)))
+			if err := g.askFailed(file, abs, err); err != nil {
+				return err
+			}
+			errs++
+			continue
 		}
 		if len(resp.Matches) > 0 {
 			found++

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -108,8 +110,7 @@ it; so is one too repetitive (few distinct windows: zeros, one repeated
 byte, a short pattern), which is "repetitive" even when the check below
 judges it. FILE must be a regular file: fifos, sockets and devices are
 refused at once. A FILE that changes while sifctl reads it is not
-queried: it is an error (with --json, a line {"query": PATH, "error":
-{"code": "changed", "message": TEXT}}). "-" reads the query from
+queried: it is an error. "-" reads the query from
 standard input (once); it has no path, so an indexed file identical to it
 is listed too.
 
@@ -129,6 +130,19 @@ With --json, one object per FILE and line:
    "shared_bytes": N or null, "identical": BOOL, "type": "text"|"binary", "mtime_ns": N,
    "measure": "exact"|"sampled"|"estimated", "changed": BOOL, "template": BOOL}, ...],
    "checked": N}
+A FILE that failed is said on stderr and, with --json, has in its place
+the line {"query": PATH, "error": {"code": CODE, "message": TEXT}}; the
+next FILE is asked, and the exit status is 2. CODE is one of
+  not_found     no such file
+  unreadable    permission denied, or an I/O error
+  not_regular   a fifo, socket or device (or a directory where files are
+                compared: --explain, --by simihash)
+  changed       the file changed while sifctl read it: run it again
+  too_large     more fingerprints than the daemon takes in one query, or
+                too large to explain
+  bad_prefix    --prefix is under no root of the daemon (nor above one)
+or another code of the daemon's refusal (ipc/API.md). A daemon that cannot
+be reached, or answers none (busy, shutting down), ends the command.
 
 --explain shows, under each match, which parts of FILE and of the match
 are shared: runs of whole lines (byte ranges for binary files) found on
@@ -257,14 +271,21 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 	found, errs := false, 0
 	for _, file := range files {
 		if isDir(file) { // directory similarity: similarDir, below
+			abs, _ := filepath.Abs(file)
 			if f.explain {
-				fmt.Fprintf(g.stderr, "sifctl: %s: is a directory; --explain compares files\n", file)
 				errs++
+				if err := g.queryError(file, abs, codeNotRegular, file+": is a directory; --explain compares files"); err != nil {
+					return err
+				}
 				continue
 			}
 			ok, incomplete, err := similarDir(ctx, g, c, qs.params, f, prefix, file)
 			if err != nil {
-				return failed(describe(err, g.socket))
+				if err := g.dirFailed(file, abs, err); err != nil {
+					return err
+				}
+				errs++
+				continue
 			}
 			found = found || ok
 			if incomplete {
@@ -275,8 +296,14 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 		var qbytes []byte // the query's bytes, for --explain
 		if f.explain {
 			if qbytes, err = readExplainQuery(g, file); err != nil {
-				fmt.Fprintf(g.stderr, "sifctl: %v\n", err)
+				abs, _ := filepath.Abs(file)
+				if file == "-" {
+					abs = ""
+				}
 				errs++
+				if err := g.queryFailed(file, abs, err); err != nil {
+					return err
+				}
 				continue
 			}
 		}
@@ -300,7 +327,11 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 		req.Fleet = f.fleet
 		resp, err := c.Similar(ctx, req)
 		if err != nil {
-			return failed(fmt.Errorf("%s: %w", file, describe(err, g.socket)))
+			if err := g.askFailed(file, abs, err); err != nil {
+				return err
+			}
+			errs++
+			continue
 		}
 		if resp.FleetError != nil {
 			errs++
@@ -538,6 +569,23 @@ func similarDir(ctx context.Context, g *globals, c *ipc.Client, p fingerprint.Pa
 		fmt.Fprintf(g.stderr, "sifctl: %s: %s (%s); the directories listed are this host's only\n", dir, e.Message, e.Code)
 	}
 	return len(r.Matches) > 0, r.Unreadable > 0 || r.FleetError != nil, nil
+}
+
+// dirFailed reports err, the failure of similarDir on the directory named
+// dir (abs, its absolute path): the directory could not be read, or the
+// daemon refused it (refused), reported in its place, and nil returned;
+// any other error (no daemon, an interrupt, stdout) is returned, and ends
+// the command.
+func (g *globals) dirFailed(dir, abs string, err error) error {
+	var se *statusError
+	switch {
+	case errors.As(err, &se):
+		return err
+	case transport(err):
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
+		return g.queryFailed(dir, abs, err)
+	}
+	return g.askFailed(dir, abs, err)
 }
 
 // showProgress writes "DIR: n/total files" to stderr, when it is a
