@@ -38,7 +38,9 @@ type Error struct {
 	Message string `json:"message"`
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("sifd: %s (%s)", e.Message, e.Code) }
+// Error is the message, said to come from the daemon; the code is for
+// programs (a person is told what was wrong, not "(bad_request)").
+func (e *Error) Error() string { return "sifd: " + e.Message }
 
 type errorBody struct {
 	Error *Error `json:"error"`

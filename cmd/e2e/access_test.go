@@ -346,7 +346,7 @@ func TestAnswersFilteredByCallersRights(t *testing.T) {
 	for _, w := range []who{asAlice, asCarol, asDave} {
 		for _, args := range [][]string{{"roots", "add", extra}, {"roots", "remove", e.root}, {"rescan"}, {"rescan", e.root}} {
 			r := e.sifctlAs(w, args...)
-			if r.code != 2 || !strings.Contains(r.stderr, "forbidden") || !strings.Contains(r.stderr, "Ask an administrator") {
+			if r.code != 2 || !strings.Contains(r.stderr, "is for root") || !strings.Contains(r.stderr, "Ask an administrator") {
 				t.Errorf("%s: sifctl %v: exit %d, stderr %q; want a 403 saying what to do", w.name, args, r.code, r.stderr)
 			}
 		}

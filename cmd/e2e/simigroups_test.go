@@ -117,7 +117,7 @@ func TestGroupsBySimiHash(t *testing.T) {
 	plain.write("q.go", base)
 	plain.start()
 	r = plain.sifctl("groups", "--by", "simihash")
-	if r.code != 2 || !strings.Contains(r.stderr, "simihash = true") || !strings.Contains(r.stderr, "no_simihash") {
+	if r.code != 2 || !strings.Contains(r.stderr, "simihash = true") || !strings.Contains(r.stderr, "keeps no SimiHash keys") {
 		t.Errorf("index without SimiHash: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

@@ -112,7 +112,11 @@ func TestSimilarBySimiHash(t *testing.T) {
 	pq := plain.write("q.go", query)
 	plain.start()
 	r = plain.sifctl("similar", "--by", "simihash", pq)
-	if r.code != 2 || !strings.Contains(r.stderr, "simihash = true") || !strings.Contains(r.stderr, "no_simihash") {
+	if r.code != 2 || !strings.Contains(r.stderr, "simihash = true") || !strings.Contains(r.stderr, "keeps no SimiHash keys") {
 		t.Errorf("index without SimiHash: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = plain.sifctl("similar", "--json", "--by", "simihash", pq)
+	if r.code != 2 || !strings.Contains(r.stdout, `"code":"no_simihash"`) {
+		t.Errorf("index without SimiHash, --json: exit %d, stdout %q", r.code, r.stdout)
 	}
 }

@@ -100,7 +100,7 @@ is said on stderr (and as "fleet_error" with --json), and the exit status is
 2.
 
 Exit status: 0 when every FILE has a basis, 1 when one has none, 2 on error.`,
-		Args: func(cmd *cobra.Command, args []string) error { return queryArgs(f.signature, args) },
+		Args: func(cmd *cobra.Command, args []string) error { return queryArgs(cmd, f.signature, args) },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runBasis(cmd, g, &f, args)
 		},
@@ -179,7 +179,7 @@ func runBasis(cmd *cobra.Command, g *globals, f *basisFlags, files []string) err
 func printBasis(g *globals, file string, rep, sig bool, r *ipc.BasisResponse) {
 	w := g.stdout
 	if e := r.FleetError; e != nil {
-		defer fmt.Fprintf(g.stderr, "sifctl: %s: %s (%s); the candidates listed are this host's only\n", file, e.Message, e.Code)
+		defer fmt.Fprintf(g.stderr, "sifctl: %s: %s; the candidates listed are this host's only\n", file, e.Message)
 	}
 	name := func(c *ipc.BasisCandidate) string {
 		if c.Host != "" {

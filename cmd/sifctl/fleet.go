@@ -148,7 +148,7 @@ Exit status: 0, 2 on an error (no fleet, or the database unavailable: with
 				printFleetHosts(g, resp, time.Now())
 			}
 			if e := resp.FleetError; e != nil {
-				return failedf("%s (%s)", e.Message, e.Code)
+				return failedf("%s", e.Message)
 			}
 			return nil
 		},

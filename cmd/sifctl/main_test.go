@@ -188,6 +188,8 @@ func TestArgumentsChecked(t *testing.T) {
 		{[]string{"groups", "--frob"}, "sifctl groups has no flag --frob"},
 		{[]string{"frob"}, `sifctl has no command "frob" (see 'sifctl --help')`},
 		{[]string{"wait", "now"}, `sifctl wait takes no arguments, and was given "now"`},
+		{[]string{"similar"}, "no FILE to ask about: usage: sifctl similar [flags] FILE...|DIR...|- | --signature SIGFILE (see 'sifctl similar --help')"},
+		{[]string{"basis"}, "no FILE to ask about: usage: sifctl basis"},
 	} {
 		r := sifctl(t, append([]string{"--socket", sock}, tc.args...)...)
 		r.want(t, strings.Join(tc.args, " "), exitError, "", tc.msg)

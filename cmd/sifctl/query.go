@@ -257,14 +257,14 @@ func (g *globals) askFailed(file, abs string, err error) error {
 	return failed(fmt.Errorf("%s: %w", file, describe(err, g.socket)))
 }
 
-// queryArgs checks the arguments of similar and basis: at least one FILE,
-// or none with --signature.
-func queryArgs(signature string, args []string) error {
+// queryArgs checks the arguments of similar and basis (cmd): at least
+// one FILE, or none with --signature.
+func queryArgs(cmd *cobra.Command, signature string, args []string) error {
 	switch {
 	case signature != "" && len(args) > 0:
 		return fmt.Errorf("--signature %s asks with saved signatures: no FILE with it (%s)", signature, args[0])
 	case signature == "" && len(args) == 0:
-		return errors.New("requires at least 1 arg(s), only received 0 (or --signature SIGFILE)")
+		return fmt.Errorf("no FILE to ask about: usage: %s (see '%s --help')", cmd.UseLine(), cmd.CommandPath())
 	}
 	return nil
 }

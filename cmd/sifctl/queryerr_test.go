@@ -101,6 +101,9 @@ func TestBadPrefix(t *testing.T) {
 	} {
 		r := sifctl(t, append([]string{"--socket", sock, args[0], "--prefix", "/nonexistent"}, args[1:]...)...)
 		r.want(t, strings.Join(args, " "), exitError, "", want)
+		if strings.Contains(r.stderr, "(bad_prefix)") {
+			t.Errorf("%s: stderr %q shows the code", strings.Join(args, " "), r.stderr)
+		}
 	}
 	r := sifctl(t, "--socket", sock, "similar", "--json", "--prefix", "/nonexistent", good, good)
 	if _, codes := jsonLines(t, "similar --json --prefix", r.stdout); r.code != exitError || fmt.Sprint(codes) != "[bad_prefix bad_prefix]" {

@@ -45,7 +45,7 @@ func TestRootsCommands(t *testing.T) {
 
 	sifctl(t, "--socket", sock, "roots", "remove", "photos").want(t, "roots remove", exitFound, "caf", "")
 	sifctl(t, "--socket", sock, "roots", "remove", "photos").want(t, "roots remove twice", exitError, "",
-		filepath.Join(dir, "photos")+" is not a root (bad_request)")
+		filepath.Join(dir, "photos")+" is not a root")
 }
 
 func TestPrintRoots(t *testing.T) {

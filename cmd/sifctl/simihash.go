@@ -228,7 +228,7 @@ func printSimi(g *globals, name, query, raw string, sig *signatureRef, q *ipc.Qu
 	}
 	w := g.stdout
 	if e := r.FleetError; e != nil {
-		defer fmt.Fprintf(g.stderr, "sifctl: %s: %s (%s); the matches listed are this host's only\n", name, e.Message, e.Code)
+		defer fmt.Fprintf(g.stderr, "sifctl: %s: %s; the matches listed are this host's only\n", name, e.Message)
 	}
 	fmt.Fprintf(w, "%s (%d bytes, key %d; tolerances: key %d, sum %d, size ratio %g):\n",
 		name, q.Size, q.SimiHash.Key, info.KeyTolerance, info.SumTolerance, info.Tolerances.SizeRatio)

@@ -210,7 +210,7 @@ matches (or directories) are listed, the error is said on stderr (and as
 "fleet_error" with --json), and the exit status is 2.
 
 ` + simiHashHelp,
-		Args: func(cmd *cobra.Command, args []string) error { return queryArgs(f.signature, args) },
+		Args: func(cmd *cobra.Command, args []string) error { return queryArgs(cmd, f.signature, args) },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSimilar(cmd, g, &f, args)
 		},
@@ -382,7 +382,7 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 func printSimilar(g *globals, file string, size int64, threshold float64, rep bool, note string, r *ipc.SimilarResponse) {
 	w := g.stdout
 	if e := r.FleetError; e != nil {
-		defer fmt.Fprintf(g.stderr, "sifctl: %s: %s (%s); the matches listed are this host's only\n", file, e.Message, e.Code)
+		defer fmt.Fprintf(g.stderr, "sifctl: %s: %s; the matches listed are this host's only\n", file, e.Message)
 	}
 	fmt.Fprintf(w, "%s (%d bytes, %d fingerprints", file, size, r.Fingerprints)
 	if r.Skipped > 0 {
@@ -566,7 +566,7 @@ func similarDir(ctx context.Context, g *globals, c *ipc.Client, p fingerprint.Pa
 		printSimilarDir(g.stdout, dir, &line, f.threshold)
 	}
 	if e := r.FleetError; e != nil {
-		fmt.Fprintf(g.stderr, "sifctl: %s: %s (%s); the directories listed are this host's only\n", dir, e.Message, e.Code)
+		fmt.Fprintf(g.stderr, "sifctl: %s: %s; the directories listed are this host's only\n", dir, e.Message)
 	}
 	return len(r.Matches) > 0, r.Unreadable > 0 || r.FleetError != nil, nil
 }

@@ -207,7 +207,7 @@ func TestSimilarSignatureErrors(t *testing.T) {
 func TestSignatureArguments(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "none.sock")
 	for _, cmd := range []string{"similar", "basis"} {
-		sifctl(t, "--socket", sock, cmd).want(t, cmd+" alone", exitError, "", "or --signature SIGFILE")
+		sifctl(t, "--socket", sock, cmd).want(t, cmd+" alone", exitError, "", "no FILE to ask about: usage: sifctl "+cmd+" [flags] FILE...|")
 		sifctl(t, "--socket", sock, cmd, "--signature", "q.sig", "f").want(t, cmd+" both", exitError, "", "no FILE with it (f)")
 	}
 	sifctl(t, "--socket", sock, "similar", "--explain", "--signature", "q.sig").want(t, "explain", exitError, "", "a signature (--signature) carries none")

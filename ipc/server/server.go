@@ -741,7 +741,9 @@ func (s *Server) mayTouch(w http.ResponseWriter, who *caller, dir string) bool {
 // wraps ErrBadRoot, else as fail does.
 func (s *Server) failRoot(w http.ResponseWriter, err error) {
 	if errors.Is(err, ErrBadRoot) {
-		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, err.Error())
+		// What is wrong with the path, without the marker's own words.
+		msg := strings.TrimPrefix(err.Error(), ErrBadRoot.Error()+": ")
+		writeError(w, http.StatusBadRequest, ipc.CodeBadRequest, msg)
 		return
 	}
 	s.fail(w, err)
