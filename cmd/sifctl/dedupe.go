@@ -71,7 +71,8 @@ acted on, 1 when none, 2 on an error.`,
 				return failed(err)
 			}
 			d := newDeduper(act, rule, dryRun, g.stdout, g.stderr, g.json)
-			if _, err := g.client().DupesEach(cmd.Context(), prefix, d.set); err != nil {
+			// Empty files free nothing: they are left as they are.
+			if _, err := g.client().DupesWith(cmd.Context(), ipc.DupesOptions{Prefix: prefix, MinSize: 1}, d.set); err != nil {
 				return failed(err)
 			}
 			if err := d.summary(); err != nil {

@@ -39,6 +39,7 @@ func TestDupesFilters(t *testing.T) {
 		dupeSetOf(1000, 2, "/srv/else/a.txt", "/srv/else/b.txt"),
 		dupeSetOf(0, 3, "/srv/here/e1", "/srv/here/e2", "/srv/else/e3"),
 	}}
+	b.roots = []string{"/srv"} // a prefix must lie under a root, or above one
 	sock, c := serveWith(t, b, Options{})
 	for _, tc := range []struct {
 		name    string
