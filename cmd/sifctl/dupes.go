@@ -80,7 +80,14 @@ identical when the script runs. See also dedupe, which acts at once.`,
 			if g.json {
 				p = &dupesJSON{w: g.stdout, list: jsonList{open: `{"sets":[`}}
 			}
-			totals, err := g.client().DupesWith(cmd.Context(), o, p.set)
+			stop := g.newProgress().untilAnswer(cmd.Context(), "sifctl dupes: sifd is finding the identical files among "+indexedFilesIf(cmd.Context(), g))
+			defer stop()
+			set := func(s ipc.DupeSet) error {
+				stop()
+				return p.set(s)
+			}
+			totals, err := g.client().DupesWith(cmd.Context(), o, set)
+			stop()
 			if err != nil {
 				if p.count() > 0 {
 					p.cut() // what was printed is not the whole answer

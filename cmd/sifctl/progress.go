@@ -198,3 +198,12 @@ func indexedFiles(ctx context.Context, c *ipc.Client) string {
 	}
 	return "its index"
 }
+
+// indexedFilesIf is indexedFiles when g's progress is shown, and ""
+// otherwise (no status request for a line nobody sees).
+func indexedFilesIf(ctx context.Context, g *globals) string {
+	if g.newProgress().w == nil {
+		return ""
+	}
+	return indexedFiles(ctx, g.client())
+}
