@@ -4,9 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -18,16 +16,7 @@ import (
 // and gets beta's copy edited in a few bytes, as beta:PATH with its
 // distances, and not beta's different file of the same size.
 func TestFleetSimiHash(t *testing.T) {
-	src := filepath.Join(runtime.GOROOT(), "src", "net", "http")
-	query, err := os.ReadFile(filepath.Join(src, "transport.go"))
-	must(t, err)
-	other, err := os.ReadFile(filepath.Join(src, "server.go"))
-	must(t, err)
-	if len(other) < len(query) {
-		t.Fatalf("server.go (%d bytes) is smaller than transport.go (%d)", len(other), len(query))
-	}
-	edited := append([]byte(nil), query...)
-	copy(edited[len(edited)/2:], "sif!")
+	query, edited, other := simiFiles(t)
 
 	srv := pgtest.Start(t, nil)
 	srv.CreateDB("fleet")

@@ -47,16 +47,7 @@ func (e *env) simiHash(args ...string) (result, simiJSON) {
 // index keeps its setting), for a copy edited while sifd runs, and for a
 // query by signature. An index made without SimiHash says how to get it.
 func TestSimilarBySimiHash(t *testing.T) {
-	src := filepath.Join(runtime.GOROOT(), "src", "net", "http")
-	query, err := os.ReadFile(filepath.Join(src, "transport.go"))
-	must(t, err)
-	other, err := os.ReadFile(filepath.Join(src, "server.go"))
-	must(t, err)
-	if len(other) < len(query) {
-		t.Fatalf("server.go (%d bytes) is smaller than transport.go (%d)", len(other), len(query))
-	}
-	edited := append([]byte(nil), query...)
-	copy(edited[len(edited)/2:], "sif!")
+	query, edited, other := simiFiles(t)
 	e := newEnv(t)
 	q := e.write("q/transport.go", query)
 	ed := e.write("a/transport-edited.go", edited)
@@ -119,4 +110,23 @@ func TestSimilarBySimiHash(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stdout, `"code":"no_simihash"`) {
 		t.Errorf("index without SimiHash, --json: exit %d, stdout %q", r.code, r.stdout)
 	}
+}
+
+// simiFiles returns real Go source (net/http's transport.go), a copy of it
+// with four bytes overwritten in the middle, and a different file that is
+// at least as large (server.go): SimiFind must list the copy and not the
+// other file.
+func simiFiles(t *testing.T) (query, edited, other []byte) {
+	t.Helper()
+	src := filepath.Join(runtime.GOROOT(), "src", "net", "http")
+	query, err := os.ReadFile(filepath.Join(src, "transport.go"))
+	must(t, err)
+	other, err = os.ReadFile(filepath.Join(src, "server.go"))
+	must(t, err)
+	if len(other) < len(query) {
+		t.Fatalf("server.go (%d bytes) is smaller than transport.go (%d)", len(other), len(query))
+	}
+	edited = append([]byte(nil), query...)
+	copy(edited[len(edited)/2:], "sif!")
+	return query, edited, other
 }
