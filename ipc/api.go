@@ -756,3 +756,9 @@ func MarshalJSONLine(v any) ([]byte, error) {
 	}
 	return append(b, '\n'), nil
 }
+
+// DefaultMinShared is the daemon's default for GroupsOptions.MinShared:
+// the fingerprints two files must share to be linked (the index's
+// DefaultMinFeatures, which a test of package server holds it to; package
+// ipc does not import the index, so that clients stay light).
+const DefaultMinShared = 4

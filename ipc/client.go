@@ -152,7 +152,7 @@ type GroupsOptions struct {
 	MaxDF     int
 	AllTypes  bool // link text and binary files too
 	Prefix    string
-	MinShared int // fingerprints two files must share to be linked; 0 means the daemon's default
+	MinShared int // fingerprints two files must share to be linked; 0 means the daemon's default, DefaultMinShared
 	// Links asks for each group's links, with their containments both
 	// ways (Group.Links).
 	Links bool

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sif-dev/sif/cmd/internal/cliflags"
-	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/ipc"
 	"github.com/sif-dev/sif/ipc/dirsim"
@@ -164,7 +163,7 @@ found only where its directories line up. Exit status as without --dirs.` + simi
 	fl.IntVar(&o.MaxDF, "max-df", 0, "ignore fingerprints found in more than this many files (0: the daemon's default, -1: none)")
 	fl.BoolVar(&o.AllTypes, "all-types", false, "link text and binary files too")
 	fl.StringVar(&o.Prefix, "prefix", "", "only files in this directory tree (whole path components; relative to the current directory)")
-	fl.IntVar(&o.MinShared, "min-shared", 0, fmt.Sprintf("fingerprints two files must share to be linked, however high the percentage (0: the daemon's default, %d)", index.DefaultMinFeatures))
+	fl.IntVar(&o.MinShared, "min-shared", 0, fmt.Sprintf("fingerprints two files must share to be linked, however high the percentage (0: the daemon's default, %d)", ipc.DefaultMinShared))
 	fl.StringVar(&o.By, "by", ipc.ByManber, `how to link files: "manber" (fingerprints: one contains a good part of the other) or "simihash" (SimiHash: near-identical files, within a few percent)`)
 	d := fingerprint.DefaultTolerances()
 	cliflags.Float64Var(fl, &simi.keyTol, "key-tolerance", 100*d.Key, "--by simihash: greatest key distance, in percent of the larger file's size")

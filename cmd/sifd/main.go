@@ -53,7 +53,12 @@ type statusError struct {
 	err  error
 }
 
-func (e *statusError) Error() string { return e.err.Error() }
+func (e *statusError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
 
 func main() {
 	// In the foreground, `sifd run` runs the daemon in a child process

@@ -358,3 +358,10 @@ func TestDupesStreamed(t *testing.T) {
 		t.Errorf("no dupes: %s", body)
 	}
 }
+
+// The default clients print is the one the index applies.
+func TestDefaultMinShared(t *testing.T) {
+	if ipc.DefaultMinShared != index.DefaultMinFeatures {
+		t.Fatalf("ipc.DefaultMinShared %d, index.DefaultMinFeatures %d", ipc.DefaultMinShared, index.DefaultMinFeatures)
+	}
+}
