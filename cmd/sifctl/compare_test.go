@@ -26,18 +26,7 @@ import (
 // zero for identical files, more for files that differ.
 func TestCompareSimiHashDistance(t *testing.T) {
 	dir := t.TempDir()
-	words := func(seed uint32, n int) []byte {
-		b := make([]byte, 0, n)
-		for x := seed; len(b) < n; {
-			x = x*1664525 + 1013904223
-			b = append(b, 'a'+byte(x>>24)%26)
-			if x>>20&7 == 0 {
-				b = append(b, ' ')
-			}
-		}
-		return b
-	}
-	a, b := words(1, 30000), words(2, 30000)
+	a, b := randomText(1, 30000), randomText(2, 30000)
 	for name, data := range map[string][]byte{"a": a, "a2": a, "b": append(a[:15000:15000], b[:15000]...)} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
@@ -249,21 +238,10 @@ func TestCompareSimiHashRelative(t *testing.T) {
 // tolerances are 2 % of A's size.
 func TestCompareSimiHashVerdict(t *testing.T) {
 	dir := t.TempDir()
-	text := func(seed uint32, n int) []byte {
-		b := make([]byte, 0, n)
-		for x := seed; len(b) < n; {
-			x = x*1664525 + 1013904223
-			b = append(b, 'a'+byte(x>>24)%26)
-			if x>>20&7 == 0 {
-				b = append(b, ' ')
-			}
-		}
-		return b
-	}
-	a := text(1, 20000)
+	a := randomText(1, 20000)
 	edited := slices.Clone(a)
 	copy(edited[10000:], "sif")
-	files := map[string][]byte{"a": a, "edited": edited, "other": text(2, 20000)}
+	files := map[string][]byte{"a": a, "edited": edited, "other": randomText(2, 20000)}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
@@ -296,4 +274,17 @@ func TestCompareSimiHashVerdict(t *testing.T) {
 			t.Errorf("compare a %s: no %q in\n%s", tc.b, tc.line, r.stdout)
 		}
 	}
+}
+
+// randomText returns n bytes of pseudo-random lower-case words from seed.
+func randomText(seed uint32, n int) []byte {
+	b := make([]byte, 0, n)
+	for x := seed; len(b) < n; {
+		x = x*1664525 + 1013904223
+		b = append(b, 'a'+byte(x>>24)%26)
+		if x>>20&7 == 0 {
+			b = append(b, ' ')
+		}
+	}
+	return b
 }
