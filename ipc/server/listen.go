@@ -46,8 +46,9 @@ type Listener struct {
 	failed string // the last failure Ensure logged, so it is logged once
 }
 
-// Listen creates the Unix socket at path, with its directory (mode 0700 if
-// it is created), and the socket mode perm. A stale socket left by a daemon
+// Listen creates the Unix socket at path, with its directory if it is
+// missing (mode DirMode(perm), so that those the socket is open to can
+// reach it), and the socket mode perm. A stale socket left by a daemon
 // that died is removed; a socket someone still answers on is not, and
 // Listen fails with ErrInUse. A path that exists and is not a socket is
 // never removed.
@@ -56,7 +57,7 @@ type Listener struct {
 // socket file if it is still the one the Listener made.
 func Listen(path string, perm os.FileMode) (*Listener, error) {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := MkdirFor(path, perm); err != nil {
 		return nil, fmt.Errorf("server.Listen %s: %w", path, err)
 	}
 	dst, err := os.Stat(dir)
@@ -69,6 +70,36 @@ func Listen(path string, perm os.FileMode) (*Listener, error) {
 	}
 	uid, gid := fileOwner(dst)
 	return &Listener{path: path, perm: perm, dirMode: dst.Mode().Perm(), dirUID: uid, dirGID: gid, ln: ln, id: id}, nil
+}
+
+// DirMode is the mode of a socket's directory for a socket of mode perm:
+// the owner's rwx, and search (x) and read for the group and others when
+// the socket gives them anything. A socket open to every user in a 0700
+// directory would be closed to them all the same.
+func DirMode(perm os.FileMode) os.FileMode {
+	mode := os.FileMode(0o700)
+	if perm&0o060 != 0 {
+		mode |= 0o050
+	}
+	if perm&0o006 != 0 {
+		mode |= 0o005
+	}
+	return mode
+}
+
+// MkdirFor makes the directory of the socket path, with its parents, if it
+// is missing: mode DirMode(perm) whatever the umask. An existing directory
+// is left as it is.
+func MkdirFor(path string, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	mode := DirMode(perm)
+	if err := os.MkdirAll(dir, mode); err != nil {
+		return err
+	}
+	return os.Chmod(dir, mode) // the umask took bits off
 }
 
 // listenAt listens on a new socket at path, in an existing directory, as

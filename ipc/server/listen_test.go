@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -326,5 +327,33 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A socket's new directory lets those the socket is open to reach it,
+// whatever the umask; an existing directory is left as it is.
+func TestListenDirectoryMode(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	base := t.TempDir()
+	for _, c := range []struct {
+		perm, want os.FileMode
+	}{{0o666, 0o755}, {0o660, 0o750}, {0o600, 0o700}} {
+		sock := filepath.Join(base, c.perm.String(), "run", "sifd.sock")
+		ln, err := Listen(sock, c.perm)
+		must(t, err)
+		if got := mode(t, filepath.Dir(sock)); got != c.want {
+			t.Errorf("socket %v: its new directory has mode %v, want %v", c.perm, got, c.want)
+		}
+		ln.Close()
+	}
+	kept := filepath.Join(base, "kept")
+	must(t, os.Mkdir(kept, 0o700))
+	must(t, os.Chmod(kept, 0o711))
+	ln, err := Listen(filepath.Join(kept, "sifd.sock"), 0o666)
+	must(t, err)
+	defer ln.Close()
+	if got := mode(t, kept); got != 0o711 {
+		t.Errorf("an existing directory's mode was changed to %v, want it left at 0711", got)
 	}
 }
