@@ -33,6 +33,30 @@ const DefaultRescanInterval = 30 * time.Minute
 // DefaultProgressEvery is how often a scan logs its progress.
 const DefaultProgressEvery = 5 * time.Second
 
+// Places returns the index directory and the socket c runs with, and the
+// socket's permission bits, with the defaults filled in as Run fills them.
+func (c Config) Places() (db, socket string, mode os.FileMode) {
+	if c.DB == "" {
+		c.DB = DefaultDB()
+	}
+	if c.Socket == "" {
+		c.Socket = ipc.DefaultSocket()
+	}
+	if c.SocketAccess == "" {
+		c.SocketAccess = defaultSocketAccess(c.Socket)
+	}
+	return c.DB, c.Socket, c.socketMode()
+}
+
+// defaultSocketAccess is who may connect to socket when the configuration
+// does not say: every user to the system socket, else the owner.
+func defaultSocketAccess(socket string) string {
+	if socket == ipc.SystemSocket {
+		return config.SocketAll
+	}
+	return config.SocketOwner
+}
+
 // socketMode returns the socket's permission bits for c.SocketAccess.
 func (c *Config) socketMode() os.FileMode {
 	if c.SocketAccess == config.SocketAll {
@@ -193,10 +217,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	switch c.SocketAccess {
 	case "":
-		c.SocketAccess = config.SocketOwner
-		if c.Socket == ipc.SystemSocket {
-			c.SocketAccess = config.SocketAll
-		}
+		c.SocketAccess = defaultSocketAccess(c.Socket)
 	case config.SocketAll, config.SocketOwner:
 	default:
 		return c, fmt.Errorf("socket_access %q: want %q (every local user, answers filtered by their rights) or %q (the daemon's user and root)",

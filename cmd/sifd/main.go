@@ -135,6 +135,7 @@ type runFlags struct {
 	logLevel  string
 	logFormat string
 	memLimit  string
+	runAs     string
 	params    fingerprint.Params
 	simihash  bool
 }
@@ -202,6 +203,9 @@ to the file's directory. Flags given on the command line override the file;
 				return &statusError{exitError, err}
 			}
 			cfg.LogLevel, cfg.LevelVar = level, lv
+			if err := runAs(f.runAs, cfg, fc.Path, os.Args[1:], log); err != nil {
+				return &statusError{exitError, err}
+			}
 			if fc.Path != "" {
 				log.Info("configuration file", "path", fc.Path)
 			}
@@ -262,6 +266,7 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.DurationVar(&f.maxSettle, "max-settle-delay", 0, fmt.Sprintf("read a file that keeps changing at the latest this long after its first change (default %v)", watcher.DefaultMaxSettleDelay))
 	fl.DurationVar(&f.rescan, "rescan-interval", 0, fmt.Sprintf("how often roots without change events and unwatched directories are rescanned (default %v)", daemon.DefaultRescanInterval))
 	fl.StringVar(&f.sockAcc, "socket-access", "", `who may connect: "all" local users, each answered with only the files they may read (default for the system socket /run/sifd/sifd.sock), or "owner": the daemon's user and root (default otherwise)`)
+	fl.StringVar(&f.runAs, runAsFlag, "", "started as root, become this user after making the index's and socket's directories, keeping only the right to read every file (CAP_DAC_READ_SEARCH), as the systemd unit does; Linux only (default: stay the user that started sifd)")
 	fl.StringVar(&f.operators, "operator-group", "", "group (name or gid) whose members may add and remove roots and ask for rescans, besides root and the daemon's user")
 	fl.StringVar(&f.networkFS, "network-fs", "", `roots on filesystems without change events (NFS, SMB, FUSE): "scan" them periodically (default) or "refuse" them`)
 	fl.Int64Var(&f.minFree, "min-free-space", 0, fmt.Sprintf("bytes kept free on the index's filesystem: below it, index writes wait for room; -1 for none (default %d)", config.DefaultMinFreeSpace))

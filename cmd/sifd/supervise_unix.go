@@ -51,7 +51,9 @@ const (
 // supervises it; it returns the exit status and true. Otherwise it returns
 // false and main goes on to run the command itself.
 func supervise(args []string) (int, bool) {
-	if !shouldSupervise(args, os.Getenv) {
+	// A root sifd with --run-as becomes the user first; the run it
+	// becomes supervises (runas_linux.go).
+	if runAsPending(args) || !shouldSupervise(args, os.Getenv) {
 		return 0, false
 	}
 	exe, err := os.Executable()
