@@ -4,12 +4,18 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"os"
+	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/sif-dev/sif/ipc"
 )
 
 // procStatus reads the fields of /proc/PID/status.
@@ -132,4 +138,122 @@ func mode(t *testing.T, path string) os.FileMode {
 		t.Fatal(err)
 	}
 	return st.Mode().Perm()
+}
+
+// sysvInit reports whether this machine's services are System V init
+// scripts run by service(8): systemd is not PID 1 and there is an
+// /etc/init.d.
+func sysvInit() bool {
+	_, systemd := os.Stat("/run/systemd/system")
+	_, initd := os.Stat("/etc/init.d")
+	_, svc := exec.LookPath("service")
+	return systemd != nil && initd == nil && svc == nil
+}
+
+// sifd install where systemd is not the init system writes a System V init
+// script, says so, and the service it starts runs as the system user with
+// only CAP_DAC_READ_SEARCH (read back from /proc), in a socket directory
+// open to every user: a user with no sifd of their own, naming no socket,
+// is answered by it. sifd status follows the service through install,
+// start, stop and uninstall. It installs the real service, so it runs as
+// root on a machine whose init system is System V, as CI's are.
+func TestSysVInstall(t *testing.T) {
+	if os.Geteuid() != 0 || !sysvInit() {
+		t.Skip("installs the system service for real: needs root on a machine whose init system is System V (CI's)")
+	}
+	const script = "/etc/init.d/sifd"
+	if _, err := os.Stat(script); err == nil {
+		t.Fatalf("%s exists: this test installs its own sifd service; uninstall the machine's first (sifd uninstall)", script)
+	}
+	e := newEnv(t)
+	open := e.write("open.txt", words(9200, 4000))
+	hidden := filepath.Join(e.root, "secret", "copy.txt")
+	if err := os.Mkdir(filepath.Dir(hidden), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(open)
+	if err := os.WriteFile(hidden, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sifd := func(args ...string) result { return run(t, sifdBin, args...) }
+	t.Cleanup(func() {
+		sifd("stop")
+		sifd("uninstall")
+		for _, p := range []string{"/var/lib/sifd", "/run/sifd", "/var/log/sifd.log", "/var/log/sifd.err"} {
+			os.RemoveAll(p)
+		}
+	})
+	expect := func(r result, code int, what string) {
+		t.Helper()
+		if r.code != code || !strings.Contains(r.stdout, what) {
+			t.Fatalf("exit %d, want %d and %q in:\n%s%s", r.code, code, what, r.stdout, r.stderr)
+		}
+	}
+	expect(sifd("status"), 3, "not installed")
+	r := sifd("install", "--root", e.root)
+	expect(r, 0, "as a System V init script ("+script+")")
+	expect(r, 0, "run --run-as sifd --root "+e.root)
+	expect(sifd("status"), 3, "stopped")
+	expect(sifd("start"), 0, "")
+
+	socket := "/run/sifd/sifd.sock"
+	var st *ipc.Status
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var err error
+		if st, err = ipc.NewClient(socket).Status(context.Background()); err == nil && st.State == "ready" {
+			break
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile("/var/log/sifd.err")
+			t.Fatalf("the service is not ready after 60 s: %v\n%s", err, log)
+		}
+	}
+	expect(sifd("status"), 0, "running")
+	if st.Index.Files != 2 {
+		t.Errorf("%d files indexed, want 2: the service reads what only root may", st.Index.Files)
+	}
+
+	pidText, err := os.ReadFile("/var/run/sifd.pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	u, err := user.Lookup("sifd")
+	if err != nil {
+		t.Fatalf("install did not create the system user: %v", err)
+	}
+	ids := strings.Repeat(u.Uid+" ", 4)
+	for _, p := range append([]int{pid}, children(t, pid)...) {
+		got := procStatus(t, p)
+		for k, v := range map[string]string{"Uid": ids[:len(ids)-1], "CapEff": "0000000000000004", "CapBnd": "0000000000000004", "NoNewPrivs": "1"} {
+			if got[k] != v {
+				t.Errorf("service process %d: %s %q, want %q", p, k, got[k], v)
+			}
+		}
+	}
+	if m := mode(t, "/run/sifd"); m != 0o755 {
+		t.Errorf("/run/sifd has mode %v, want 0755", m)
+	}
+
+	// A user with no sifd of their own, naming no socket.
+	cmd := exec.Command(sifctlBin, "similar", "--json", open)
+	cmd.Dir = "/"
+	cmd.Env = []string{"HOME=/nonexistent", "PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: asDave.cred}
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), `"query"`) || strings.Contains(string(out), hidden) {
+		t.Errorf("another user's query, naming no socket: %v (want exit 1: answered, without %s, which they may not read):\n%s", err, hidden, out)
+	}
+	r = run(t, sifctlBin, "similar", open)
+	if r.code != 0 || !strings.Contains(r.stdout, hidden) {
+		t.Errorf("root's query: exit %d, want %s among:\n%s%s", r.code, hidden, r.stdout, r.stderr)
+	}
+
+	expect(sifd("stop"), 0, "")
+	expect(sifd("status"), 3, "stopped")
+	if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
+		t.Errorf("the service's process %d is still there after sifd stop", pid)
+	}
+	expect(sifd("uninstall"), 0, "")
+	expect(sifd("status"), 3, "not installed")
 }

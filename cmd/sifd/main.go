@@ -203,7 +203,7 @@ to the file's directory. Flags given on the command line override the file;
 				return &statusError{exitError, err}
 			}
 			cfg.LogLevel, cfg.LevelVar = level, lv
-			if err := runAs(f.runAs, cfg, fc.Path, os.Args[1:], log); err != nil {
+			if err := runAs(f.runAs, cfg, fc.Path, os.Args[1:], cmd.Flags().Changed, log); err != nil {
 				return &statusError{exitError, err}
 			}
 			if fc.Path != "" {

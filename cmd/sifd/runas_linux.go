@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sif-dev/sif/daemon"
+	"github.com/sif-dev/sif/ipc"
 	"github.com/sif-dev/sif/ipc/server"
 )
 
@@ -221,11 +222,12 @@ func procStatus(path string) (map[string]string, error) {
 }
 
 // runAs is run's --run-as NAME with the configuration cfg, read from the
-// file configPath ("" for none): started as root, sifd prepares cfg's
+// file configPath ("" for none), args the command line and changed
+// whether a flag was given on it: started as root, sifd prepares cfg's
 // directories for the user and becomes it (runAs returns only on
 // failure); started as that user (the run root became, or one a service
 // manager started), it logs its rights; as anyone else it fails.
-func runAs(name string, cfg daemon.Config, configPath string, args []string, log *slog.Logger) error {
+func runAs(name string, cfg daemon.Config, configPath string, args []string, changed func(flag string) bool, log *slog.Logger) error {
 	if name == "" {
 		return nil
 	}
@@ -246,7 +248,12 @@ func runAs(name string, cfg daemon.Config, configPath string, args []string, log
 		return err
 	}
 	// The user's defaults are not root's: name the places root resolved.
-	args = append(args[:len(args):len(args)], "--config="+configPath, "--db="+db, "--socket="+sock)
+	args = args[:len(args):len(args)]
+	for _, f := range []struct{ name, value string }{{"config", configPath}, {"db", db}, {"socket", sock}} {
+		if !changed(f.name) {
+			args = append(args, "--"+f.name+"="+f.value)
+		}
+	}
 	log.Info("started as root: becoming another user, keeping only CAP_DAC_READ_SEARCH", "user", u.name, "uid", u.uid)
 	return dropRoot(u, args)
 }
@@ -257,13 +264,66 @@ func runAs(name string, cfg daemon.Config, configPath string, args []string, log
 // server.DirMode(perm). A directory that exists must already be u's (or,
 // for the socket, writable by every user and sticky, as /tmp): root does
 // not take over what someone else owns.
+//
+// The system service's own directories (/var/lib/sifd and /run/sifd) are
+// given to u whoever has them, contents and all, as systemd does with a
+// unit's StateDirectory= and RuntimeDirectory=: an index an earlier run as
+// root left there is u's from now on.
 func prepareFor(u runAsUser, db, sock string, perm os.FileMode) error {
-	for _, d := range []string{filepath.Dir(db), db, daemon.StateDir(db)} {
-		if err := mkdirOwned(u, d, 0o700, d != filepath.Dir(db)); err != nil {
+	dirs := []struct {
+		path string
+		mode os.FileMode
+	}{{filepath.Dir(db), 0o700}, {db, 0o700}, {daemon.StateDir(db), 0o700}, {filepath.Dir(sock), server.DirMode(perm)}}
+	for i, d := range dirs {
+		var err error
+		if systemDir(d.path) {
+			err = takeOver(u, d.path, d.mode)
+		} else {
+			err = mkdirOwned(u, d.path, d.mode, i > 0)
+		}
+		if err != nil {
 			return err
 		}
 	}
-	return mkdirOwned(u, filepath.Dir(sock), server.DirMode(perm), true)
+	return nil
+}
+
+// systemDir reports whether d is one of the system service's own
+// directories.
+func systemDir(d string) bool {
+	switch filepath.Clean(d) {
+	case daemon.SystemStateDir, daemon.SystemDB, daemon.StateDir(daemon.SystemDB), filepath.Dir(ipc.SystemSocket):
+		return true
+	}
+	return false
+}
+
+// takeOver makes the directory d if it is missing and gives it and all it
+// holds to u, with mode on d itself.
+func takeOver(u runAsUser, d string, mode os.FileMode) error {
+	if err := mkdirOwned(u, d, mode, false); err != nil {
+		return err
+	}
+	err := filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		if sys, ok := info.Sys().(*syscall.Stat_t); ok && (int(sys.Uid) != u.uid || int(sys.Gid) != u.gid) {
+			return os.Lchown(p, u.uid, u.gid)
+		}
+		return nil
+	})
+	if err == nil {
+		err = os.Chmod(d, mode)
+	}
+	if err != nil {
+		return fmt.Errorf("--run-as %s: giving %s to the user: %w", u.name, d, err)
+	}
+	return nil
 }
 
 // mkdirOwned makes the directory d and its missing parents with mode,

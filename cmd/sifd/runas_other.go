@@ -13,7 +13,7 @@ const runAsFlag = "run-as"
 
 // runAs refuses --run-as: keeping one capability across a change of user
 // is Linux's. Elsewhere the service manager runs sifd as its user.
-func runAs(name string, _ daemon.Config, _ string, _ []string, _ *slog.Logger) error {
+func runAs(name string, _ daemon.Config, _ string, _ []string, _ func(string) bool, _ *slog.Logger) error {
 	if name == "" {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -45,21 +46,25 @@ func newInstallCmd(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "install [--user] --root DIR [--root DIR...] [run flags]",
 		Short: "Install sifd as a service that runs `sifd run` with these flags",
-		Long: `install registers sifd with the service manager: a systemd unit on Linux
-(/etc/systemd/system/sifd.service, or ~/.config/systemd/user/sifd.service with
---user), a Windows service on Windows. The service runs "sifd run" with the
-flags given here, saved in the unit with absolute paths; to change them,
-uninstall and install again. The unit is enabled, not started: run
-"sifd start".
+		Long: `install registers sifd with the service manager and says which it used: a
+systemd unit on Linux (/etc/systemd/system/sifd.service, or
+~/.config/systemd/user/sifd.service with --user); where systemd is not the
+init system, a System V init script (/etc/init.d/sifd) or an OpenRC one; a
+Windows service on Windows. The service runs "sifd run" with the flags given
+here, saved with absolute paths; to change them, uninstall and install
+again. It is enabled, not started: run "sifd start".
 
 A system service keeps its index in ` + daemon.SystemDB + ` and listens on
 /run/sifd/sifd.sock (on Windows, in %ProgramData%\sifd). On Linux it runs as
 the system user "sifd", which install creates when it is missing (with
 systemd-sysusers, else useradd): that user may read every file
-(CAP_DAC_READ_SEARCH) and write only the index and socket directories. A user
-service (--user, systemd only) keeps its index in $XDG_STATE_HOME/sifd/index
-and listens on $XDG_RUNTIME_DIR/sifd.sock; it runs while the user is logged
-in, or always after "loginctl enable-linger". --db and --socket override.
+(CAP_DAC_READ_SEARCH) and write only the index and socket directories. An
+init script starts sifd as root: the service then runs "sifd run --run-as
+sifd", which makes those directories and becomes that user, keeping only
+that capability, before it does anything else. A user service (--user,
+systemd only) keeps its index in $XDG_STATE_HOME/sifd/index and listens on
+$XDG_RUNTIME_DIR/sifd.sock; it runs while the user is logged in, or always
+after "loginctl enable-linger". --db and --socket override.
 
 The systemd unit runs at low CPU and I/O priority under a 1 GiB memory
 ceiling, and a system unit sees the file system read-only except for its
@@ -105,6 +110,11 @@ func install(fl *pflag.FlagSet, f *runFlags, user bool, stdout io.Writer) error 
 	if strings.Contains(exe, "go-build") {
 		return fmt.Errorf("install: %s is a temporary binary from go run: build sifd, put it where it will stay, and run its install", exe)
 	}
+	if runAsSelf(user) && !fl.Changed(runAsFlag) {
+		// The init script starts sifd as root: sifd itself becomes the
+		// system user, with the unit's rights (runas_linux.go).
+		args = append([]string{args[0], "--" + runAsFlag, systemd.SystemUser}, args[1:]...)
+	}
 	var unit string
 	if runtime.GOOS == "linux" {
 		if !user {
@@ -140,8 +150,13 @@ func install(fl *pflag.FlagSet, f *runFlags, user bool, stdout io.Writer) error 
 		return fmt.Errorf("install (%s): %w", service.Platform(), err)
 	}
 	u := userFlag(user)
-	fmt.Fprintf(stdout, "installed the %s service %q: %s %s\nstart it with: sifd start%s\n",
-		kind(user), serviceName, exe, strings.Join(args, " "), u)
+	fmt.Fprintf(stdout, "installed the %s service %q as %s: %s %s\n",
+		kind(user), serviceName, managerFile(user), exe, strings.Join(args, " "))
+	if runAsSelf(user) {
+		fmt.Fprintf(stdout, "%s starts it as root; sifd then runs as the %q user, keeping only the right to read every file (CAP_DAC_READ_SEARCH)\n",
+			managerName(), systemd.SystemUser)
+	}
+	fmt.Fprintf(stdout, "start it with: sifd start%s\n", u)
 	if user && runtime.GOOS == "linux" {
 		fmt.Fprintln(stdout, "to keep it running when you are logged out: loginctl enable-linger")
 	}
@@ -274,9 +289,20 @@ func serviceStatus(s service.Service, user bool, stdout io.Writer) error {
 		// service they do not know rather than saying so.
 		err = service.ErrNotInstalled
 	}
+	var exit *exec.ExitError
 	switch {
 	case errors.Is(err, service.ErrNotInstalled):
+		if unit := packagedUnit(); unit != "" && !user && service.Platform() != "linux-systemd" {
+			fmt.Fprintf(stdout, "not installed for %s: the package's systemd unit (%s) is there, but systemd is not this host's init system; "+
+				"use the package's /etc/init.d/%s if it has one, or install one with: sifd install --root DIR\n", managerName(), unit, serviceName)
+			return &statusError{code: exitNotRunning}
+		}
 		fmt.Fprintf(stdout, "not installed (install it with: sifd install%s --root DIR)\n", userFlag(user))
+		return &statusError{code: exitNotRunning}
+	case errors.As(err, &exit) && !strings.HasPrefix(service.Platform(), "linux-systemd"):
+		// An init script's "status" of a stopped service exits non-zero
+		// (LSB: 3), which kardianos/service reports as an error.
+		fmt.Fprintf(stdout, "stopped (start it with: sifd start%s)\n", userFlag(user))
 		return &statusError{code: exitNotRunning}
 	case err != nil:
 		fmt.Fprintf(stdout, "not running, as far as %s tells: %v\n", service.Platform(), err)
@@ -313,26 +339,91 @@ func checkUser(user bool) error {
 // service manager in use exists. Where sif does not know that file, it
 // reports true: the manager's own answer stands.
 func serviceInstalled(user bool) bool {
-	var file string
-	switch service.Platform() {
-	case "linux-systemd":
-		file = "/etc/systemd/system/" + serviceName + ".service"
-		if user {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return true
-			}
-			file = filepath.Join(home, ".config", "systemd", "user", serviceName+".service")
-		}
-	case "unix-systemv", "linux-openrc":
-		file = "/etc/init.d/" + serviceName
-	case "linux-upstart":
-		file = "/etc/init/" + serviceName + ".conf"
-	default:
+	file := serviceFile(user)
+	if file == "" {
 		return true
 	}
 	_, err := os.Stat(file)
 	return !errors.Is(err, fs.ErrNotExist)
+}
+
+// serviceFile is the file install writes for the service manager in use,
+// or "" where sif does not know it.
+func serviceFile(user bool) string {
+	switch service.Platform() {
+	case "linux-systemd":
+		if user {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return ""
+			}
+			return filepath.Join(home, ".config", "systemd", "user", serviceName+".service")
+		}
+		return "/etc/systemd/system/" + serviceName + ".service"
+	case "unix-systemv", "linux-openrc":
+		return "/etc/init.d/" + serviceName
+	case "linux-upstart":
+		return "/etc/init/" + serviceName + ".conf"
+	}
+	return ""
+}
+
+// managerName names the service manager in use in words.
+func managerName() string {
+	switch p := service.Platform(); p {
+	case "linux-systemd":
+		return "systemd"
+	case "unix-systemv":
+		return "System V init"
+	case "linux-openrc":
+		return "OpenRC"
+	case "linux-upstart":
+		return "Upstart"
+	case "windows-service":
+		return "the Windows service manager"
+	default:
+		return p
+	}
+}
+
+// managerFile says what install writes: "a systemd unit
+// (/etc/systemd/system/sifd.service)", "a System V init script
+// (/etc/init.d/sifd)", ...
+func managerFile(user bool) string {
+	what := "a service of " + managerName()
+	switch service.Platform() {
+	case "linux-systemd":
+		what = "a systemd unit"
+	case "unix-systemv":
+		what = "a System V init script"
+	case "linux-openrc":
+		what = "an OpenRC init script"
+	case "linux-upstart":
+		what = "an Upstart job"
+	}
+	if f := serviceFile(user); f != "" {
+		what += " (" + f + ")"
+	}
+	return what
+}
+
+// runAsSelf reports whether the service install writes is one whose
+// manager cannot run sifd as its user with its one capability, so that
+// sifd does it itself with --run-as: a system service on Linux under any
+// manager but systemd.
+func runAsSelf(user bool) bool {
+	return runtime.GOOS == "linux" && !user && service.Platform() != "linux-systemd"
+}
+
+// packagedUnit is the systemd unit the sif package installs, if it is
+// there.
+func packagedUnit() string {
+	for _, f := range []string{"/lib/systemd/system/" + serviceName + ".service", "/usr/lib/systemd/system/" + serviceName + ".service"} {
+		if _, err := os.Stat(f); err == nil {
+			return f
+		}
+	}
+	return ""
 }
 
 func daemonSystemSocket() string {
