@@ -7,12 +7,14 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -97,7 +99,8 @@ func TestPackage(t *testing.T) {
 		"/usr/share/zsh/vendor-completions/_sifctl":                   "-rw-r--r-- root/root",
 		"/usr/share/fish/vendor_completions.d/sifd.fish":              "-rw-r--r-- root/root",
 		"/usr/share/fish/vendor_completions.d/sifctl.fish":            "-rw-r--r-- root/root",
-		"/etc/sifd": "drwxr-xr-x root/root",
+		"/etc/sifd":        "drwxr-xr-x root/root",
+		"/etc/init.d/sifd": "-rwxr-xr-x root/root",
 	}
 	for _, page := range []string{"sifd", "sifd-run", "sifd-check", "sifd-dump", "sifd-install", "sifd-uninstall",
 		"sifd-start", "sifd-stop", "sifd-restart", "sifd-status", "sifd-completion-bash",
@@ -133,8 +136,8 @@ func TestPackage(t *testing.T) {
 	// The maintainer scripts and the conffile.
 	control := t.TempDir()
 	cmdOut(t, "dpkg-deb", "--control", deb, control)
-	if b, _ := os.ReadFile(filepath.Join(control, "conffiles")); string(b) != "/etc/sifd/config.toml\n" {
-		t.Errorf("conffiles = %q, want the configuration file", b)
+	if b, _ := os.ReadFile(filepath.Join(control, "conffiles")); !sameLines(string(b), "/etc/sifd/config.toml\n/etc/init.d/sifd\n") {
+		t.Errorf("conffiles = %q, want the configuration file and the init script", b)
 	}
 	for _, s := range []string{"postinst", "prerm", "postrm"} {
 		if st, err := os.Stat(filepath.Join(control, s)); err != nil || st.Mode().Perm() != 0o755 {
@@ -181,6 +184,8 @@ func TestPackage(t *testing.T) {
 	// The daemon takes the configuration as shipped: alone it lacks only
 	// roots; with one it runs and answers.
 	runShippedConfig(t, tree)
+	cmdOut(t, "sh", "-n", filepath.Join(tree, "etc/init.d/sifd"))
+	runInitScript(t, tree)
 
 	t.Run("dpkg", func(t *testing.T) {
 		if os.Geteuid() != 0 {
@@ -460,4 +465,103 @@ func exitCode(err error) int {
 		return -1
 	}
 	return 0
+}
+
+// sameLines reports whether a and b hold the same lines in any order.
+func sameLines(a, b string) bool {
+	x, y := strings.Fields(a), strings.Fields(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
+}
+
+// runInitScript runs the package's init script, as a host without
+// systemd runs it, on the package's sifd, with its paths moved into
+// temporary directories and the user the daemon becomes changed to nobody
+// (the sifd user is not created on the host). As root: start, status,
+// reload, stop, status, and the daemon runs as that user with
+// CAP_DAC_READ_SEARCH alone. As another user, start fails and says why.
+func runInitScript(t *testing.T, tree string) {
+	dir, err := os.MkdirTemp("", "sifinit") // short: a socket path has ~100 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	root := filepath.Join(dir, "root")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "a.txt"), bytes.Repeat([]byte("the init script test\n"), 200), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("roots = [%q]\n", root)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "run", "sifd.sock")
+	pidFile, logFile := filepath.Join(dir, "sifd.pid"), filepath.Join(dir, "sifd.log")
+	script := readFile(t, filepath.Join(tree, "etc/init.d/sifd"))
+	for old, repl := range map[string]string{
+		"DAEMON=/usr/bin/sifd":              "DAEMON=" + filepath.Join(tree, "usr/bin/sifd"),
+		"PIDFILE=/run/sifd.pid":             "PIDFILE=" + pidFile,
+		"LOG=/var/log/sifd.log":             "LOG=" + logFile,
+		"-- run --run-as sifd $DAEMON_ARGS": "-- run --run-as nobody $DAEMON_ARGS",
+		"/etc/sifd/config.toml --db /var/lib/sifd/index --socket /run/sifd/sifd.sock": conf + " --db " + filepath.Join(dir, "db", "index") + " --socket " + sock,
+		"[ -r /etc/default/sifd ] && . /etc/default/sifd":                             "",
+	} {
+		if !strings.Contains(script, old) {
+			t.Fatalf("the init script has no %q", old)
+		}
+		script = strings.Replace(script, old, repl, 1)
+	}
+	path := filepath.Join(dir, "sifd.init")
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	initd := func(action string) (string, int) {
+		out, err := exec.Command("sh", path, action).CombinedOutput()
+		return string(out), exitCode(err)
+	}
+	if os.Geteuid() != 0 {
+		if out, code := initd("start"); code != 1 || !strings.Contains(out, "did not start") || !strings.Contains(out, "only root can become another user") {
+			t.Errorf("init script start by uid %d: exit %d, want 1 and the daemon's reason:\n%s", os.Geteuid(), code, out)
+		}
+		return
+	}
+	defer initd("stop")
+	if out, code := initd("start"); code != 0 {
+		t.Fatalf("init script start: exit %d\n%s\n%s", code, out, readFile(t, logFile))
+	}
+	if out, code := initd("status"); code != 0 || out != "Running\n" {
+		t.Errorf("init script status: exit %d, %q; want 0, Running", code, out)
+	}
+	sifctl := filepath.Join(tree, "usr/bin/sifctl")
+	cmdOut(t, sifctl, "--socket", sock, "wait", "--timeout", "60s")
+	if out := cmdOut(t, sifctl, "--socket", sock, "status"); !strings.Contains(out, "1 files") && !strings.Contains(out, "1 file") {
+		t.Errorf("the daemon did not index the file only root may read:\n%s", out)
+	}
+	pid := strings.TrimSpace(readFile(t, pidFile))
+	status := readFile(t, "/proc/"+pid+"/status")
+	for _, line := range []string{"Uid:\t65534\t65534\t65534\t65534", "CapEff:\t0000000000000004", "CapBnd:\t0000000000000004", "NoNewPrivs:\t1"} {
+		if !strings.Contains(status, line+"\n") {
+			t.Errorf("the daemon (pid %s) runs without %q:\n%s", pid, line, regexp.MustCompile(`(?m)^(Uid|Gid|Cap[A-Za-z]+|NoNewPrivs):.*$`).FindAllString(status, -1))
+		}
+	}
+	if out, code := initd("reload"); code != 0 {
+		t.Errorf("init script reload: exit %d\n%s", code, out)
+	}
+	if out, code := initd("stop"); code != 0 {
+		t.Errorf("init script stop: exit %d\n%s", code, out)
+	}
+	if out, code := initd("status"); code != 3 || out != "Stopped\n" {
+		t.Errorf("init script status after stop: exit %d, %q; want 3, Stopped", code, out)
+	}
+	// Gone, or a zombie this machine's PID 1 has not reaped yet.
+	if st, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil && !strings.Contains(string(st), ") Z ") {
+		t.Errorf("the daemon (pid %s) runs on after stop: %s", pid, st)
+	}
+	if log := readFile(t, logFile); !strings.Contains(log, "runs as another user, with only CAP_DAC_READ_SEARCH") || !strings.Contains(log, "reload") {
+		t.Errorf("the log lacks the daemon's rights or the reload:\n%s", log)
+	}
 }

@@ -66,7 +66,7 @@ var docs = map[string]string{
 // unitArgs follow /usr/bin/sifd on the packaged unit's ExecStart line.
 var unitArgs = []string{"run", "--config", configFile, "--db", daemon.SystemDB, "--socket", "/run/sifd/sifd.sock"}
 
-//go:embed config.toml scripts
+//go:embed config.toml scripts init.d
 var assets embed.FS
 
 // Options say what to build. The zero value of each field means its
@@ -219,6 +219,8 @@ func Build(ctx context.Context, o Options) (string, error) {
 	add(stage("sifd.service"), unitFile, "", 0o644)
 	add(stage("sifd.conf"), "/usr/lib/sysusers.d/sifd.conf", "", 0o644)
 	add(stage("assets/config.toml"), configFile, files.TypeConfig, 0o644)
+	// For hosts without systemd; systemd runs the unit and ignores it.
+	add(stage("assets/init.d/sifd"), "/etc/init.d/sifd", files.TypeConfig, 0o755)
 	add(stage("copyright"), docDir+"/copyright", "", 0o644)
 	for name, src := range docs {
 		add(stage(name), docDir+"/"+src, "", 0o644)
@@ -259,8 +261,9 @@ func Build(ctx context.Context, o Options) (string, error) {
  .
  The package installs sifd.service, which runs sifd as the system user
  sifd: it may read every file (CAP_DAC_READ_SEARCH) and write only its
- index in /var/lib/sifd and its socket in /run/sifd. Name the directories
- to index in /etc/sifd/config.toml.`,
+ index in /var/lib/sifd and its socket in /run/sifd; on hosts without
+ systemd, /etc/init.d/sifd runs it with the same user and capability.
+ Name the directories to index in /etc/sifd/config.toml.`,
 		MTime: epoch,
 		Overridables: nfpm.Overridables{
 			Recommends: []string{"systemd", "bash-completion"}, // bash-completion loads the completions installed below
@@ -410,8 +413,8 @@ func findRepo() (string, error) {
 	}
 }
 
-// extractAssets writes the embedded configuration and maintainer scripts
-// into dir, the scripts executable.
+// extractAssets writes the embedded configuration, maintainer scripts and
+// init script into dir, the scripts executable.
 func extractAssets(dir string) error {
 	return fs.WalkDir(assets, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -426,7 +429,7 @@ func extractAssets(dir string) error {
 			return err
 		}
 		mode := os.FileMode(0o644)
-		if strings.HasPrefix(p, "scripts/") {
+		if strings.HasPrefix(p, "scripts/") || strings.HasPrefix(p, "init.d/") {
 			mode = 0o755
 		}
 		return os.WriteFile(dst, data, mode)
