@@ -302,6 +302,9 @@ type GroupOptions struct {
 	// with their containments both ways (Group.Links): what a caller that
 	// weighs the pairs itself needs, such as directory grouping.
 	Links bool
+	// Progress, when set, is kept up to date with the run's step and how
+	// much of it is done, for a caller to show while it waits.
+	Progress *Progress
 }
 
 // Group is a set of similar files (Manber §4, Figure 3): a reference file

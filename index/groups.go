@@ -168,10 +168,13 @@ func (ix *Index) groups(ctx context.Context, opts GroupOptions, fn func(Group) e
 	// Files have levels below the top only with the manber scheme and a
 	// MinBits below Bits; their boilerplate only with MaxDF set.
 	g.leveled = ix.params.MinBits < g.top && opts.MaxDF >= 0
+	pr := opts.Progress
+	pr.Begin("selecting the files")
 	if err := g.selectContents(); err != nil {
 		return err
 	}
 	if g.leveled {
+		pr.Begin("reading the files' levels")
 		if err := g.readLevels(); err != nil {
 			return err
 		}
@@ -179,6 +182,7 @@ func (ix *Index) groups(ctx context.Context, opts GroupOptions, fn func(Group) e
 	if err := g.linkAll(); err != nil {
 		return err
 	}
+	pr.Begin("ordering the groups")
 	return g.emit(fn)
 }
 

@@ -147,10 +147,12 @@ func (g *grouping) emit(fn func(Group) error) error {
 	slices.SortFunc(order, func(x, y uint32) int {
 		return cmp.Or(-cmp.Compare(keys[x].nodes, keys[y].nodes), strings.Compare(keys[x].path, keys[y].path))
 	})
-	for _, gi := range order {
+	g.opts.Progress.Begin("listing the groups")
+	for i, gi := range order {
 		if err := g.poll.now(); err != nil {
 			return err
 		}
+		g.opts.Progress.SetDone(float64(i) / float64(len(order)))
 		grp, err := g.group(nodes[start[gi]:start[gi+1]], links[lstart[gi]:lstart[gi+1]], keys[gi].ref)
 		if err != nil {
 			return err

@@ -28,6 +28,7 @@ func (g *grouping) linkAll() error {
 		p := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
 		shared.clear()
+		g.opts.Progress.Begin(fmt.Sprintf("linking similar files, pass %d of %d or more", pass+1, pass+1+len(todo)))
 		more, err := g.pairShares(shared, p, pass == 0, false)
 		if err != nil {
 			return err
@@ -49,10 +50,11 @@ func (g *grouping) linkAll() error {
 	// The template nodes: their common keys, which the passes above left
 	// out, link them through each key's hub.
 	todo = []partition{{}}
-	for len(todo) > 0 {
+	for pass := 0; len(todo) > 0; pass++ {
 		p := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
 		shared.clear()
+		g.opts.Progress.Begin(fmt.Sprintf("linking template families, pass %d of %d or more", pass+1, pass+1+len(todo)))
 		more, err := g.pairShares(shared, p, false, true)
 		if err != nil {
 			return err

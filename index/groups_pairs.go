@@ -193,6 +193,7 @@ func (g *grouping) pairShares(shared *pairTable, p partition, first, template bo
 			if err := flush(); err != nil {
 				return err
 			}
+			g.opts.Progress.keyDone(p.key, cur)
 			cur, started = p.key, true
 			n, lmax, holders = 0, 0, holders[:0]
 		}

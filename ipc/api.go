@@ -562,6 +562,21 @@ type Status struct {
 	Fleet *FleetStatus `json:"fleet,omitempty"`
 }
 
+// Work is how far a long request the daemon is answering has come (GET
+// /v1/work?id=ID), for its client to show while it waits: the request is
+// the one its client named with request_id (GroupsOptions.RequestID).
+type Work struct {
+	ID string `json:"id"`
+	// Step is what the daemon is doing, e.g. "linking similar files,
+	// pass 1 of 1 or more"; "" before the first step.
+	Step string `json:"step"`
+	// Done is the part of the step done, 0..1, or -1 when the step cannot
+	// tell.
+	Done          float64 `json:"done"`
+	ElapsedNs     int64   `json:"elapsed_ns"`
+	StepElapsedNs int64   `json:"step_elapsed_ns"`
+}
+
 // FleetStatus is the state of the daemon's link to the fleet index.
 type FleetStatus struct {
 	// Host is this host's name in the fleet.

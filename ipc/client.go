@@ -3,6 +3,8 @@ package ipc
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -163,6 +165,10 @@ type GroupsOptions struct {
 	// Tolerances are SimiFind's (By BySimiHash); zero fields mean the
 	// defaults.
 	Tolerances fingerprint.Tolerances
+	// RequestID names the request, so that Client.Work can ask how far it
+	// has come while it runs: letters, digits and dashes, at most 64
+	// (NewRequestID makes one). "" names none.
+	RequestID string
 }
 
 // Groups asks for all groups of similar files, and returns them whole.
@@ -211,6 +217,9 @@ func (c *Client) GroupsEach(ctx context.Context, o GroupsOptions, fn func(Group)
 	}
 	if o.By != "" {
 		v.Set("by", o.By)
+	}
+	if o.RequestID != "" {
+		v.Set("request_id", o.RequestID)
 	}
 	for name, f := range map[string]float64{"key": o.Tolerances.Key, "size_ratio": o.Tolerances.SizeRatio, "sum": o.Tolerances.Sum} {
 		if f != 0 {
@@ -432,6 +441,38 @@ func (c *Client) Status(ctx context.Context) (*Status, error) {
 		return nil, err
 	}
 	return &out, nil
+}
+
+// Work asks how far the request named id (GroupsOptions.RequestID) has
+// come. A request the daemon does not know, or no longer runs, is an
+// *Error of code CodeNotFound.
+func (c *Client) Work(ctx context.Context, id string) (*Work, error) {
+	var out Work
+	if err := c.do(ctx, http.MethodGet, "/v1/work?id="+url.QueryEscape(id), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// NewRequestID returns a random name for a request (GroupsOptions.RequestID).
+func NewRequestID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ValidRequestID reports whether id may name a request: 1 to 64 letters,
+// digits and dashes.
+func ValidRequestID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // Roots lists the daemon's roots. Daemons that cannot change their roots

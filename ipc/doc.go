@@ -65,6 +65,7 @@
 //	GET  /v1/dupes        identical files: ?prefix=P&in=DIR&min_size=N
 //	POST /v1/dirs/totals  indexed files and bytes per directory tree: DirTotalsRequest → DirTotalsResponse
 //	GET  /v1/status       what the daemon is doing: roots, queue, counters
+//	GET  /v1/work         how far a long request has come: ?id=ID (its request_id) → Work
 //	GET  /v1/roots        the roots and their states
 //	POST /v1/roots        RootsRequest (add or remove a root, persisted) → RootsResponse
 //	POST /v1/rescan       RescanRequest (a directory, or every root) → RescanResponse

@@ -51,7 +51,10 @@ groups of their own, their members marked "template" (in --json,
 Groups come largest first and are printed as the daemon sends them, so a
 large answer is never held whole; the daemon sends the first once it has
 linked every file (seconds on a large index), and on a terminal sifctl
-shows on standard error how long it has waited until then. The last line
+shows on standard error until then what the daemon is doing (selecting the
+files, linking them in one pass over the index or more, ordering the
+groups), how much of that step is done with an estimate of the time left,
+and how long it has waited. The last line
 counts the groups and their files. With --json, one object as the daemon answers
 (GET /v1/groups): {"threshold": PCT, "groups": [{"reference": FILE,
 "members": [FILE, ...]}, ...], "elapsed_ns": N}, also written as it comes.
@@ -117,6 +120,10 @@ found only where its directories line up. Exit status as without --dirs.` + simi
 					what = "sifctl groups --dirs: comparing the directories of " + indexedFiles(cmd.Context(), g.client())
 				}
 				stop := pr.untilAnswer(cmd.Context(), what)
+				if o.By != ipc.BySimiHash {
+					o.RequestID = ipc.NewRequestID()
+					stop = pr.untilWork(cmd.Context(), g.client(), o.RequestID, what)
+				}
 				defer stop()
 				g.beforeOutput = stop
 			}
@@ -279,7 +286,7 @@ type dirGroupsLine struct {
 func groupsDirs(ctx context.Context, g *globals, o ipc.GroupsOptions) error {
 	start := time.Now()
 	groups, err := dirsim.Groups(ctx, g.client(), &dirsim.GroupsOptions{Threshold: o.Threshold, Prefix: o.Prefix,
-		MaxDF: o.MaxDF, MinShared: o.MinShared, AllTypes: o.AllTypes})
+		MaxDF: o.MaxDF, MinShared: o.MinShared, AllTypes: o.AllTypes, RequestID: o.RequestID})
 	g.outputStarts()
 	if err != nil {
 		if errors.Is(err, dirsim.ErrNoLinks) {

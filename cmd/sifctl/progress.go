@@ -158,6 +158,45 @@ func statusLine(st, first *ipc.Status, elapsed, waited time.Duration) string {
 // (at the answer's first line, or its end), which erases the line; it is
 // safe to call more than once.
 func (p *progress) untilAnswer(ctx context.Context, what string) (stop func()) {
+	return p.untilAnswerWith(ctx, what, nil)
+}
+
+// untilWork is untilAnswer for the request named id, with how far the
+// daemon says it has come (GET /v1/work, on a connection of its own):
+// "what: linking similar files, pass 1 of 1 or more, 45 %, about 6s left,
+// 12s".
+func (p *progress) untilWork(ctx context.Context, c *ipc.Client, id, what string) (stop func()) {
+	return p.untilAnswerWith(ctx, what, func(ctx context.Context) string {
+		ctx, cancel := context.WithTimeout(ctx, progressEvery)
+		defer cancel()
+		w, err := c.Work(ctx, id)
+		if err != nil {
+			return "" // not started yet, or a daemon that cannot tell
+		}
+		return workLine(w)
+	})
+}
+
+// workLine says how far w has come: its step, and the part of it done
+// with an estimate of the time left in it, when the daemon knows them.
+func workLine(w *ipc.Work) string {
+	switch {
+	case w.Step == "":
+		return ""
+	case w.Done < 0:
+		return w.Step
+	}
+	s := fmt.Sprintf("%s, %d %%", w.Step, int(w.Done*100))
+	if in := time.Duration(w.StepElapsedNs); w.Done >= 0.02 && w.Done < 1 && in >= time.Second {
+		left := time.Duration(float64(in) * (1 - w.Done) / w.Done)
+		s += fmt.Sprintf(", about %s left", left.Round(time.Second))
+	}
+	return s
+}
+
+// untilAnswerWith is untilAnswer, with detail's answer after what when
+// it is not "" (detail may be nil).
+func (p *progress) untilAnswerWith(ctx context.Context, what string, detail func(context.Context) string) (stop func()) {
 	if p.w == nil {
 		return func() {}
 	}
@@ -169,7 +208,16 @@ func (p *progress) untilAnswer(ctx context.Context, what string) (stop func()) {
 		t := time.NewTicker(progressEvery)
 		defer t.Stop()
 		for {
-			p.show(fmt.Sprintf("%s, %s", what, time.Since(start).Round(time.Second)))
+			line := what
+			if detail != nil {
+				if d := detail(ctx); d != "" {
+					line += ": " + d
+				}
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			p.show(fmt.Sprintf("%s, %s", line, time.Since(start).Round(time.Second)))
 			select {
 			case <-ctx.Done():
 				return

@@ -63,3 +63,23 @@ func TestProgressUntilAnswer(t *testing.T) {
 		t.Errorf("progress line: %q", out)
 	}
 }
+
+// How far a request has come, in words: its step, the part done and,
+// once a second of the step has passed, the time left in it.
+func TestWorkLine(t *testing.T) {
+	for _, c := range []struct {
+		w    ipc.Work
+		want string
+	}{
+		{ipc.Work{}, ""},
+		{ipc.Work{Step: "selecting the files", Done: -1}, "selecting the files"},
+		{ipc.Work{Step: "linking similar files, pass 1 of 1 or more", Done: 0.25, StepElapsedNs: int64(3 * time.Second)},
+			"linking similar files, pass 1 of 1 or more, 25 %, about 9s left"},
+		{ipc.Work{Step: "listing the groups", Done: 0.5, StepElapsedNs: int64(100 * time.Millisecond)}, "listing the groups, 50 %"},
+		{ipc.Work{Step: "listing the groups", Done: 0.01, StepElapsedNs: int64(5 * time.Second)}, "listing the groups, 1 %"},
+	} {
+		if got := workLine(&c.w); got != c.want {
+			t.Errorf("workLine(%+v) = %q, want %q", c.w, got, c.want)
+		}
+	}
+}

@@ -32,6 +32,8 @@ type GroupsOptions struct {
 	MaxDF     int
 	MinShared int
 	AllTypes  bool
+	// RequestID names the groups request, as ipc.GroupsOptions.RequestID.
+	RequestID string
 }
 
 // Group is one group of similar directories. Its JSON is a group of
@@ -89,7 +91,7 @@ func Groups(ctx context.Context, c *ipc.Client, o *GroupsOptions) ([]Group, erro
 	}
 	g := NewGrouping(tops)
 	lo := ipc.GroupsOptions{Threshold: min(FileThreshold, thr), MaxDF: o.MaxDF, AllTypes: o.AllTypes, Prefix: o.Prefix,
-		MinShared: o.MinShared, Links: true}
+		MinShared: o.MinShared, Links: true, RequestID: o.RequestID}
 	if _, err := c.GroupsEach(ctx, lo, g.AddGroup); err != nil {
 		return nil, fmt.Errorf("groups of similar files: %w", err)
 	}

@@ -39,6 +39,12 @@ func (s *Server) groups(w http.ResponseWriter, r *http.Request, c *caller) {
 	if v := c.view(); v != nil {
 		opts.Visible = visibleTo(v)
 	}
+	pr, end, ok := s.works.track(w, r)
+	if !ok {
+		return
+	}
+	defer end()
+	opts.Progress = pr
 	st := newStream(w)
 	st.buf = append(st.buf, `{"threshold":`...)
 	st.buf = strconv.AppendFloat(st.buf, thr, 'f', -1, 64)

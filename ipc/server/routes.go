@@ -31,6 +31,7 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/dupes", serve: s.dupes},
 		{pattern: "POST /v1/dirs/totals", serve: withBody(s, s.dirTotals)},
 		{pattern: "GET /v1/status", control: true, serve: s.status},
+		{pattern: "GET /v1/work", serve: s.work},
 		{pattern: "GET /v1/roots", control: true, serve: s.roots},
 		{pattern: "POST /v1/roots", change: "changing the roots", control: true, serve: withBody(s, s.changeRoots)},
 		{pattern: "POST /v1/rescan", change: "asking for a rescan", control: true, serve: withBody(s, s.rescan)},

@@ -183,6 +183,7 @@ type Server struct {
 	lim     *limiter
 	conns   *connLimiter    // set by Serve
 	base    context.Context // Serve's; nil when not serving (see stopping)
+	works   works           // the named long requests running (GET /v1/work)
 }
 
 // New returns a server answering from b. It panics if b.Query is nil.
