@@ -106,9 +106,10 @@ func runWithStdin(ctx context.Context, args []string, stdin io.Reader, stdout, s
 similar to given files, which groups of files are similar, and which files are
 identical. sifctl compare works without a daemon. It also lists and changes
 the daemon's roots (roots), asks for a reconcile with the disk (rescan),
-waits until the index has caught up with the disk (wait), and prints a
+waits until the index has caught up with the disk (wait), prints a
 file's signature, its fingerprints, to ask with later or on another machine
-(sketch; similar and basis --signature).
+(sketch; similar and basis --signature), and writes what the copies and
+near-copies cost as one HTML page (report).
 
 The socket is --socket, else $SIF_SOCKET, else sifd's default:
 /run/sifd/sifd.sock as root; otherwise $XDG_RUNTIME_DIR/sifd.sock, or
@@ -144,7 +145,7 @@ number, as a shell reports it).`,
 		}
 		return &statusError{exitError, fmt.Errorf("--color %q: want auto, always or never", g.color)}
 	}
-	root.AddCommand(newSimilarCmd(g), newGroupsCmd(g), newDupesCmd(g), newDedupeCmd(g), newStatusCmd(g), newCompareCmd(g),
+	root.AddCommand(newSimilarCmd(g), newGroupsCmd(g), newDupesCmd(g), newDedupeCmd(g), newReportCmd(g), newStatusCmd(g), newCompareCmd(g),
 		newRootsCmd(g), newRescanCmd(g), newWaitCmd(g), newBasisCmd(g), newSketchCmd(g), newFleetCmd(g))
 	root.AddCommand(gendocs.Command())
 	root.SetFlagErrorFunc(cliflags.FlagError)
