@@ -109,8 +109,10 @@ type reportData struct {
 	Generated time.Time
 	Prefix    string // "" for the whole index
 	Top       int
-	// Files and Bytes are indexed (under Prefix, when given).
+	// Files and Bytes are indexed (under Prefix, when given); Truncated
+	// says the count under Prefix stopped at ipc.MaxDirMaxFiles files.
 	Files, Bytes int64
+	Truncated    bool
 	Dupes        ipc.DupesTotals
 	Sets         []ipc.DupeSet // the Top sets that free the most, most first
 	// ByDir sums the identical copies (all but the first file by path of
@@ -152,7 +154,7 @@ func gatherReport(ctx context.Context, g *globals, prefix string, top int) (*rep
 		if pr.w == nil {
 			return func() {}
 		}
-		return pr.untilAnswer(ctx, fmt.Sprintf("sifctl report (%d of 3): sifd is %s among %d indexed files", n, what, d.Files))
+		return pr.untilAnswer(ctx, fmt.Sprintf("sifctl report (%d of 3): %s among %d indexed files", n, what, d.Files))
 	}
 	stop := step(1, "finding the identical files")
 	var err error
@@ -198,7 +200,7 @@ func (d *reportData) indexTotals(ctx context.Context, c *ipc.Client) error {
 	if len(t.Dirs) != 1 {
 		return fmt.Errorf("the totals of %s: %d answered for 1 directory", d.Prefix, len(t.Dirs))
 	}
-	d.Files, d.Bytes = t.Dirs[0].Files, t.Dirs[0].Bytes
+	d.Files, d.Bytes, d.Truncated = t.Dirs[0].Files, t.Dirs[0].Bytes, t.Dirs[0].Truncated
 	return nil
 }
 

@@ -140,8 +140,12 @@ func reportCards(d *reportData) []card {
 	if groups < len(d.DirGroups) {
 		dirNote = fmt.Sprintf("at least, to reclaim by deleting the copies of %d of the %s of near-copy directories that do not overlap", groups, count(len(d.DirGroups), "group", "groups"))
 	}
+	files := thousands(d.Files) + " " + plural(int(d.Files), "file", "files")
+	if d.Truncated {
+		files += " or more (counting stopped there)"
+	}
 	return []card{
-		{"Indexed", humanBytes(d.Bytes), thousands(d.Files) + " " + plural(int(d.Files), "file", "files")},
+		{"Indexed", humanBytes(d.Bytes), files},
 		{"Identical copies", humanBytes(d.Dupes.RedundantBytes),
 			fmt.Sprintf("would be freed by removing %s %s, in %s of identical files",
 				thousands(int64(d.Dupes.RedundantFiles)), plural(d.Dupes.RedundantFiles, "redundant copy", "redundant copies"),
@@ -252,17 +256,17 @@ func newTreemap(byDir map[string]dirCopies, total int64, n int) *treemapView {
 
 // boxOf places the labels of one rectangle: "RANK. NAME" and its size
 // when a line of a few characters fits, else the rank alone when it
-// fits; the name keeps its end, the most telling part of a path.
+// fits; a name too long keeps its end, the most telling part of a path.
 func boxOf(r rect, class, title, rank, label, size string) treemapBox {
 	b := treemapBox{X: round1(r.X), Y: round1(r.Y), W: round1(r.W), H: round1(r.H), Class: class, Title: title}
 	chars := int((r.W - 12) / charWidth)
-	name := label
+	lead := ""
 	if rank != "" {
-		name = rank + ". " + label
+		lead = rank + ". "
 	}
 	switch {
-	case chars >= 6 && r.H >= 26:
-		b.Name = fitTail(name, chars)
+	case chars >= len(lead)+4 && r.H >= 26:
+		b.Name = lead + fitTail(label, chars-len(lead))
 		if r.H >= 42 && utf8.RuneCountInString(size) <= chars {
 			b.Size = size
 		}
@@ -564,7 +568,7 @@ footer { margin-top: 48px; color: var(--muted); font-size: 13px; border-top: 1px
 
 <section id="identical">
 <h2>Identical files</h2>
-<p class="explain">Sets of files with identical content (size and SHA-256), those whose copies would free the most first: keeping one file of a set frees the bytes of the others (<code>sifctl dedupe</code> does it, and chooses the file to keep by <code>--keep</code>). Hard links to one file take its bytes once.</p>
+<p class="explain">Sets of files with identical content (size and SHA-256), those whose copies would free the most first: keeping one file of a set frees the bytes of the others (<code>sifctl dedupe</code> does it, and chooses the file to keep by <code>--keep</code>). Hard links to one file take its bytes once. The file marked kept is the first by path, the one the map above counts as kept.</p>
 {{if .Sets}}<table>
 <thead><tr><th class="rank">#</th><th class="num">Would free</th><th class="num">Files</th><th class="num">Size each</th><th>Files in the set</th></tr></thead>
 {{range .Sets}}{{$s := .}}<tbody>
