@@ -99,6 +99,17 @@ func TestReportInBrowser(t *testing.T) {
 		t.Logf("rendered page:\n%s", dom)
 	}
 
+	// --prefix: the files under home/ only, their totals asked of sifd.
+	home := filepath.Join(e.dir, "home.html")
+	if r := e.sifctl("report", "--prefix", filepath.Join(e.root, "home"), "--html", home); r.code != 0 {
+		t.Fatalf("report --prefix: exit %d: %s", r.code, r.stderr)
+	}
+	if b, err := os.ReadFile(home); err != nil || !bytes.Contains(b, []byte(filepath.Join(e.root, "home/bob/isos/disk.iso"))) ||
+		bytes.Contains(b, []byte(filepath.Join(e.root, "media"))) || !bytes.Contains(b, []byte("the files under "+filepath.Join(e.root, "home"))) ||
+		!bytes.Contains(b, []byte(`<div class="value">2.0 MiB</div><div class="note">4 files</div>`)) {
+		t.Errorf("report --prefix home: %v; want the files under home only, 2 disk.iso and 2 notes:\n%s", err, b)
+	}
+
 	shot := filepath.Join(e.dir, "report.png")
 	chromiumRun(t, chromium, "--screenshot="+shot, "--window-size=1280,2000", "--hide-scrollbars", "file://"+out)
 	checkScreenshot(t, shot, 1280, 2000)

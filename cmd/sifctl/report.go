@@ -115,6 +115,7 @@ type reportData struct {
 	Truncated    bool
 	Dupes        ipc.DupesTotals
 	Sets         []ipc.DupeSet // the Top sets that free the most, most first
+	FreeingSets  int           // the sets that would free something: not only hard links
 	// ByDir sums the identical copies (all but the first file by path of
 	// each set, a hard link counted once) by their directories.
 	ByDir      map[string]dirCopies
@@ -218,6 +219,7 @@ func (d *reportData) addSet(s ipc.DupeSet) error {
 		d.ByDir[dir] = c
 	}
 	if s.RedundantBytes > 0 {
+		d.FreeingSets++
 		d.Sets = append(d.Sets, s)
 		if len(d.Sets) >= 2*d.Top+64 {
 			d.Sets = topSets(d.Sets, d.Top)

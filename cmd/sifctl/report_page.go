@@ -38,11 +38,11 @@ type reportPage struct {
 	Cards                         []card
 	Treemap                       *treemapView // nil: no identical copies
 	DirGroups                     []dirGroupView
-	DirGroupsMore                 int // groups not listed
+	DirGroupsMore                 string // "3 more groups", not listed; "" for none
 	FileGroups                    []fileGroupView
-	FileGroupsMore                int
+	FileGroupsMore                string
 	Sets                          []setView
-	SetsMore                      int
+	SetsMore                      string
 	Top                           int
 }
 
@@ -74,14 +74,13 @@ type dirGroupView struct {
 	Rank   int
 	Saving string
 	Rows   []pathRow
-	More   int // directories not listed
+	More   string // "3 more directories", not listed; "" for none
 }
 
 type fileGroupView struct {
-	Rank  int
-	Files int
-	Rows  []pathRow
-	More  int
+	Rank int
+	Rows []pathRow
+	More string
 }
 
 // pathRow is one file or directory of a group or set.
@@ -99,7 +98,7 @@ type setView struct {
 	Rank                int
 	Frees, Size, Copies string
 	Rows                []pathRow
-	More                int
+	More                string
 }
 
 // writeReport renders d as the page to w.
@@ -122,15 +121,15 @@ func newReportPage(d *reportData) *reportPage {
 	for i, g := range d.DirGroups[:min(d.Top, len(d.DirGroups))] {
 		p.DirGroups = append(p.DirGroups, dirGroupOf(i+1, g))
 	}
-	p.DirGroupsMore = len(d.DirGroups) - len(p.DirGroups)
+	p.DirGroupsMore = more(len(d.DirGroups)-len(p.DirGroups), "group", "groups")
 	for i, g := range d.FileGroups {
 		p.FileGroups = append(p.FileGroups, fileGroupOf(i+1, g))
 	}
-	p.FileGroupsMore = d.Similar.Groups - len(p.FileGroups)
+	p.FileGroupsMore = more(d.Similar.Groups-len(p.FileGroups), "group", "groups")
 	for i, s := range d.Sets {
 		p.Sets = append(p.Sets, setOf(i+1, s))
 	}
-	p.SetsMore = d.Dupes.Sets - len(p.Sets)
+	p.SetsMore = more(d.FreeingSets-len(p.Sets), "set", "sets")
 	return p
 }
 
@@ -293,12 +292,12 @@ func dirGroupOf(rank int, g dirsim.Group) dirGroupView {
 		}
 		v.Rows = append(v.Rows, r)
 	}
-	v.More = len(g.Members) - min(groupRows, len(g.Members))
+	v.More = more(len(g.Members)-min(groupRows, len(g.Members)), "directory", "directories")
 	return v
 }
 
 func fileGroupOf(rank int, g ipc.Group) fileGroupView {
-	v := fileGroupView{Rank: rank, Files: 1 + len(g.Reference.Copies)}
+	v := fileGroupView{Rank: rank}
 	var rows []pathRow
 	add := func(f ipc.GroupFile, ref bool) {
 		r := pathRow{Path: displayPath(exactPath(f.Path, f.PathRaw)), Size: humanBytes(f.Size)}
@@ -322,11 +321,10 @@ func fileGroupOf(rank int, g ipc.Group) fileGroupView {
 	}
 	add(g.Reference, true)
 	for _, m := range g.Members {
-		v.Files += 1 + len(m.Copies)
 		add(m, false)
 	}
 	v.Rows = rows[:min(groupRows, len(rows))]
-	v.More = len(rows) - len(v.Rows)
+	v.More = more(len(rows)-len(v.Rows), "file", "files")
 	return v
 }
 
@@ -343,7 +341,7 @@ func setOf(rank int, s ipc.DupeSet) setView {
 		}
 		v.Rows = append(v.Rows, r)
 	}
-	v.More = len(s.Files) - len(v.Rows)
+	v.More = more(len(s.Files)-len(v.Rows), "file", "files")
 	return v
 }
 
@@ -399,6 +397,15 @@ func relLabel(dir, common string) string {
 		return displayPath(rel)
 	}
 	return displayPath(filepath.Base(dir))
+}
+
+// more says how many more things there are than listed: "3 more
+// files", or "" for none.
+func more(n int, one, many string) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d more %s", n, plural(n, one, many))
 }
 
 // fitTail cuts s to its last n characters, marking the cut with "…".
@@ -545,10 +552,10 @@ footer { margin-top: 48px; color: var(--muted); font-size: 13px; border-top: 1px
 <thead><tr><th class="rank">#</th><th class="num">Saving</th><th>Similarity</th><th>Directory</th><th class="num">Size</th><th class="num">Files</th></tr></thead>
 {{range .DirGroups}}{{$g := .}}<tbody>
 {{range $i, $r := .Rows}}<tr{{if not $i}} class="first"{{end}}><td class="rank">{{if not $i}}{{$g.Rank}}{{end}}</td><td class="num key">{{if not $i}}{{$g.Saving}}{{end}}</td>{{template "pct" $r}}<td class="path">{{template "tags" $r}}{{$r.Path}}{{if $r.Note}}<div class="note">{{$r.Note}}</div>{{end}}</td><td class="num">{{$r.Size}}</td><td class="num">{{$r.Files}}</td></tr>
-{{end}}{{if .More}}<tr class="more"><td></td><td></td><td></td><td colspan="3">and {{.More}} more directories</td></tr>
+{{end}}{{if .More}}<tr class="more"><td></td><td></td><td></td><td colspan="3">and {{.More}}</td></tr>
 {{end}}</tbody>
 {{end}}</table>
-{{if .DirGroupsMore}}<p class="note">And {{.DirGroupsMore}} more groups (--top {{.Top}}).</p>{{end}}
+{{if .DirGroupsMore}}<p class="note">And {{.DirGroupsMore}} (--top {{.Top}}).</p>{{end}}
 {{else}}<p class="none">No near-copy directories.</p>
 {{end}}</section>
 
@@ -559,10 +566,10 @@ footer { margin-top: 48px; color: var(--muted); font-size: 13px; border-top: 1px
 <thead><tr><th class="rank">#</th><th>Similarity</th><th>File</th><th class="num">Size</th></tr></thead>
 {{range .FileGroups}}{{$g := .}}<tbody>
 {{range $i, $r := .Rows}}<tr{{if not $i}} class="first"{{end}}><td class="rank">{{if not $i}}{{$g.Rank}}{{end}}</td>{{template "pct" $r}}<td class="path">{{template "tags" $r}}{{$r.Path}}{{if $r.Note}}<div class="note">{{$r.Note}}</div>{{end}}</td><td class="num">{{$r.Size}}</td></tr>
-{{end}}{{if .More}}<tr class="more"><td></td><td></td><td colspan="2">and {{.More}} more files</td></tr>
+{{end}}{{if .More}}<tr class="more"><td></td><td></td><td colspan="2">and {{.More}}</td></tr>
 {{end}}</tbody>
 {{end}}</table>
-{{if .FileGroupsMore}}<p class="note">And {{.FileGroupsMore}} more groups (--top {{.Top}}).</p>{{end}}
+{{if .FileGroupsMore}}<p class="note">And {{.FileGroupsMore}} (--top {{.Top}}).</p>{{end}}
 {{else}}<p class="none">No groups of similar files.</p>
 {{end}}</section>
 
@@ -573,10 +580,10 @@ footer { margin-top: 48px; color: var(--muted); font-size: 13px; border-top: 1px
 <thead><tr><th class="rank">#</th><th class="num">Would free</th><th class="num">Files</th><th class="num">Size each</th><th>Files in the set</th></tr></thead>
 {{range .Sets}}{{$s := .}}<tbody>
 {{range $i, $r := .Rows}}<tr{{if not $i}} class="first"{{end}}><td class="rank">{{if not $i}}{{$s.Rank}}{{end}}</td><td class="num key">{{if not $i}}{{$s.Frees}}{{end}}</td><td class="num">{{if not $i}}{{$s.Copies}}{{end}}</td><td class="num">{{if not $i}}{{$s.Size}}{{end}}</td><td class="path">{{template "tags" $r}}{{$r.Path}}{{if $r.Note}} <span class="note">{{$r.Note}}</span>{{end}}</td></tr>
-{{end}}{{if .More}}<tr class="more"><td></td><td></td><td></td><td></td><td>and {{.More}} more files</td></tr>
+{{end}}{{if .More}}<tr class="more"><td></td><td></td><td></td><td></td><td>and {{.More}}</td></tr>
 {{end}}</tbody>
 {{end}}</table>
-{{if .SetsMore}}<p class="note">And {{.SetsMore}} more sets (--top {{.Top}}).</p>{{end}}
+{{if .SetsMore}}<p class="note">And {{.SetsMore}} (--top {{.Top}}).</p>{{end}}
 {{else}}<p class="none">No identical files.</p>
 {{end}}</section>
 

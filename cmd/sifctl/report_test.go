@@ -61,9 +61,21 @@ func TestReportPage(t *testing.T) {
 	}
 
 	r = sifctl(t, "--socket", sock, "report", "--html", "-")
-	if r.code != exitFound || !strings.HasPrefix(r.stdout, "<!DOCTYPE html>") || !strings.Contains(r.stdout, "293 KiB") {
-		t.Errorf("report --html -: exit %d, stdout %.200q, stderr %q", r.code, r.stdout, r.stderr)
+	if r.code != exitFound || r.stdout != strings.Replace(page, generatedAt(page), generatedAt(r.stdout), 1) {
+		t.Errorf("report --html -: exit %d, stdout %.200q, stderr %q; want the page", r.code, r.stdout, r.stderr)
 	}
+
+	// --top 1: the set that frees the most, and how many more there are.
+	r = sifctl(t, "--socket", sock, "report", "--top", "1", "--html", "-")
+	if r.code != exitFound || !strings.Contains(r.stdout, "And 1 more set (--top 1).") ||
+		!strings.Contains(r.stdout, "/srv/c/big.iso") || strings.Contains(r.stdout, "/srv/a/small") {
+		t.Errorf("report --top 1: exit %d, stdout %s, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// generatedAt is the line of page that says when it was written.
+func generatedAt(page string) string {
+	return regexp.MustCompile(`<p class="meta">[^<]*</p>`).FindString(page)
 }
 
 // DirTotals counts the files of the fake's identical sets under each
