@@ -44,11 +44,14 @@ func FlagError(cmd *cobra.Command, err error) error {
 	return err
 }
 
-func dashed(name, short string) string {
-	if name != "" {
-		return "--" + name
+// dashed writes the flag pflag did not know: name is the long flag's
+// name, or, when shorts is the cluster of letters after "-" it was in
+// (-0, -xv), the letter it did not know.
+func dashed(name, shorts string) string {
+	if shorts != "" {
+		return "-" + name
 	}
-	return "-" + short
+	return "--" + name
 }
 
 // wantOf says what a flag of a pflag value type takes.
