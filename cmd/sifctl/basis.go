@@ -182,10 +182,7 @@ func printBasis(g *globals, file string, rep, sig bool, r *ipc.BasisResponse) {
 		defer fmt.Fprintf(g.stderr, "sifctl: %s: %s; the candidates listed are this host's only\n", file, e.Message)
 	}
 	name := func(c *ipc.BasisCandidate) string {
-		if c.Host != "" {
-			return c.Host + ":" + exactPath(c.Path, c.PathRaw)
-		}
-		return exactPath(c.Path, c.PathRaw)
+		return textPath(c.Host, ipc.FilePath{Path: c.Path, PathRaw: c.PathRaw})
 	}
 	if rep {
 		fmt.Fprintf(w, "%s (%d bytes, repetitive: few distinct windows): ", file, r.Size)

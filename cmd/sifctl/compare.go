@@ -394,7 +394,7 @@ func simiCompare(a, b *fingerprint.Sketch) compareSimiHash {
 
 func printCompare(g *globals, c *compareLine) {
 	w := g.stdout
-	fmt.Fprintf(w, "A: %s (%d bytes)\nB: %s (%d bytes)\n", c.A, c.SizeA, c.B, c.SizeB)
+	fmt.Fprintf(w, "A: %s (%d bytes)\nB: %s (%d bytes)\n", quoteName(c.A), c.SizeA, quoteName(c.B), c.SizeB)
 	if c.Identical {
 		fmt.Fprintln(w, "identical content")
 	}

@@ -478,13 +478,13 @@ func (d *deduper) done(keep, file string, id fileID, size int64) error {
 	if d.act == actDelete {
 		what = "copy of"
 	}
-	_, err := fmt.Fprintf(d.out, "%s %s %s %s\n", d.act.done(d.dry), file, what, keep)
+	_, err := fmt.Fprintf(d.out, "%s %s %s %s\n", d.act.done(d.dry), quoteName(file), what, quoteName(keep))
 	return err
 }
 
 func (d *deduper) skip(file, keep, why, msg string) error {
 	d.skipped[why]++
-	fmt.Fprintf(d.errOut, "sifctl: skipped %s: %s\n", file, msg)
+	fmt.Fprintf(d.errOut, "sifctl: skipped %s: %s\n", quoteName(file), msg)
 	if !d.json {
 		return nil
 	}
@@ -498,7 +498,7 @@ func (d *deduper) skip(file, keep, why, msg string) error {
 
 func (d *deduper) fail(file, keep string, err error) error {
 	d.failures++
-	fmt.Fprintf(d.errOut, "sifctl: %s: %v\n", file, err)
+	fmt.Fprintf(d.errOut, "sifctl: %s: %v\n", quoteName(file), err)
 	if !d.json {
 		return nil
 	}

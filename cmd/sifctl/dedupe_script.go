@@ -72,7 +72,7 @@ func (o *scriptOptions) write(ctx context.Context, g *globals, do ipc.DupesOptio
 		return failed(err)
 	}
 	if f != nil {
-		fmt.Fprintf(g.stdout, "Wrote %s: %s, %s to review, then run with sh.\n", o.file,
+		fmt.Fprintf(g.stdout, "Wrote %s: %s, %s to review, then run with sh.\n", quoteName(o.file),
 			count(sw.sets, "set", "sets"), count(sw.commands, "command", "commands"))
 	}
 	if sw.commands == 0 {

@@ -17,7 +17,7 @@ func newDupesCmd(g *globals) *cobra.Command {
 	minSize := int64(1)
 	var script scriptOptions
 	cmd := &cobra.Command{
-		Use:   "dupes [--json]",
+		Use:   "dupes [--json | -0]",
 		Short: "List sets of identical files in the index",
 		Long: `dupes lists the sets of indexed files with identical content (equal size and
 SHA-256), largest files first, and the copies each set holds beyond one and
@@ -61,7 +61,18 @@ not known to the fleet: every file counts as a copy.
 user it should act for: per set, the file kept (--keep oldest, newest or
 under:DIR, as for dedupe) and a line per other file that hard-links it to
 the kept file (or removes it, with --delete) if cmp still finds them
-identical when the script runs. See also dedupe, which acts at once.`,
+identical when the script runs. See also dedupe, which acts at once.
+
+-0 (--null) prints, for scripts, each set's files and nothing else, as
+jdupes -0 does: each name as it is, unquoted (HOST:PATH with --fleet),
+ended by a NUL byte, and after each set an empty record (one more NUL
+byte). A hard link is listed as any other file. For xargs, drop the
+empty records:
+
+  sifctl dupes -0 | grep -z . | xargs -0 ls -l
+
+An answer cut short ends the records where it broke off, exits 2 and says
+why on standard error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o, err := dupesOptions(cmd, prefix, in, minSize, fleet, empty)
@@ -69,6 +80,9 @@ identical when the script runs. See also dedupe, which acts at once.`,
 				return failed(err)
 			}
 			if script.file != "" {
+				if g.null {
+					return failedf("--null prints the sets on standard output; --script writes a script instead: give one of them")
+				}
 				return script.write(cmd.Context(), g, o)
 			}
 			// Each set is printed as it arrives, so that neither sifctl
@@ -79,6 +93,9 @@ identical when the script runs. See also dedupe, which acts at once.`,
 			}
 			if g.json {
 				p = &dupesJSON{w: g.stdout, list: jsonList{open: `{"sets":[`}}
+			}
+			if g.null {
+				p = &dupesNull{w: g.stdout}
 			}
 			stop := g.newProgress().untilAnswer(cmd.Context(), "sifctl dupes: sifd is finding the identical files among "+indexedFilesIf(cmd.Context(), g))
 			defer stop()
@@ -109,6 +126,7 @@ identical when the script runs. See also dedupe, which acts at once.`,
 	cmd.Flags().BoolVar(&empty, "empty", false, "list empty files too (as --min-size 0)")
 	cmd.Flags().StringVar(&in, "in", "", "the sets with a file in this directory tree (relative to the current directory), with all their files: what here is also elsewhere")
 	script.flags(cmd)
+	g.nullFlag(cmd)
 	return cmd
 }
 
@@ -163,12 +181,9 @@ func (p *dupesText) set(s ipc.DupeSet) error {
 	}
 	b.WriteString(":\n")
 	for _, f := range s.Files {
-		name := f.Exact()
-		if f.Host != "" {
-			name = f.Host + ":" + name
-		}
+		name := textPath(f.Host, f.FilePath)
 		if f.HardLinkOf != nil {
-			fmt.Fprintf(&b, "  %s  (hard link of %s)\n", name, f.HardLinkOf.Exact())
+			fmt.Fprintf(&b, "  %s  (hard link of %s)\n", name, quoteName(f.HardLinkOf.Exact()))
 		} else {
 			fmt.Fprintf(&b, "  %s\n", name)
 		}
@@ -189,6 +204,26 @@ func (p *dupesText) end(t ipc.DupesTotals) error {
 
 func (p *dupesText) cut()       { fmt.Fprintln(p.w, "(answer cut short: the sets above are not all)") }
 func (p *dupesText) count() int { return p.sets }
+
+// dupesNull prints each set's files, one record each, and an empty
+// record after the set (--null).
+type dupesNull struct {
+	w    io.Writer
+	sets int
+}
+
+func (p *dupesNull) set(s ipc.DupeSet) error {
+	p.sets++
+	names := make([]string, len(s.Files))
+	for i, f := range s.Files {
+		names[i] = hostPath(f.Host, f.FilePath)
+	}
+	return writeRecords(p.w, true, names...)
+}
+
+func (p *dupesNull) end(ipc.DupesTotals) error { return nil }
+func (p *dupesNull) cut()                      {} // the exit status and standard error say it
+func (p *dupesNull) count() int                { return p.sets }
 
 // dupesJSON prints the answer as the daemon sends it, one object
 // (ipc.DupesResponse), writing each set once it arrives.

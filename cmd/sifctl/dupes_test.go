@@ -9,8 +9,9 @@ import (
 )
 
 // TestDupesStreamed: sifctl dupes prints each set as it arrives; the
-// text and the JSON are those of the whole answer, byte for byte, and an
-// index without identical files says so and exits 1.
+// text (names quoted), the records of -0 (names raw, an empty record
+// after each set) and the JSON are those of the whole answer, byte for
+// byte, and an index without identical files says so and exits 1.
 func TestDupesStreamed(t *testing.T) {
 	f := &fakeDaemon{dupes: []index.DupeSet{
 		{Size: 300000, Strong: [32]byte{0xab}, Files: []index.FileMeta{
@@ -25,12 +26,18 @@ func TestDupesStreamed(t *testing.T) {
   /srv/b/big.iso  (hard link of /srv/a/big.iso)
   /srv/c/big.iso
 2 identical files of 10 bytes:
-  /srv/x "quoted" <&>
+  '/srv/x "quoted" <&>'
   /srv/y
 2 sets, 5 files: 2 redundant copies, 300010 bytes
 `
 	if r.code != exitFound || r.stdout != wantText {
 		t.Errorf("dupes: exit %d, stdout\n%s\nwant\n%s(stderr %q)", r.code, r.stdout, wantText, r.stderr)
+	}
+
+	r = sifctl(t, "--socket", sock, "dupes", "-0")
+	wantNull := "/srv/a/big.iso\x00/srv/b/big.iso\x00/srv/c/big.iso\x00\x00/srv/x \"quoted\" <&>\x00/srv/y\x00\x00"
+	if r.code != exitFound || r.stdout != wantNull {
+		t.Errorf("dupes -0: exit %d, stdout %q, want %q (stderr %q)", r.code, r.stdout, wantNull, r.stderr)
 	}
 
 	r = sifctl(t, "--socket", sock, "--json", "dupes")

@@ -64,7 +64,7 @@ func readLimited(r io.Reader, name string) ([]byte, error) {
 // stdout is a terminal, else 100 columns, and colours as --color says
 // (auto: on a terminal, unless NO_COLOR is set or TERM is dumb).
 func (g *globals) textOptions() *explain.TextOptions {
-	o := &explain.TextOptions{Width: 100}
+	o := &explain.TextOptions{Width: 100, Name: func(s explain.Side) string { return quoteName(exactPath(s.Path, s.PathRaw)) }}
 	f, ok := g.stdout.(*os.File)
 	tty := ok && term.IsTerminal(int(f.Fd()))
 	if tty {

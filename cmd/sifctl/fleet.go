@@ -75,7 +75,7 @@ func printFleetCheck(g *globals, r *ipc.FleetCheck) {
 	if r.Missing > 0 {
 		fmt.Fprintf(w, "  %d %s missing or out of date in the fleet:\n", r.Missing, plural(r.Missing, "file", "files"))
 		for _, p := range r.MissingPaths {
-			fmt.Fprintf(w, "    %s\n", p)
+			fmt.Fprintf(w, "    %s\n", quoteName(p))
 		}
 	}
 	if r.Extra > 0 {
@@ -172,7 +172,7 @@ func printFleetHosts(g *globals, r *ipc.FleetHostsResponse, now time.Time) {
 		}
 		fmt.Fprintf(w, "%s %s  last heard from %s ago, %s\n", mark, h.Host, now.Sub(h.LastSeen).Round(time.Second), version)
 		for _, root := range h.Roots {
-			fmt.Fprintf(w, "    %s\n", root.Exact())
+			fmt.Fprintf(w, "    %s\n", quoteName(root.Exact()))
 		}
 	}
 }

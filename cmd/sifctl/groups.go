@@ -22,7 +22,7 @@ func newGroupsCmd(g *globals) *cobra.Command {
 	var dirs bool
 	var simi similarFlags // --key-tolerance, --sum-tolerance, --size-ratio
 	cmd := &cobra.Command{
-		Use:   "groups [--dirs] [--threshold PCT] [--by simihash] [--json]",
+		Use:   "groups [--dirs] [--threshold PCT] [--by simihash] [--json | -0]",
 		Short: "Find all groups of similar files, or directories, in the index",
 		Long: `groups compares every indexed file with every other (Manber's all-against-all
 mode) and prints the groups of similar files. Two files are linked when one
@@ -90,7 +90,16 @@ DIR, "members": [DIR, ...]}], "elapsed_ns": N}, each DIR {"path", "size",
 "reverse_containment", "resemblance", "shared_bytes", "files":
 {"identical", "similar", "missing"}, "via"?}. Files linked at under 10
 percent count nothing, and a copy whose files moved to other depths is
-found only where its directories line up. Exit status as without --dirs.` + simiGroupsHelp,
+found only where its directories line up. Exit status as without --dirs.
+
+-0 (--null) prints, for scripts, each group's files and nothing else: the
+reference, then each member, each file followed by its identical copies,
+each name as it is, unquoted, ended by a NUL byte, and after each group
+an empty record (one more NUL byte), as dupes -0 does; with --dirs, each
+group's directories, the reference first. For xargs, drop the empty
+records: sifctl groups -0 | grep -z . | xargs -0 ls -l. An answer cut
+short ends the records where it broke off, exits 2 and says why on
+standard error.` + simiGroupsHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkSimiGroupsFlags(cmd, o.By); err != nil {
@@ -136,6 +145,8 @@ found only where its directories line up. Exit status as without --dirs.` + simi
 				p = &simiGroupsJSON{w: g.stdout, list: jsonList{open: `{"threshold":0,"by":"simihash","groups":[`}}
 			case o.By == ipc.BySimiHash:
 				p = &simiGroupsText{w: g.stdout}
+			case g.null:
+				p = &groupsNull{w: g.stdout}
 			case g.json:
 				p = &groupsJSON{w: g.stdout, list: jsonList{open: `{"threshold":` + strconv.FormatFloat(o.Threshold, 'f', -1, 64) + `,"groups":[`}}
 			default:
@@ -176,6 +187,7 @@ found only where its directories line up. Exit status as without --dirs.` + simi
 	cliflags.Float64Var(fl, &simi.keyTol, "key-tolerance", 100*d.Key, "--by simihash: greatest key distance, in percent of the larger file's size")
 	cliflags.Float64Var(fl, &simi.sumTol, "sum-tolerance", 100*d.Sum, "--by simihash: greatest sum-table distance, in percent of the larger file's size")
 	cliflags.Float64Var(fl, &simi.sizeRatio, "size-ratio", 0, fmt.Sprintf("--by simihash: greatest factor between two sizes (0: the default, %.4g, within %.3g %%)", 1/d.SizeRatio, 100*(1-d.SizeRatio)))
+	g.nullFlag(cmd)
 	return cmd
 }
 
@@ -206,17 +218,17 @@ func (p *groupsText) group(grp ipc.Group) error {
 	}
 	p.groups++
 	p.files += 1 + len(grp.Reference.Copies)
-	fmt.Fprintf(&b, "\nR100 %s %d\n", exactPath(grp.Reference.Path, grp.Reference.PathRaw), grp.Reference.Size)
+	fmt.Fprintf(&b, "\nR100 %s %d\n", quoteName(exactPath(grp.Reference.Path, grp.Reference.PathRaw)), grp.Reference.Size)
 	printCopies(&b, grp.Reference.Copies)
 	for _, m := range grp.Members {
 		p.files += 1 + len(m.Copies)
-		path := exactPath(m.Path, m.PathRaw)
+		path := quoteName(exactPath(m.Path, m.PathRaw))
 		note := ""
 		if m.Template {
 			note = "  template" // linked through content shared by many files
 		}
 		if m.Via != nil {
-			fmt.Fprintf(&b, "    ~ %s %d (via %s)%s\n", path, m.Size, m.Via.Exact(), note)
+			fmt.Fprintf(&b, "    ~ %s %d (via %s)%s\n", path, m.Size, quoteName(m.Via.Exact()), note)
 		} else {
 			fmt.Fprintf(&b, "  %3.0f %s %d%s\n", m.Percent, path, m.Size, note)
 		}
@@ -262,9 +274,34 @@ func (p *groupsJSON) cut()          { fmt.Fprintln(p.w) }
 func (p *groupsJSON) started() bool { return p.list.n > 0 }
 func (p *groupsJSON) count() int    { return p.list.n }
 
+// groupsNull prints each group's files, one record each, and an empty
+// record after the group (--null): the reference, then each member, each
+// followed by its identical copies.
+type groupsNull struct {
+	w      io.Writer
+	groups int
+}
+
+func (p *groupsNull) group(grp ipc.Group) error {
+	p.groups++
+	var names []string
+	for _, f := range append([]ipc.GroupFile{grp.Reference}, grp.Members...) {
+		names = append(names, exactPath(f.Path, f.PathRaw))
+		for _, c := range f.Copies {
+			names = append(names, c.Exact())
+		}
+	}
+	return writeRecords(p.w, true, names...)
+}
+
+func (p *groupsNull) end(*ipc.GroupsResponse) error { return nil }
+func (p *groupsNull) cut()                          {} // the exit status and standard error say it
+func (p *groupsNull) started() bool                 { return p.groups > 0 }
+func (p *groupsNull) count() int                    { return p.groups }
+
 func printCopies(w io.Writer, copies []ipc.FilePath) {
 	for _, c := range copies {
-		fmt.Fprintf(w, "      = %s\n", c.Exact())
+		fmt.Fprintf(w, "      = %s\n", quoteName(c.Exact()))
 	}
 }
 
@@ -299,11 +336,30 @@ func groupsDirs(ctx context.Context, g *globals, o ipc.GroupsOptions) error {
 		if err := g.printJSON(line); err != nil {
 			return err
 		}
+	} else if g.null {
+		if err := dirGroupsNull(g.stdout, groups); err != nil {
+			return failed(err)
+		}
 	} else if err := printDirGroups(g.stdout, &line); err != nil {
 		return failed(err)
 	}
 	if len(line.Groups) == 0 {
 		return nothing()
+	}
+	return nil
+}
+
+// dirGroupsNull prints each group's directories, the reference first,
+// one record each, and an empty record after the group (--null).
+func dirGroupsNull(w io.Writer, groups []dirsim.Group) error {
+	for _, grp := range groups {
+		names := []string{grp.Reference.Exact()}
+		for _, m := range grp.Members {
+			names = append(names, m.Exact())
+		}
+		if err := writeRecords(w, true, names...); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -323,12 +379,12 @@ func printDirGroups(w io.Writer, l *dirGroupsLine) error {
 	dirs := 0
 	for _, grp := range l.Groups {
 		dirs += 1 + len(grp.Members)
-		fmt.Fprintf(&b, "%d to save: R %s %d", grp.Saving, grp.Reference.Exact(), grp.Reference.Size)
+		fmt.Fprintf(&b, "%d to save: R %s %d", grp.Saving, quoteName(grp.Reference.Exact()), grp.Reference.Size)
 		for _, m := range grp.Members {
 			if m.Via != nil {
-				fmt.Fprintf(&b, " | ~%.0f %s %d (via %s)", m.Percent, m.Exact(), m.Size, m.Via.Exact())
+				fmt.Fprintf(&b, " | ~%.0f %s %d (via %s)", m.Percent, quoteName(m.Exact()), m.Size, quoteName(m.Via.Exact()))
 			} else {
-				fmt.Fprintf(&b, " | %.0f %s %d", m.Percent, m.Exact(), m.Size)
+				fmt.Fprintf(&b, " | %.0f %s %d", m.Percent, quoteName(m.Exact()), m.Size)
 			}
 		}
 		b.WriteByte('\n')

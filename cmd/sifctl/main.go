@@ -62,6 +62,7 @@ type globals struct {
 	socket string
 	json   bool
 	color  string // --color: auto, always or never
+	null   bool   // -0/--null, of the commands that take it (nullFlag)
 
 	progressTo   io.Writer // tests: show progress lines here as if on a terminal
 	beforeOutput func()    // erases a progress line before the first line of the answer
@@ -117,6 +118,14 @@ without a runtime directory $XDG_STATE_HOME/sifd/sifd.sock (else
 ~/.local/state/sifd/sifd.sock), and if no sifd of your own listens there,
 the system one.
 
+In text output, a file name a shell would not take as one word is quoted
+as ls quotes it on a terminal: 'a b', "don't", 'a'$'\n''b' (a newline),
+'a'$'\303' (a byte that is not UTF-8), so that each line stays one line
+and a name can be pasted into a shell. --json keeps the names as they are
+("path", and "path_raw" for one that is not UTF-8), and so does -0
+(--null) of similar, groups and dupes, which ends each record with a NUL
+byte for xargs -0.
+
 Exit status, as grep's: 0 when something was found, 1 when nothing was,
 2 on error. For wait, 1 means it timed out. SIGINT or SIGTERM stops any
 command within a second, with status 130 or 143 (128 plus the signal's
@@ -141,9 +150,13 @@ number, as a shell reports it).`,
 		}
 		switch g.color {
 		case "auto", "always", "never":
-			return nil
+		default:
+			return &statusError{exitError, fmt.Errorf("--color %q: want auto, always or never", g.color)}
 		}
-		return &statusError{exitError, fmt.Errorf("--color %q: want auto, always or never", g.color)}
+		if g.null && g.json {
+			return &statusError{exitError, fmt.Errorf("--null and --json are two forms of output: give one of them (see '%s --help')", cmd.CommandPath())}
+		}
+		return nil
 	}
 	root.AddCommand(newSimilarCmd(g), newGroupsCmd(g), newDupesCmd(g), newDedupeCmd(g), newReportCmd(g), newStatusCmd(g), newCompareCmd(g),
 		newRootsCmd(g), newRescanCmd(g), newWaitCmd(g), newBasisCmd(g), newSketchCmd(g), newFleetCmd(g))

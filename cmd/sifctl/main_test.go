@@ -190,6 +190,11 @@ func TestArgumentsChecked(t *testing.T) {
 		{[]string{"wait", "now"}, `sifctl wait takes no arguments, and was given "now"`},
 		{[]string{"similar"}, "no FILE to ask about: usage: sifctl similar [flags] FILE...|DIR...|- | --signature SIGFILE (see 'sifctl similar --help')"},
 		{[]string{"basis"}, "no FILE to ask about: usage: sifctl basis"},
+		{[]string{"dupes", "-0", "--json"}, "--null and --json are two forms of output: give one of them (see 'sifctl dupes --help')"},
+		{[]string{"--json", "groups", "--null"}, "--null and --json are two forms of output"},
+		{[]string{"similar", "-0", "--explain", "f"}, "--explain shows the runs each match shares, which --null, a list of names, leaves out"},
+		{[]string{"dupes", "-0", "--script", "x.sh"}, "--null prints the sets on standard output; --script writes a script instead"},
+		{[]string{"status", "-0"}, "sifctl status has no flag -0"},
 	} {
 		r := sifctl(t, append([]string{"--socket", sock}, tc.args...)...)
 		r.want(t, strings.Join(tc.args, " "), exitError, "", tc.msg)

@@ -82,7 +82,7 @@ func queryName(file string) string {
 	if file == "-" {
 		return "(standard input)"
 	}
-	return file
+	return quoteName(file)
 }
 
 func countStdin(files []string) int {

@@ -51,6 +51,6 @@ shows the scan's progress. DIR may be relative to the current directory.`,
 func printRescan(g *globals, r *ipc.RescanResponse) {
 	fmt.Fprintf(g.stdout, "queued %d %s\n", len(r.Queued), plural(len(r.Queued), "directory", "directories"))
 	for _, d := range r.Queued {
-		fmt.Fprintf(g.stdout, "  %s\n", d.Exact())
+		fmt.Fprintf(g.stdout, "  %s\n", quoteName(d.Exact()))
 	}
 }

@@ -136,7 +136,7 @@ func printRoots(w io.Writer, roots []ipc.RootStatus) {
 		if reason == "" && r.State == ipc.RootFailed {
 			reason = r.LastError
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.Path, r.State, watched, r.FilesSeen, dash(r.Source), reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", quoteName(r.Path), r.State, watched, r.FilesSeen, dash(r.Source), reason)
 	}
 	tw.Flush()
 }

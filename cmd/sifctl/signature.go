@@ -46,7 +46,7 @@ func (s *signature) where() string {
 	if s.file == "-" {
 		return fmt.Sprintf("(standard input):%d", s.line)
 	}
-	return fmt.Sprintf("%s:%d", s.file, s.line)
+	return fmt.Sprintf("%s:%d", quoteName(s.file), s.line)
 }
 
 // signatureRef is the "signature" field of an answer to a signature: the
@@ -85,7 +85,7 @@ func (s *signature) fields() (query, raw string) {
 // when it has no path.
 func (s *signature) name() string {
 	if p := s.path(); p != "" {
-		return s.where() + ": " + p
+		return s.where() + ": " + quoteName(p)
 	}
 	return s.where()
 }

@@ -47,8 +47,12 @@ created with SimiHash ([scheme] simihash = true in sifd's configuration);
 each FILE {"path", "size", "percent": 0, "simihash": {"key_distance",
 "sum_distance", "identical"?}}.`
 
-// simiGroupsFlagsOnly are the flags of groups that apply to --by simihash.
-var simiGroupsFlagsOnly = map[string]bool{"by": true, "prefix": true, "key-tolerance": true, "sum-tolerance": true, "size-ratio": true}
+// simiGroupsFlagsOnly are the flags of groups that apply to --by simihash;
+// groupsFlagsBoth, those of them that apply without it too.
+var (
+	simiGroupsFlagsOnly = map[string]bool{"by": true, "prefix": true, "null": true, "key-tolerance": true, "sum-tolerance": true, "size-ratio": true}
+	groupsFlagsBoth     = map[string]bool{"by": true, "prefix": true, "null": true}
+)
 
 // checkSimiGroupsFlags refuses the flags groups --by simihash does not
 // take, and those it alone takes without it.
@@ -65,7 +69,7 @@ func checkSimiGroupsFlags(cmd *cobra.Command, by string) error {
 		case err != nil, own.Lookup(fl.Name) == nil: // global flags apply
 		case by == ipc.BySimiHash && !simiGroupsFlagsOnly[fl.Name]:
 			err = failedf("--%s does not apply to --by simihash", fl.Name)
-		case by != ipc.BySimiHash && fl.Name != "by" && fl.Name != "prefix" && simiGroupsFlagsOnly[fl.Name]:
+		case by != ipc.BySimiHash && !groupsFlagsBoth[fl.Name] && simiGroupsFlagsOnly[fl.Name]:
 			err = failedf("--%s applies only to --by simihash", fl.Name)
 		}
 	})
@@ -99,7 +103,7 @@ func (p *simiGroupsText) group(grp ipc.Group) error {
 		if d.Identical && i > 0 {
 			note = "  identical"
 		}
-		fmt.Fprintf(&b, "%s %9d %9d  %s  %d%s\n", mark, d.SumDistance, d.KeyDistance, exactPath(f.Path, f.PathRaw), f.Size, note)
+		fmt.Fprintf(&b, "%s %9d %9d  %s  %d%s\n", mark, d.SumDistance, d.KeyDistance, quoteName(exactPath(f.Path, f.PathRaw)), f.Size, note)
 	}
 	b.WriteByte('\n')
 	_, err := io.WriteString(p.w, b.String())

@@ -82,7 +82,7 @@ type simiMatch struct {
 // simiFlagsOnly are the flags of similar that apply to --by simihash.
 var simiFlagsOnly = map[string]bool{
 	"by": true, "limit": true, "prefix": true, "signature": true, "size-ratio": true, "same-ext": true,
-	"key-tolerance": true, "sum-tolerance": true, "fleet": true,
+	"key-tolerance": true, "sum-tolerance": true, "fleet": true, "null": true,
 }
 
 // checkSimiFlags refuses the flags similar --by simihash does not take,
@@ -230,6 +230,9 @@ func printSimi(g *globals, name, query, raw string, sig *signatureRef, q *ipc.Qu
 	if e := r.FleetError; e != nil {
 		defer fmt.Fprintf(g.stderr, "sifctl: %s: %s; the matches listed are this host's only\n", name, e.Message)
 	}
+	if g.null {
+		return matchRecords(w, r.Matches)
+	}
 	fmt.Fprintf(w, "%s (%d bytes, key %d; tolerances: key %d, sum %d, size ratio %g):\n",
 		name, q.Size, q.SimiHash.Key, info.KeyTolerance, info.SumTolerance, info.Tolerances.SizeRatio)
 	if len(r.Matches) == 0 {
@@ -238,13 +241,7 @@ func printSimi(g *globals, name, query, raw string, sig *signatureRef, q *ipc.Qu
 	}
 	fmt.Fprintln(w, "  sum-dist  key-dist  path  size")
 	for _, m := range r.Matches {
-		p, err := ipc.JoinPath(m.Path, m.PathRaw)
-		if err != nil {
-			p = m.Path
-		}
-		if m.Host != "" {
-			p = m.Host + ":" + p
-		}
+		p := textPath(m.Host, ipc.FilePath{Path: m.Path, PathRaw: m.PathRaw})
 		var d ipc.SimiMatch
 		if m.SimiHash != nil {
 			d = *m.SimiHash

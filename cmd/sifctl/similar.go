@@ -209,6 +209,15 @@ published under it. When the fleet does not answer in time, this host's
 matches (or directories) are listed, the error is said on stderr (and as
 "fleet_error" with --json), and the exit status is 2.
 
+-0 (--null) prints, for scripts, the matches' names and nothing else, as
+find -print0 does: each match (each directory, for a DIR) as it is,
+unquoted (HOST:PATH with --fleet), ended by a NUL byte, best first; with
+several FILEs, the matches of each in turn, so a file may come more than
+once. The queries, percentages and notes are left out (--json has them);
+--explain is not taken. For example:
+
+  sifctl similar -0 --threshold 90 draft.c | xargs -0 ls -l
+
 ` + simiHashHelp,
 		Args: func(cmd *cobra.Command, args []string) error { return queryArgs(cmd, f.signature, args) },
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -231,6 +240,7 @@ matches (or directories) are listed, the error is said on stderr (and as
 	d := fingerprint.DefaultTolerances()
 	cliflags.Float64Var(fl, &f.keyTol, "key-tolerance", 100*d.Key, "--by simihash: greatest key distance, in percent of FILE's size")
 	cliflags.Float64Var(fl, &f.sumTol, "sum-tolerance", 100*d.Sum, "--by simihash: greatest sum-table distance, in percent of FILE's size")
+	g.nullFlag(cmd)
 	return cmd
 }
 
@@ -256,6 +266,9 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 	}
 	if f.fleet && f.explain {
 		return failedf("--explain shows the bytes a match shares; the fleet's files are on other hosts (drop --fleet or --explain)")
+	}
+	if g.null && f.explain {
+		return failedf("--explain shows the runs each match shares, which --null, a list of names, leaves out: give one of them")
 	}
 	if f.signature != "" && f.explain {
 		return failedf("--explain shows the bytes FILE shares; a signature (--signature) carries none")
@@ -362,7 +375,9 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 			}
 			continue
 		}
-		printSimilar(g, queryName(file), sk.Size, f.threshold, repetitive(qs.params, sk.Size, resp.Fingerprints, resp.MinFingerprints), "", resp)
+		if err := printSimilar(g, queryName(file), sk.Size, f.threshold, repetitive(qs.params, sk.Size, resp.Fingerprints, resp.MinFingerprints), "", resp); err != nil {
+			return failed(err)
+		}
 		if f.explain {
 			printExplained(g, qbytes, explainName(file, abs), resp, qs.params)
 		}
@@ -379,10 +394,13 @@ func runSimilar(cmd *cobra.Command, g *globals, f *similarFlags, files []string)
 // printSimilar writes the answer r for the query file of size bytes;
 // rep says it is repetitive; note, if not empty, is a line said of the
 // whole answer.
-func printSimilar(g *globals, file string, size int64, threshold float64, rep bool, note string, r *ipc.SimilarResponse) {
+func printSimilar(g *globals, file string, size int64, threshold float64, rep bool, note string, r *ipc.SimilarResponse) error {
 	w := g.stdout
 	if e := r.FleetError; e != nil {
 		defer fmt.Fprintf(g.stderr, "sifctl: %s: %s; the matches listed are this host's only\n", file, e.Message)
+	}
+	if g.null {
+		return matchRecords(w, r.Matches)
 	}
 	fmt.Fprintf(w, "%s (%d bytes, %d fingerprints", file, size, r.Fingerprints)
 	if r.Skipped > 0 {
@@ -415,13 +433,10 @@ func printSimilar(g *globals, file string, size int64, threshold float64, rep bo
 		} else {
 			fmt.Fprintf(w, "  nothing similar at %g%% or more\n", threshold)
 		}
-		return
+		return nil
 	}
 	for _, m := range r.Matches {
-		p, err := ipc.JoinPath(m.Path, m.PathRaw)
-		if err != nil {
-			p = m.Path
-		}
+		p := textPath(m.Host, ipc.FilePath{Path: m.Path, PathRaw: m.PathRaw})
 		note := ""
 		switch {
 		case m.Identical:
@@ -431,17 +446,24 @@ func printSimilar(g *globals, file string, size int64, threshold float64, rep bo
 		case m.Template:
 			note = "  template"
 		}
-		if m.Host != "" {
-			p = m.Host + ":" + p
-			if m.Measure == ipc.MeasureEstimated && !m.Identical && note == "" {
-				note = "  estimated"
-			}
+		if m.Host != "" && m.Measure == ipc.MeasureEstimated && !m.Identical && note == "" {
+			note = "  estimated"
 		}
 		fmt.Fprintf(w, "  %3.0f%%  %s  %d%s\n", m.Containment, p, m.Size, note)
 	}
 	if n := r.Total - len(r.Matches); n > 0 && len(r.Matches) > 0 {
 		fmt.Fprintf(w, "  and %d more %s (--limit)\n", n, plural(n, "file", "files"))
 	}
+	return nil
+}
+
+// matchRecords writes the matches' names, one record each (--null).
+func matchRecords(w io.Writer, matches []ipc.Match) error {
+	names := make([]string, len(matches))
+	for i, m := range matches {
+		names[i] = hostPath(m.Host, ipc.FilePath{Path: m.Path, PathRaw: m.PathRaw})
+	}
+	return writeRecords(w, false, names...)
 }
 
 // readExplainQuery reads the whole query for --explain: the file, or
@@ -486,8 +508,7 @@ func printExplained(g *globals, q []byte, qname string, r *ipc.SimilarResponse, 
 		fmt.Fprintln(g.stdout)
 		em := explainMatch(q, qname, m, judgeFor(q, p, r.Common))
 		if em.Explain == nil {
-			path, _ := ipc.JoinPath(m.Path, m.PathRaw)
-			fmt.Fprintf(g.stdout, "%s: cannot explain: %s\n", path, em.ExplainError)
+			fmt.Fprintf(g.stdout, "%s: cannot explain: %s\n", quoteName(exactPath(m.Path, m.PathRaw)), em.ExplainError)
 			continue
 		}
 		em.Explain.WriteText(g.stdout, q, em.bytes, o)
@@ -558,15 +579,20 @@ func similarDir(ctx context.Context, g *globals, c *ipc.Client, p fingerprint.Pa
 	line := dirLine{Dir: true, Size: r.Size, Files: r.Files, Empty: r.Empty, Special: r.Special,
 		Unreadable: r.Unreadable, Matches: r.Matches, ElapsedNs: time.Since(start).Nanoseconds(), FleetError: r.FleetError}
 	line.Query, line.QueryRaw = ipc.PathFields(r.Dir)
-	if g.json {
+	switch {
+	case g.json:
 		if err := g.printJSON(line); err != nil {
 			return false, false, err
 		}
-	} else {
+	case g.null:
+		if err := dirRecords(g.stdout, r.Matches); err != nil {
+			return false, false, failed(err)
+		}
+	default:
 		printSimilarDir(g.stdout, dir, &line, f.threshold)
 	}
 	if e := r.FleetError; e != nil {
-		fmt.Fprintf(g.stderr, "sifctl: %s: %s; the directories listed are this host's only\n", dir, e.Message)
+		fmt.Fprintf(g.stderr, "sifctl: %s: %s; the directories listed are this host's only\n", quoteName(dir), e.Message)
 	}
 	return len(r.Matches) > 0, r.Unreadable > 0 || r.FleetError != nil, nil
 }
@@ -626,7 +652,7 @@ func showProgress(g *globals, dir string, total int, done func() int) (stop func
 // printSimilarDir prints a directory's answer as text: its matches, one
 // line each, as for a file, with what became of its files there.
 func printSimilarDir(w io.Writer, dir string, l *dirLine, threshold float64) {
-	fmt.Fprintf(w, "%s (directory, %d files, %d bytes", dir, l.Files, l.Size)
+	fmt.Fprintf(w, "%s (directory, %d files, %d bytes", quoteName(dir), l.Files, l.Size)
 	if n := l.Empty + l.Special + l.Unreadable; n > 0 {
 		fmt.Fprintf(w, "; %d skipped: %d empty, %d not regular, %d unreadable", n, l.Empty, l.Special, l.Unreadable)
 	}
@@ -644,13 +670,19 @@ func printSimilarDir(w io.Writer, dir string, l *dirLine, threshold float64) {
 		if m.ReverseContainment != nil {
 			rev = fmt.Sprintf("%.0f%%", *m.ReverseContainment)
 		}
-		p := m.Exact()
-		if m.Host != "" {
-			p = m.Host + ":" + p
-		}
+		p := textPath(m.Host, m.FilePath)
 		fmt.Fprintf(w, "  %3.0f%%  %s  %d  %d identical, %d similar, %d missing; reverse %s\n",
 			m.Containment, p, m.Size, m.Files.Identical, m.Files.Similar, m.Files.Missing, rev)
 	}
+}
+
+// dirRecords writes the directories' names, one record each (--null).
+func dirRecords(w io.Writer, matches []dirsim.Match) error {
+	names := make([]string, len(matches))
+	for i, m := range matches {
+		names[i] = hostPath(m.Host, m.FilePath)
+	}
+	return writeRecords(w, false, names...)
 }
 
 // estimatedNote is what the text answer to a signature says: the answer
@@ -680,8 +712,7 @@ func similarSignatures(qs *queries, f *similarFlags) error {
 			line.Query, line.QueryRaw = s.fields()
 			return len(resp.Matches) > 0, g.printJSON(line)
 		}
-		printSimilar(g, s.name(), s.q.Size, f.threshold, rep, estimatedNote, resp)
-		return len(resp.Matches) > 0, nil
+		return len(resp.Matches) > 0, printSimilar(g, s.name(), s.q.Size, f.threshold, rep, estimatedNote, resp)
 	})
 	switch {
 	case err != nil:

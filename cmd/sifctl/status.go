@@ -67,7 +67,7 @@ func printStatus(g *globals, st *ipc.Status) {
 		printRootStatus(w, &r)
 	}
 	for _, r := range st.RemovedRoots {
-		fmt.Fprintf(w, "  root %s: not in effect: configured, but removed with sifctl roots remove (sifctl roots add puts it back)\n", r.Exact())
+		fmt.Fprintf(w, "  root %s: not in effect: configured, but removed with sifctl roots remove (sifctl roots add puts it back)\n", quoteName(r.Exact()))
 	}
 	if f := st.Fleet; f != nil {
 		printFleetStatus(w, f)
@@ -82,7 +82,7 @@ func printStatus(g *globals, st *ipc.Status) {
 		c.Unreadable, c.Special, c.Symlinks, c.Vanished, c.ChangedDuringRead, c.TooLarge, c.TooSmall, c.Errors)
 	fmt.Fprintf(w, "  events: %d received, %d overflows (each forces a reconcile)\n", c.Events, c.Overflows)
 	for _, p := range st.StillChanging {
-		fmt.Fprintf(w, "  still changing: %s (read at most once per max settle delay)\n", p)
+		fmt.Fprintf(w, "  still changing: %s (read at most once per max settle delay)\n", quoteName(p))
 	}
 	if len(st.LastError) > 0 {
 		fmt.Fprintln(w, "  last errors:")
@@ -128,7 +128,7 @@ func printFleetStatus(w io.Writer, f *ipc.FleetStatus) {
 // printRootStatus writes one root of a status: its state and why, the scan
 // in progress or the last one, and what is watched.
 func printRootStatus(w io.Writer, r *ipc.RootStatus) {
-	fmt.Fprintf(w, "  root %s: %s", r.Path, r.State)
+	fmt.Fprintf(w, "  root %s: %s", quoteName(r.Path), r.State)
 	if r.Reason != "" {
 		fmt.Fprintf(w, " (%s)", r.Reason)
 	}
@@ -172,7 +172,7 @@ func printRootStatus(w io.Writer, r *ipc.RootStatus) {
 		fmt.Fprintf(w, "    permission denied: %d%s %s left out, retried when their permissions change:\n",
 			dn.Count, more, plural(dn.Count, "path", "paths"))
 		for _, p := range dn.Paths {
-			fmt.Fprintf(w, "      %s\n", p)
+			fmt.Fprintf(w, "      %s\n", quoteName(p))
 		}
 		if dn.Count > len(dn.Paths) {
 			fmt.Fprintf(w, "      ... and %d more\n", dn.Count-len(dn.Paths))

@@ -221,6 +221,6 @@ func printWait(g *globals, r *ipc.WaitResponse, w *waiter) {
 	}
 	fmt.Fprintln(g.stdout)
 	for _, p := range r.Rescanned {
-		fmt.Fprintf(g.stdout, "  rescanned %s\n", p.Exact())
+		fmt.Fprintf(g.stdout, "  rescanned %s\n", quoteName(p.Exact()))
 	}
 }

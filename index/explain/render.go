@@ -74,6 +74,9 @@ type TextOptions struct {
 	Color bool
 	// MaxRows caps the rows of the side-by-side view; 0 means 200.
 	MaxRows int
+	// Name renders a side's path in the header, e.g. quoted for a
+	// terminal; nil prints Path as it is.
+	Name func(Side) string
 }
 
 // Row markers of the side-by-side view.
@@ -109,7 +112,11 @@ func (e *Explanation) WriteText(w io.Writer, a, b []byte, o *TextOptions) error 
 		name string
 		side Side
 	}{{"A", e.A}, {"B", e.B}} {
-		fmt.Fprintf(bw, "%s: %s (", s.name, s.side.Path)
+		path := s.side.Path
+		if opt.Name != nil {
+			path = opt.Name(s.side)
+		}
+		fmt.Fprintf(bw, "%s: %s (", s.name, path)
 		if e.Unit == Lines {
 			fmt.Fprintf(bw, "%d lines, ", s.side.Lines)
 		}
