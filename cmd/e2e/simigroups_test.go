@@ -109,6 +109,12 @@ func TestGroupsBySimiHash(t *testing.T) {
 		t.Errorf("text answer: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	t.Logf("groups --by simihash:\n%s", r.stdout)
+	r = e.sifctl("groups", "--by", "simihash", "-0")
+	if want := strings.Join(family, "\x00") + "\x00\x00"; r.code != 0 || len(r.stdout) != len(want) || !strings.HasSuffix(r.stdout, "\x00\x00") {
+		t.Errorf("groups --by simihash -0: exit %d, %q, want the %d files, each ended by NUL, then an empty record (stderr %q)", r.code, r.stdout, len(family), r.stderr)
+	} else if got := strings.Split(strings.TrimSuffix(r.stdout, "\x00\x00"), "\x00"); !slices.Equal(slices.Sorted(slices.Values(got)), family) {
+		t.Errorf("groups --by simihash -0: records %q, want %q", got, family)
+	}
 	if r := e.sifctl("groups", "--by", "simihash", "--threshold", "50"); r.code != 2 || !strings.Contains(r.stderr, "--threshold does not apply") {
 		t.Errorf("--threshold with --by simihash: exit %d, %q", r.code, r.stderr)
 	}

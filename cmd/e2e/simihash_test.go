@@ -81,6 +81,10 @@ func TestSimilarBySimiHash(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "sum-dist  key-dist  path  size") || !strings.Contains(r.stdout, ed) {
 		t.Errorf("text answer: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	r = e.sifctl("similar", "--by", "simihash", "-0", q)
+	if want := same + "\x00" + ed + "\x00"; r.code != 0 || r.stdout != want {
+		t.Errorf("similar --by simihash -0: exit %d, %q, want the matches, nearest first, each ended by NUL (stderr %q)", r.code, r.stdout, r.stderr)
+	}
 	sig := filepath.Join(e.dir, "q.sig")
 	r = e.sifctl("sketch", q)
 	must(t, os.WriteFile(sig, []byte(r.stdout), 0o644))

@@ -141,12 +141,12 @@ standard error.` + simiGroupsHelp,
 			}
 			var p groupsPrinter
 			switch {
+			case g.null: // the same records by either method
+				p = &groupsNull{w: g.stdout}
 			case o.By == ipc.BySimiHash && g.json:
 				p = &simiGroupsJSON{w: g.stdout, list: jsonList{open: `{"threshold":0,"by":"simihash","groups":[`}}
 			case o.By == ipc.BySimiHash:
 				p = &simiGroupsText{w: g.stdout}
-			case g.null:
-				p = &groupsNull{w: g.stdout}
 			case g.json:
 				p = &groupsJSON{w: g.stdout, list: jsonList{open: `{"threshold":` + strconv.FormatFloat(o.Threshold, 'f', -1, 64) + `,"groups":[`}}
 			default:
