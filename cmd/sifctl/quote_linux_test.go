@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,5 +56,32 @@ func TestQuoteNameAsLs(t *testing.T) {
 		if got := quoteName(name); got != lines[i] {
 			t.Errorf("quoteName(%q) = %s, ls prints %s", name, got, lines[i])
 		}
+	}
+}
+
+// TestCompareQuotesNames: compare's text, and the explanation's header,
+// name files as ls quotes them, one line each.
+func TestCompareQuotesNames(t *testing.T) {
+	dir := t.TempDir()
+	var text strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&text, "line %d of a file with an unusual name, long enough to count\n", i)
+	}
+	a, b := filepath.Join(dir, "a b.txt"), filepath.Join(dir, "new\nline\xff.txt")
+	for _, p := range []string{a, b} {
+		if err := os.WriteFile(p, []byte(text.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	qa, qb := "'"+dir+"/a b.txt'", "'"+dir+"/new'$'\\n''line'$'\\377''.txt'"
+	r := sifctl(t, "--socket", filepath.Join(dir, "none.sock"), "compare", "--explain", a, b)
+	size := fmt.Sprintf(" (%d bytes)\n", text.Len())
+	for _, want := range []string{"\nA: " + qa + size, "\nB: " + qb + size, "\nA: " + qa + " (40 lines, ", "\nB: " + qb + " (40 lines, "} {
+		if !strings.Contains("\n"+r.stdout, want) {
+			t.Errorf("compare --explain lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "\nline") {
+		t.Errorf("compare --explain breaks a name across lines:\n%s", r.stdout)
 	}
 }

@@ -571,7 +571,9 @@ func similarDir(ctx context.Context, g *globals, c *ipc.Client, p fingerprint.Pa
 				stop()
 			}
 		},
-		Skipped: func(path string, err error) { fmt.Fprintf(g.stderr, "sifctl: %s: %v (skipped)\n", path, err) }}
+		Skipped: func(path string, err error) {
+			fmt.Fprintf(g.stderr, "sifctl: %s: %v (skipped)\n", quoteName(path), err)
+		}}
 	r, err := dirsim.Similar(ctx, c, dir, o)
 	if err != nil {
 		return false, false, err
@@ -639,7 +641,7 @@ func showProgress(g *globals, dir string, total int, done func() int) (stop func
 				}
 				return
 			case <-t.C:
-				fmt.Fprintf(f, "\r\033[Ksifctl: %s: %d/%d files", dir, done(), total)
+				fmt.Fprintf(f, "\r\033[Ksifctl: %s: %d/%d files", quoteName(dir), done(), total)
 				shown = true
 				t.Reset(200 * time.Millisecond)
 			}
