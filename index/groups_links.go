@@ -28,7 +28,7 @@ func (g *grouping) linkAll() error {
 		p := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
 		shared.clear()
-		g.opts.Progress.Begin(fmt.Sprintf("linking similar files, pass %d of %d or more", pass+1, pass+1+len(todo)))
+		g.opts.Progress.Begin(passStep("linking similar files", pass, len(todo)))
 		more, err := g.pairShares(shared, p, pass == 0, false)
 		if err != nil {
 			return err
@@ -54,7 +54,7 @@ func (g *grouping) linkAll() error {
 		p := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
 		shared.clear()
-		g.opts.Progress.Begin(fmt.Sprintf("linking template families, pass %d of %d or more", pass+1, pass+1+len(todo)))
+		g.opts.Progress.Begin(passStep("linking template families", pass, len(todo)))
 		more, err := g.pairShares(shared, p, false, true)
 		if err != nil {
 			return err
@@ -65,6 +65,15 @@ func (g *grouping) linkAll() error {
 		}
 	}
 	return nil
+}
+
+// passStep names a pass over the postings for Progress: what it does,
+// and after the first, which pass it is of how many known so far.
+func passStep(what string, pass, todo int) string {
+	if pass == 0 {
+		return what
+	}
+	return fmt.Sprintf("%s, pass %d of at least %d", what, pass+1, pass+1+todo)
 }
 
 // nodeWeights is what judging a pair needs of a node's content.

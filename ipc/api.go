@@ -567,8 +567,9 @@ type Status struct {
 // the one its client named with request_id (GroupsOptions.RequestID).
 type Work struct {
 	ID string `json:"id"`
-	// Step is what the daemon is doing, e.g. "linking similar files,
-	// pass 1 of 1 or more"; "" before the first step.
+	// Step is what the daemon is doing, e.g. "linking similar files" or,
+	// when the pairs take several passes over the index, "linking similar
+	// files, pass 2 of at least 3"; "" before the first step.
 	Step string `json:"step"`
 	// Done is the part of the step done, 0..1, or -1 when the step cannot
 	// tell.

@@ -124,14 +124,18 @@ standard error.` + simiGroupsHelp,
 			}
 			pr := g.newProgress()
 			if pr.w != nil {
-				what := "sifctl groups: sifd is linking the similar files among " + indexedFiles(cmd.Context(), g.client())
+				name := "sifctl groups"
+				what := name + ": sifd is linking the similar files among " + indexedFiles(cmd.Context(), g.client())
 				if dirs {
-					what = "sifctl groups --dirs: comparing the directories of " + indexedFiles(cmd.Context(), g.client())
+					name += " --dirs"
+					what = name + ": comparing the directories of " + indexedFiles(cmd.Context(), g.client())
 				}
-				stop := pr.untilAnswer(cmd.Context(), what)
-				if o.By != ipc.BySimiHash {
+				var stop func()
+				if o.By == ipc.BySimiHash {
+					stop = pr.untilAnswer(cmd.Context(), what)
+				} else {
 					o.RequestID = ipc.NewRequestID()
-					stop = pr.untilWork(cmd.Context(), g.client(), o.RequestID, what)
+					stop = pr.untilWork(cmd.Context(), g.client(), o.RequestID, what, name)
 				}
 				defer stop()
 				g.beforeOutput = stop

@@ -158,15 +158,14 @@ func statusLine(st, first *ipc.Status, elapsed, waited time.Duration) string {
 // (at the answer's first line, or its end), which erases the line; it is
 // safe to call more than once.
 func (p *progress) untilAnswer(ctx context.Context, what string) (stop func()) {
-	return p.untilAnswerWith(ctx, what, nil)
+	return p.untilAnswerWith(ctx, what, "", nil)
 }
 
 // untilWork is untilAnswer for the request named id, with how far the
-// daemon says it has come (GET /v1/work, on a connection of its own):
-// "what: linking similar files, pass 1 of 1 or more, 45 %, about 6s left,
-// 12s".
-func (p *progress) untilWork(ctx context.Context, c *ipc.Client, id, what string) (stop func()) {
-	return p.untilAnswerWith(ctx, what, func(ctx context.Context) string {
+// daemon says it has come (GET /v1/work, on a connection of its own) once
+// it says: "cmd: linking similar files, 45 %, about 6s left, 12s".
+func (p *progress) untilWork(ctx context.Context, c *ipc.Client, id, what, cmd string) (stop func()) {
+	return p.untilAnswerWith(ctx, what, cmd, func(ctx context.Context) string {
 		ctx, cancel := context.WithTimeout(ctx, progressEvery)
 		defer cancel()
 		w, err := c.Work(ctx, id)
@@ -194,9 +193,9 @@ func workLine(w *ipc.Work) string {
 	return s
 }
 
-// untilAnswerWith is untilAnswer, with detail's answer after what when
-// it is not "" (detail may be nil).
-func (p *progress) untilAnswerWith(ctx context.Context, what string, detail func(context.Context) string) (stop func()) {
+// untilAnswerWith is untilAnswer, showing "short: detail" instead of what
+// when detail (which may be nil) answers.
+func (p *progress) untilAnswerWith(ctx context.Context, what, short string, detail func(context.Context) string) (stop func()) {
 	if p.w == nil {
 		return func() {}
 	}
@@ -211,7 +210,7 @@ func (p *progress) untilAnswerWith(ctx context.Context, what string, detail func
 			line := what
 			if detail != nil {
 				if d := detail(ctx); d != "" {
-					line += ": " + d
+					line = short + ": " + d
 				}
 			}
 			if ctx.Err() != nil {

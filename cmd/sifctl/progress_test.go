@@ -73,8 +73,8 @@ func TestWorkLine(t *testing.T) {
 	}{
 		{ipc.Work{}, ""},
 		{ipc.Work{Step: "selecting the files", Done: -1}, "selecting the files"},
-		{ipc.Work{Step: "linking similar files, pass 1 of 1 or more", Done: 0.25, StepElapsedNs: int64(3 * time.Second)},
-			"linking similar files, pass 1 of 1 or more, 25 %, about 9s left"},
+		{ipc.Work{Step: "linking similar files, pass 2 of at least 3", Done: 0.25, StepElapsedNs: int64(3 * time.Second)},
+			"linking similar files, pass 2 of at least 3, 25 %, about 9s left"},
 		{ipc.Work{Step: "listing the groups", Done: 0.5, StepElapsedNs: int64(100 * time.Millisecond)}, "listing the groups, 50 %"},
 		{ipc.Work{Step: "listing the groups", Done: 0.01, StepElapsedNs: int64(5 * time.Second)}, "listing the groups, 1 %"},
 	} {
