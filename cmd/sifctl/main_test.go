@@ -35,6 +35,9 @@ type fakeDaemon struct {
 	// maxFeatures, when set, is the server's limit on a query's
 	// fingerprints.
 	maxFeatures int
+	// groupsHold, when set, holds a groups run, at a step half done,
+	// until it is closed.
+	groupsHold chan struct{}
 }
 
 func (f *fakeDaemon) Params() fingerprint.Params { return fingerprint.DefaultParams() }
@@ -43,7 +46,12 @@ func (f *fakeDaemon) Similar(context.Context, index.Query, index.QueryOptions) (
 	return &index.Result{}, nil
 }
 
-func (f *fakeDaemon) EachGroup(context.Context, index.GroupOptions, func(index.Group) error) error {
+func (f *fakeDaemon) EachGroup(_ context.Context, o index.GroupOptions, _ func(index.Group) error) error {
+	if f.groupsHold != nil {
+		o.Progress.Begin("linking similar files")
+		o.Progress.SetDone(0.5)
+		<-f.groupsHold
+	}
 	return nil
 }
 

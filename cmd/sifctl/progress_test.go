@@ -83,3 +83,45 @@ func TestWorkLine(t *testing.T) {
 		}
 	}
 }
+
+// While the daemon works on a named groups request, the progress line
+// says its step under the command's name, alone (one ticker), and is gone
+// at the end.
+func TestProgressUntilWork(t *testing.T) {
+	f := &fakeDaemon{groupsHold: make(chan struct{})}
+	sock := startFake(t, f)
+	c := ipc.NewClient(sock)
+	id := ipc.NewRequestID()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.GroupsEach(t.Context(), ipc.GroupsOptions{RequestID: id}, func(ipc.Group) error { return nil })
+		done <- err
+	}()
+	var buf bytes.Buffer
+	p := (&globals{progressTo: &buf}).newProgress()
+	stop := p.untilWork(t.Context(), ipc.NewClient(sock), id, "sifctl groups: sifd is linking", "sifctl groups")
+	time.Sleep(1300 * time.Millisecond)
+	close(f.groupsHold)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	lines := strings.Split(strings.TrimPrefix(buf.String(), "\r\x1b[K"), "\r\x1b[K")
+	if len(lines) < 3 || lines[len(lines)-1] != "" {
+		t.Fatalf("progress lines: %q", lines)
+	}
+	seen := false
+	for _, l := range lines[:len(lines)-1] {
+		switch {
+		case strings.HasPrefix(l, "sifctl groups: linking similar files, 50 %, "):
+			seen = true
+		case strings.HasPrefix(l, "sifctl groups: sifd is linking, ") && !seen:
+			// before the daemon has the request
+		default:
+			t.Errorf("progress line %q among %q", l, lines)
+		}
+	}
+	if !seen {
+		t.Errorf("the daemon's step never shown: %q", lines)
+	}
+}
