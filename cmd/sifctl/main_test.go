@@ -38,6 +38,7 @@ type fakeDaemon struct {
 	// groupsHold, when set, holds a groups run, at a step half done,
 	// until it is closed.
 	groupsHold chan struct{}
+	scanning   bool // status says the first scan runs
 }
 
 func (f *fakeDaemon) Params() fingerprint.Params { return fingerprint.DefaultParams() }
@@ -62,7 +63,12 @@ func (f *fakeDaemon) Dupes(context.Context, string) ([]index.DupeSet, error) {
 }
 
 func (f *fakeDaemon) Stats() (index.Stats, error) { return index.Stats{}, nil }
-func (f *fakeDaemon) Status() ipc.Status          { return ipc.Status{State: "ready"} }
+func (f *fakeDaemon) Status() ipc.Status {
+	if f.scanning {
+		return ipc.Status{State: "scanning", Roots: []ipc.RootStatus{{FilesSeen: 40, FilesDone: 12}}}
+	}
+	return ipc.Status{State: "ready"}
+}
 
 func (f *fakeDaemon) Roots() []ipc.RootStatus {
 	f.mu.Lock()

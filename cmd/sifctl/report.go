@@ -113,9 +113,12 @@ type reportData struct {
 	// says the count under Prefix stopped at ipc.MaxDirMaxFiles files.
 	Files, Bytes int64
 	Truncated    bool
-	Dupes        ipc.DupesTotals
-	Sets         []ipc.DupeSet // the Top sets that free the most, most first
-	FreeingSets  int           // the sets that would free something: not only hard links
+	// Scanning, when sifd had not finished its first scans, says so: the
+	// page holds the files indexed so far.
+	Scanning    string
+	Dupes       ipc.DupesTotals
+	Sets        []ipc.DupeSet // the Top sets that free the most, most first
+	FreeingSets int           // the sets that would free something: not only hard links
 	// ByDir sums the identical copies (all but the first file by path of
 	// each set, a hard link counted once) by their directories.
 	ByDir      map[string]dirCopies
@@ -150,6 +153,14 @@ func gatherReport(ctx context.Context, g *globals, prefix string, top int) (*rep
 	if err := d.indexTotals(ctx, c); err != nil {
 		return nil, err
 	}
+	if st, err := c.Status(ctx); err == nil && st.State == "scanning" {
+		var seen, done uint64
+		for _, r := range st.Roots {
+			seen, done = seen+r.FilesSeen, done+r.FilesDone
+		}
+		d.Scanning = fmt.Sprintf("sifd was still scanning its roots when this page was made (%d of the %d files found so far read); the page shows the files indexed by then. Make it again once 'sifctl wait' returns.", done, seen)
+		fmt.Fprintln(g.stderr, "sifctl report: "+d.Scanning)
+	}
 	pr := g.newProgress()
 	step := func(n int, what string) func() {
 		if pr.w == nil {
@@ -165,8 +176,9 @@ func gatherReport(ctx context.Context, g *globals, prefix string, top int) (*rep
 		return nil, fmt.Errorf("identical files: %w", err)
 	}
 	d.Sets = topSets(d.Sets, top)
-	stop = step(2, "linking the similar files")
-	_, err = c.GroupsEach(ctx, ipc.GroupsOptions{Prefix: prefix}, d.addGroup)
+	id := ipc.NewRequestID()
+	stop = pr.untilWork(ctx, g.client(), id, fmt.Sprintf("sifctl report (2 of 3): linking the similar files among %d indexed files", d.Files), "sifctl report (2 of 3)")
+	_, err = c.GroupsEach(ctx, ipc.GroupsOptions{Prefix: prefix, RequestID: id}, d.addGroup)
 	stop()
 	if err != nil {
 		return nil, fmt.Errorf("groups of similar files: %w", err)

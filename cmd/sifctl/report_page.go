@@ -35,6 +35,7 @@ const (
 // reportPage is the view the template renders.
 type reportPage struct {
 	Title, Host, Generated, Scope string
+	Notice                        string // "" for none: the page is partial
 	Cards                         []card
 	Treemap                       *treemapView // nil: no identical copies
 	DirGroups                     []dirGroupView
@@ -116,6 +117,7 @@ func newReportPage(d *reportData) *reportPage {
 	if d.Prefix != "" {
 		p.Scope = "the files under " + displayPath(d.Prefix)
 	}
+	p.Notice = d.Scanning
 	p.Cards = reportCards(d)
 	p.Treemap = newTreemap(d.ByDir, d.Dupes.RedundantBytes, min(d.Top, treemapMax))
 	for i, g := range d.DirGroups[:min(d.Top, len(d.DirGroups))] {
@@ -471,6 +473,7 @@ main { max-width: 1240px; margin: 0 auto; padding: 28px 20px 56px; }
 h1 { font-size: 26px; line-height: 1.25; margin: 0 0 4px; }
 h2 { font-size: 20px; margin: 40px 0 6px; padding-bottom: 6px; border-bottom: 1px solid var(--line); }
 .meta { color: var(--muted); margin: 0 0 10px; }
+.notice { border-left: 4px solid #b7791f; background: #fdf6e3; padding: 8px 12px; margin: 0 0 12px; }
 nav { border-bottom: 1px solid var(--line); padding-bottom: 10px; }
 nav a { margin-right: 18px; color: var(--accent); text-decoration: none; }
 nav a:hover { text-decoration: underline; }
@@ -520,7 +523,8 @@ footer { margin-top: 48px; color: var(--muted); font-size: 13px; border-top: 1px
 <header>
 <h1>{{.Title}}</h1>
 <p class="meta">{{.Generated}} · {{.Scope}}</p>
-<nav><a href="#summary">Summary</a><a href="#by-directory">Identical copies by directory</a><a href="#directories">Near-copy directories</a><a href="#similar">Similar files</a><a href="#identical">Identical files</a></nav>
+{{if .Notice}}<p class="notice" role="note"><strong>Partial:</strong> {{.Notice}}</p>
+{{end}}<nav><a href="#summary">Summary</a><a href="#by-directory">Identical copies by directory</a><a href="#directories">Near-copy directories</a><a href="#similar">Similar files</a><a href="#identical">Identical files</a></nav>
 </header>
 
 <section id="summary">

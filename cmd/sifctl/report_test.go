@@ -164,3 +164,22 @@ func TestReportErrors(t *testing.T) {
 		}
 	}
 }
+
+// A report made while sifd still scans says so, on the page and on
+// standard error: it holds only what is indexed so far.
+func TestReportDuringScan(t *testing.T) {
+	sock := startFake(t, &fakeDaemon{scanning: true})
+	out := filepath.Join(t.TempDir(), "report.html")
+	r := sifctl(t, "--socket", sock, "report", "--html", out)
+	const says = "sifd was still scanning its roots when this page was made (12 of the 40 files found so far read)"
+	if r.code != exitFound || !strings.Contains(r.stderr, "sifctl report: "+says) {
+		t.Errorf("report during the first scan: exit %d, stderr %q", r.code, r.stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `<p class="notice" role="note"><strong>Partial:</strong> `+says) {
+		t.Errorf("the page does not say it is partial:\n%.2000s", b)
+	}
+}
