@@ -340,8 +340,8 @@ func checkUser(user bool) error {
 // reports true: the manager's own answer stands.
 func serviceInstalled(user bool) bool {
 	file := serviceFile(user)
-	if file == "" {
-		return true
+	if file == "" || !user && service.Platform() == "linux-systemd" && packagedUnit() != "" {
+		return true // sif's package installed the unit
 	}
 	_, err := os.Stat(file)
 	return !errors.Is(err, fs.ErrNotExist)
