@@ -180,8 +180,14 @@ func (w *batch) putContent(cid uint32, rec *FileRecord, was *fingerprint.Summary
 // and its postings.
 func (w *batch) removeContent(cid uint32, sum *fingerprint.Summary, es []entry) {
 	w.diffPostings(cid, es, nil)
+	w.dropContent(cid, sum, len(es))
+}
+
+// dropContent deletes everything of content cid, whose summary is sum and
+// which has n postings, but its postings.
+func (w *batch) dropContent(cid uint32, sum *fingerprint.Summary, n int) {
 	w.delta.Contents--
-	w.delta.Postings -= int64(len(es))
+	w.delta.Postings -= int64(n)
 	w.delete(contentKey(cid))
 	w.delete(forwardKey(cid))
 	w.moveHash(cid, sum.Strong, [32]byte{})

@@ -1,9 +1,12 @@
 package index
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -137,4 +140,38 @@ func storedComparer(fsys vfs.FS, dir string) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// Backlogged reports whether Pebble is halfway to stalling writes: its
+// memtables waiting to be flushed, or the sublevels of level 0 waiting to
+// be compacted, past half of what stalls them. A writer that can wait (a
+// tree being forgotten, RemovePaths after RemovePaths) waits until it is
+// not, so that the writes that cannot wait (a file changed, a query's
+// view) never meet a stall of its making.
+func (ix *Index) Backlogged() (bool, error) {
+	if err := ix.acquire(); err != nil {
+		return false, fmt.Errorf("index.Backlogged: %w", err)
+	}
+	defer ix.release()
+	m := ix.db.Metrics()
+	return m.MemTable.Size > memTableStopWrites/2*memTableSize ||
+		m.Levels[0].Sublevels >= l0StopWrites/2, nil
+}
+
+// backlogPoll is how often WaitBacklog looks again.
+const backlogPoll = 10 * time.Millisecond
+
+// WaitBacklog returns once Pebble is not Backlogged, or with ctx's error.
+func (ix *Index) WaitBacklog(ctx context.Context) error {
+	for {
+		busy, err := ix.Backlogged()
+		if err != nil || !busy {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backlogPoll):
+		}
+	}
 }

@@ -3,6 +3,7 @@ package index
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Remove removes the file at path, in one atomic batch, and its content
@@ -134,6 +135,13 @@ func (ix *Index) removeFile(w *batch, rec FileRecord, cid uint32) error {
 		}
 		w.removeContent(cid, &rec.Summary, es)
 	}
+	w.removeRecord(rec, cid)
+	return nil
+}
+
+// removeRecord adds to w the deletion of the keys of file rec, which holds
+// content cid, but its path key and its content's.
+func (w *batch) removeRecord(rec FileRecord, cid uint32) {
 	w.delete(copyKey(cid, rec.ID))
 	w.moves = append(w.moves, copyMove{cid, -1})
 	w.delete(inodeKey(rec.Dev, rec.Ino, rec.ID))
@@ -142,5 +150,113 @@ func (ix *Index) removeFile(w *batch, rec FileRecord, cid uint32) error {
 	w.delta.Files--
 	w.delta.Features -= int64(rec.Features)
 	w.delta.Bytes -= int64(fileBytes(rec.FileMeta))
-	return nil
+}
+
+// MaxRemoveBatch bounds the paths of one RemovePaths call: its batch holds
+// the write lock while it reads their records, so a larger one would keep
+// other writers waiting longer.
+const MaxRemoveBatch = 1024
+
+// RemovePaths removes the files at paths, those that are indexed, in one
+// atomic batch, with the contents no file left holds, and returns how many
+// it removed and their bytes (as Stats counts them). It is Remove for many
+// files at once: the postings of the contents it deletes go as one merge
+// operand per bucket for the whole batch rather than one per bucket per
+// file, so forgetting a tree writes a fraction of the keys Remove would,
+// and Pebble's memtables and level 0 fill that much slower. At most
+// MaxRemoveBatch paths; a path given twice counts once.
+func (ix *Index) RemovePaths(paths []string) (files int, bytes uint64, err error) {
+	if len(paths) > MaxRemoveBatch {
+		return 0, 0, fmt.Errorf("index.RemovePaths: %d paths, more than %d", len(paths), MaxRemoveBatch)
+	}
+	files, bytes, err = ix.removePaths(paths)
+	if err != nil {
+		return 0, 0, fmt.Errorf("index.RemovePaths (%d paths, from %q): %w", len(paths), paths[0], err)
+	}
+	return files, bytes, nil
+}
+
+func (ix *Index) removePaths(paths []string) (int, uint64, error) {
+	if err := ix.beginWrite(); err != nil {
+		return 0, 0, err
+	}
+	defer ix.endWrite()
+	type gone struct {
+		rec FileRecord
+		cid uint32
+	}
+	var files []gone
+	leaving := make(map[uint32]map[uint32]bool) // content id → ids of its files removed here
+	var bytes uint64
+	for _, p := range paths {
+		rec, cid, found, err := ix.lookup(ix.db, p)
+		if err != nil {
+			return 0, 0, err
+		}
+		if !found || leaving[cid][rec.ID] {
+			continue
+		}
+		if leaving[cid] == nil {
+			leaving[cid] = make(map[uint32]bool)
+		}
+		leaving[cid][rec.ID] = true
+		files = append(files, gone{rec, cid})
+		bytes += fileBytes(rec.FileMeta)
+	}
+	if len(files) == 0 {
+		return 0, 0, nil
+	}
+	w := ix.newBatch()
+	defer w.close()
+	var tombs []postingEntry
+	for _, f := range files {
+		ids := leaving[f.cid]
+		if ids == nil {
+			continue // its content is dealt with
+		}
+		delete(leaving, f.cid)
+		last, err := ix.onlyCopies(f.cid, ids)
+		if err != nil {
+			return 0, 0, err
+		}
+		if !last {
+			continue
+		}
+		if err := ix.flushPendingOf(f.cid); err != nil {
+			return 0, 0, err
+		}
+		es, err := ix.readForward(f.cid)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, e := range es {
+			tombs = append(tombs, postingEntry{e.key, f.cid, tombstone})
+		}
+		w.dropContent(f.cid, &f.rec.Summary, len(es))
+	}
+	slices.SortFunc(tombs, comparePostings)
+	w.mergePostings(tombs)
+	for _, f := range files {
+		w.removeRecord(f.rec, f.cid)
+		w.delete(pathKey(f.rec.Path))
+	}
+	if err := w.commit(); err != nil {
+		return 0, 0, err
+	}
+	return len(files), bytes, nil
+}
+
+// onlyCopies reports whether the files ids are all that hold content cid.
+func (ix *Index) onlyCopies(cid uint32, ids map[uint32]bool) (bool, error) {
+	prefix := copyPrefix(nil, cid)
+	only := true
+	err := scanUntil(ix.db, prefix, prefixEnd(prefix), func(k, _ []byte) (bool, error) {
+		_, id, err := parseCopyKey(k)
+		if err != nil {
+			return false, err
+		}
+		only = ids[id]
+		return only, nil
+	})
+	return only, err
 }
