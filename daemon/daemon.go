@@ -72,6 +72,11 @@ type Daemon struct {
 	racy racyWindow
 	// compacting is set while the index is compacted after the first scan.
 	compacting atomic.Bool
+
+	// forgets are the removed roots whose records are being removed
+	// (forget.go); forgetMu guards them and their counts.
+	forgetMu sync.Mutex
+	forgets  []*forgetting
 }
 
 // Run opens the index, listens on the socket, watches and scans the roots
@@ -208,7 +213,7 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 	d.log.Info("sifd started", "version", d.cfg.Version, "pid", os.Getpid(), "db", d.cfg.DB,
 		"state", d.stateDir(), "socket", d.cfg.Socket, "params", d.ix.Params().String(), "simihash", d.ix.SimiHash(), "roots", d.rootPaths(), "workers", d.cfg.Workers,
 		"watch", d.watch != nil)
-	if err := d.dropOutsideRoots(); err != nil {
+	if err := d.dropOutsideRoots(ctx); err != nil {
 		ln.Close()
 		return err
 	}
@@ -296,8 +301,8 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 }
 
 // spawn runs f under Run's errgroup, so that Run returns only after f
-// has: a root's watches and first scan when it is added, the records of a
-// removed root queued for removal, the verification of the index. f gets
+// has: a root's watches and first scan when it is added, the removal of a
+// removed root's records, the verification of the index. f gets
 // the group's context and must return soon once it is done. Before Run
 // has started its group, and once it stops, spawn starts nothing and
 // returns false.
@@ -512,7 +517,8 @@ func (d *Daemon) Status() ipc.Status {
 		st.State = "ready"
 	default:
 	}
-	if s, err := d.ix.Stats(); err == nil {
+	if s, forgetting, err := d.stats(); err == nil {
+		st.Forgetting = forgetting
 		st.Index = ipc.IndexStats{Files: s.Files, Bytes: s.Bytes, Contents: s.Contents, Postings: s.Postings, Fingerprints: s.Fingerprints, DiskBytes: s.DiskBytes}
 		st.Index.Compacting = d.compacting.Load()
 	}

@@ -18,6 +18,9 @@
 //     which the roots file (roots.json in the state directory) keeps and
 //     which win over the configuration. Each root's source is logged at
 //     start and shown in the status, as are configured roots left out. A
+//     removed root's records are deleted in the background, in batches
+//     paced by Pebble's backlog, and left out of the status and of every
+//     answer from the moment of the removal (forget.go). A
 //     root on a kernel pseudo-filesystem (proc, sysfs, devtmpfs...) is
 //     refused wherever it is named (config.CheckRootFS).
 //   - A scan walks a root without following symlinks and hands every regular

@@ -151,6 +151,20 @@ func (h *ixHandle) Remove(path string) error {
 	return h.write("remove", func(ix *index.Index) error { return ix.Remove(path) }, path)
 }
 
+// RemovePaths removes the records at paths in one batch
+// (index.Index.RemovePaths), and returns how many it removed and their
+// bytes.
+func (h *ixHandle) RemovePaths(paths []string) (files int, bytes uint64, err error) {
+	if len(paths) == 0 {
+		return 0, 0, nil
+	}
+	err = h.write("remove", func(ix *index.Index) (err error) {
+		files, bytes, err = ix.RemovePaths(paths)
+		return err
+	}, paths...)
+	return files, bytes, err
+}
+
 func (h *ixHandle) RenameIf(was, meta index.FileMeta) error {
 	return h.write("rename", func(ix *index.Index) error { return ix.RenameIf(was, meta) }, was.Path, meta.Path)
 }

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
@@ -25,8 +24,11 @@ var (
 	_ server.SimiGrouper = answers{}
 )
 
-func (a answers) Params() fingerprint.Params  { return a.d.ix.Params() }
-func (a answers) Stats() (index.Stats, error) { return a.d.ix.Stats() }
+func (a answers) Params() fingerprint.Params { return a.d.ix.Params() }
+func (a answers) Stats() (index.Stats, error) {
+	st, _, err := a.d.stats()
+	return st, err
+}
 
 // Similar leaves the files under missing roots out as the index's own
 // filters do, before the limit and the count of candidates.
@@ -104,18 +106,11 @@ func (d *Daemon) present(vis func(*index.FileMeta) bool) func(*index.FileMeta) b
 // hidden returns a predicate true for paths under a missing root, or nil
 // when no root is missing.
 func (d *Daemon) hidden() func(string) bool {
-	prefixes := d.missingPrefixes()
+	prefixes := append(d.missingPrefixes(), d.forgettingPrefixes()...)
 	if len(prefixes) == 0 {
 		return nil
 	}
-	return func(p string) bool {
-		for _, pre := range prefixes {
-			if strings.HasPrefix(p, pre) {
-				return true
-			}
-		}
-		return false
-	}
+	return func(p string) bool { return isUnder(p, prefixes) }
 }
 
 func (d *Daemon) presentDupes(ds []index.DupeSet) []index.DupeSet {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/sif-dev/sif/daemon/config"
-	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/ipc"
 	"github.com/sif-dev/sif/watcher"
 )
@@ -355,21 +354,10 @@ func (d *Daemon) dropRoot(r *rootState) {
 	}
 	d.bulk.dropRoot(r, d.track)
 	d.live.dropRoot(r, d.track)
-	// Files under the root are now outside every root: the workers
-	// forget them, ordered with any read in flight.
-	s := &scanRun{root: r, dir: r.path}
-	d.queueOutside(s)
-}
-
-// queueOutside queues every record under s.dir as an item of s, for
-// workers that will find it outside the roots and forget it.
-func (d *Daemon) queueOutside(s *scanRun) {
-	var paths []string
-	_ = d.ix.Files(dirPrefix(s.dir), func(rec index.FileRecord) error {
-		paths = append(paths, rec.Path)
-		return nil
-	})
-	d.spawn(func(ctx context.Context) { s.queue(ctx, d.lanes, paths) })
+	// Files under the root are now outside every root: they are removed
+	// in the background, and left out of the status and answers at once
+	// (forget.go).
+	d.forgetRoot(r.path)
 }
 
 func resolved(p string) string {
@@ -399,7 +387,10 @@ func (e *rootOverlapError) Error() string {
 // filesystem and whether it is watched or polled (classifyRoot; polled
 // too when the daemon watches nothing), and inserts it in path order. The
 // root's context derives from ctx. The root is not started: the caller
-// calls startRoot (at start, firstScan does). Callers serialise: they hold
+// calls startRoot (at start, firstScan does). A removal of the path, or
+// of a root under or above it, still forgetting records is stopped before
+// the root is inserted (forget.go): the records left are its scan's to
+// find. Callers serialise: they hold
 // ctlMu, or run before anything else does (setUpRoots).
 func (d *Daemon) addRoot(ctx context.Context, path, source string) (*rootState, error) {
 	for _, x := range d.rootList() {
@@ -418,6 +409,7 @@ func (d *Daemon) addRoot(ctx context.Context, path, source string) (*rootState, 
 	if d.watch == nil {
 		r.polled = true
 	}
+	d.stopForgetting(path)
 	d.rmu.Lock()
 	i, _ := slices.BinarySearchFunc(d.roots, path, func(x *rootState, p string) int { return strings.Compare(x.path, p) })
 	d.roots = slices.Insert(d.roots, i, r)

@@ -442,8 +442,10 @@ func waitChan(ctx context.Context, ch <-chan struct{}) bool {
 }
 
 // dropOutsideRoots removes records of files outside every root, left from a
-// run with other roots. It reads only the paths between the roots.
-func (d *Daemon) dropOutsideRoots() error {
+// run with other roots, or from a removal a stop interrupted (forget.go).
+// It reads only the paths between the roots, and removes them as a removal
+// does, forgetBatch at a time once Pebble has no backlog.
+func (d *Daemon) dropOutsideRoots(ctx context.Context) error {
 	var drop []string
 	collect := func(p string) error {
 		if d.rootOf(p) == nil {
@@ -468,11 +470,26 @@ func (d *Daemon) dropOutsideRoots() error {
 	if err := d.ix.Paths(lo, "", collect); err != nil {
 		return err
 	}
-	for _, p := range drop {
-		d.forget(p)
+	var removed int
+	for len(drop) > 0 {
+		if err := d.ix.cur().WaitBacklog(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopping: the next start goes on
+			}
+			return err
+		}
+		n := min(forgetBatch, len(drop))
+		k, _, err := d.ix.RemovePaths(drop[:n])
+		if err != nil {
+			d.count.errors.Add(1)
+			d.log.Error("removing files outside the roots failed", "from", drop[0], "count", n, "err", err)
+		}
+		d.count.removed.Add(uint64(k))
+		removed += k
+		drop = drop[n:]
 	}
-	if len(drop) > 0 {
-		d.log.Info("removed files outside the roots", "count", len(drop))
+	if removed > 0 {
+		d.log.Info("removed files outside the roots", "count", removed)
 	}
 	return nil
 }

@@ -534,11 +534,16 @@ type Status struct {
 	// RemovedRoots are configured roots (configuration file or --root)
 	// not in effect because sifctl roots remove took them out; sifctl roots
 	// add puts them back.
-	RemovedRoots []FilePath  `json:"removed_roots,omitempty"`
-	Queue        QueueStatus `json:"queue"`
-	Counters     Counters    `json:"counters"`
-	Index        IndexStats  `json:"index"`
-	LastError    []string    `json:"last_errors,omitempty"`
+	RemovedRoots []FilePath `json:"removed_roots,omitempty"`
+	// Forgetting lists the removed roots whose records are still being
+	// deleted from the index, a batch at a time: Index counts none of
+	// their files, and queries answer none, from the moment the removal
+	// is accepted.
+	Forgetting []ForgetStatus `json:"forgetting,omitempty"`
+	Queue      QueueStatus    `json:"queue"`
+	Counters   Counters       `json:"counters"`
+	Index      IndexStats     `json:"index"`
+	LastError  []string       `json:"last_errors,omitempty"`
 	// UncleanStart is set when the previous run did not shut down cleanly,
 	// so the first scan re-read what that run may have missed.
 	UncleanStart bool `json:"unclean_start,omitempty"`
@@ -694,6 +699,14 @@ type QueueStatus struct {
 	Scan     int `json:"scan"`     // files found by scans queued for a worker
 	Scans    int `json:"scans"`    // directory scans queued or running
 	Busy     int `json:"busy"`     // workers busy
+}
+
+// ForgetStatus is a removed root whose records are being deleted: the
+// files and bytes still in the index under it.
+type ForgetStatus struct {
+	Dir   FilePath `json:"dir"`
+	Files uint64   `json:"files"`
+	Bytes uint64   `json:"bytes"`
 }
 
 // RootsResponse answers GET and POST /v1/roots.

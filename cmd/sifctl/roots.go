@@ -81,7 +81,11 @@ daemon must be able to read it. The roots after the change are printed as by
 			Use:   "remove DIR",
 			Short: "Stop indexing the root DIR and drop its files from the index",
 			Long: `remove stops watching the root DIR and drops its files from the index, so
-queries no longer find them; the files themselves are not touched. The
+queries no longer find them; the files themselves are not touched. From
+the moment it returns, queries answer none of them and 'sifctl status'
+counts none; the daemon deletes their records in the background, paced to
+keep the index's other writes flowing, and 'sifctl status' shows how many
+are left until it is done (a stop meanwhile: the next start finishes). The
 change persists across restarts: the daemon stores it in its index
 directory. DIR may be relative to the current directory, and must name a
 root, not a directory under one. The roots after the change are printed as

@@ -18,7 +18,9 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Long: `status shows what sifd is doing: its index, each root's state (scanning,
 watching, polling, degraded, failed or missing, with the reason for the
 last four), whether index writes are on hold (degraded, e.g. for want of
-space) or the index was rebuilt, files that keep changing,
+space) or the index was rebuilt, the removed roots whose files are still
+being deleted from the index (not counted in its totals), files that keep
+changing,
 what is left out for lack of permission (the first ten paths),
 the progress of a scan in progress (files and bytes done of those found so
 far, rate and, once every file has been found, the time left), the
@@ -68,6 +70,10 @@ func printStatus(g *globals, st *ipc.Status) {
 	}
 	for _, r := range st.RemovedRoots {
 		fmt.Fprintf(w, "  root %s: not in effect: configured, but removed with sifctl roots remove (sifctl roots add puts it back)\n", quoteName(r.Exact()))
+	}
+	for _, f := range st.Forgetting {
+		fmt.Fprintf(w, "  root %s: removed; forgetting its %d files (%s), counted out of the index above and answered no more\n",
+			f.Dir.Exact(), f.Files, human(f.Bytes))
 	}
 	if f := st.Fleet; f != nil {
 		printFleetStatus(w, f)

@@ -22,6 +22,7 @@ func TestPrintStatus(t *testing.T) {
 			{Path: "/srv/part", State: ipc.RootDegraded, Reason: "out of inotify watches", Watched: 8190, Unwatched: 3},
 		},
 		RemovedRoots: []ipc.FilePath{{Path: "/srv/old"}},
+		Forgetting:   []ipc.ForgetStatus{{Dir: ipc.FilePath{Path: "/srv/gone"}, Files: 48000, Bytes: 3 << 30}},
 		Queue:        ipc.QueueStatus{Settling: 3, Live: 1, Scan: 120, Scans: 2, Busy: 4},
 		Counters:     ipc.Counters{Renamed: 5, TooSmall: 6, Excluded: 7, Events: 8, Overflows: 9},
 	}
@@ -34,6 +35,7 @@ func TestPrintStatus(t *testing.T) {
 		"  root /srv/big: scanning\n    scan: 1200/5000 files, 1.0 GiB/5.0 GiB, 45.3 MB/s, ETA 1m25s; 0 read (0 B) in 0.0s\n",
 		"    watched dirs: 12; filesystem ext4; from the configuration (file or --root)\n",
 		"  root /srv/old: not in effect: configured, but removed with sifctl roots remove (sifctl roots add puts it back)\n",
+		"  root /srv/gone: removed; forgetting its 48000 files (3.0 GiB), counted out of the index above and answered no more\n",
 		"  root /srv/new: scanning\n    scan: 2/10 files, 0 B/0 B, still finding files;",
 		"  root /mnt/nfs: polling (nfs has no change events)\n    last scan: 40 files seen (0 B), 0 read (0 B) in 1.5s, finished 2025-01-02T03:04:05Z\n",
 		"  root /srv/part: degraded (out of inotify watches)\n    watched dirs: 8190, 3 subtrees could not be watched\n",

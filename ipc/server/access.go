@@ -151,6 +151,7 @@ func redactStatus(st ipc.Status, v lister) ipc.Status {
 	st.Index = ipc.IndexStats{}
 	st.LastError = nil
 	st.StillChanging = nil
+	st.Forgetting = nil
 	if rb := st.IndexRebuilt; rb != nil {
 		st.IndexRebuilt = &ipc.IndexRebuild{At: rb.At} // the reason and old place name the db
 	}

@@ -70,7 +70,8 @@ func TestRedactRoots(t *testing.T) {
 // A status for a caller who does not see every file keeps the daemon's
 // state and the listable roots, and leaves out whatever names or counts
 // files: the db, the counters, the index's totals, the roots' counts, the
-// error lines, the files still changing, the removed roots it cannot list.
+// error lines, the files still changing, the removed roots it cannot list,
+// the removed roots still being forgotten (with their counts).
 func TestRedactStatus(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	st := ipc.Status{
@@ -85,6 +86,7 @@ func TestRedactStatus(t *testing.T) {
 		UncleanStart:  true,
 		IndexRebuilt:  &ipc.IndexRebuild{Reason: "damaged: /var/lib/sifd/index/000001.sst", MovedTo: "/var/lib/sifd/index.corrupt-1", At: at},
 		StillChanging: []string{"/srv/closed/log.txt"},
+		Forgetting:    []ipc.ForgetStatus{{Dir: ipc.NewFilePath("/srv/gone"), Files: 5, Bytes: 500}},
 		LowSpace:      &ipc.LowSpace{FreeBytes: 1 << 20, MinFreeBytes: 1 << 30, Setting: "min_free_space"},
 	}
 	v := &fakeView{can: map[string]bool{"/srv/open": true, "/srv/old-open": true}}
