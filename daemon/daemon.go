@@ -74,9 +74,12 @@ type Daemon struct {
 	compacting atomic.Bool
 
 	// forgets are the removed roots whose records are being removed
-	// (forget.go); forgetMu guards them and their counts.
+	// (forget.go); forgetMu guards the list, held briefly (queries read
+	// it), and countMu their counts, held across each batch's commit so
+	// that the index's totals and the counts change together.
 	forgetMu sync.Mutex
 	forgets  []*forgetting
+	countMu  sync.Mutex
 }
 
 // Run opens the index, listens on the socket, watches and scans the roots
