@@ -221,3 +221,7 @@ type PathFilter struct{ f pathFilter }
 func (f *PathFilter) Add(path string)          { f.f.add(pathHash(path)) }
 func (f *PathFilter) MayHold(path string) bool { return f.f.mayHold(pathHash(path)) }
 func (f *PathFilter) Filters() int             { return len(f.f.filters) }
+
+// WALBytesIn returns the bytes written to Pebble's write-ahead log since it
+// opened: what the index's batches have put through the memtables.
+func (ix *Index) WALBytesIn() uint64 { return ix.db.Metrics().WAL.BytesIn }

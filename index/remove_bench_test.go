@@ -36,9 +36,11 @@ func (h stallCounter) WithGroup(string) slog.Handler      { return h }
 // BenchmarkRemoveTree forgets a tree of small files (-bench.removefiles,
 // 50,000 by default, of 2 to 6 KB: about 16 fingerprints each), as sifd
 // does when a root is removed: "each" removes them one Remove at a time, as
-// sifd's workers did; "batches" removes them MaxRemoveBatch at a time with
+// sifd's workers did; "batches" removes them 64 at a time with
 // RemovePaths, waiting out Pebble's backlog (WaitBacklog) before each
-// batch, as sifd does now. stalls/op counts Pebble's write stalls; the
+// batch, as sifd does now. stalls/op counts Pebble's write stalls,
+// wal-MB/op the bytes the removal put through Pebble's log and memtables
+// (what fills them and, past what flushes drain, stalls writes); the
 // time includes the wait for Pebble's flushes, which a stall would have
 // waited for too, but not the compactions left after the last batch.
 func BenchmarkRemoveTree(b *testing.B) {
@@ -68,9 +70,11 @@ func BenchmarkRemoveTree(b *testing.B) {
 	}
 	run := func(b *testing.B, remove func(*index.Index, []string) error) {
 		var stalls int64
+		var wal uint64
 		for b.Loop() {
 			b.StopTimer()
 			ix, st, paths := open(b)
+			wal0 := ix.WALBytesIn()
 			b.StartTimer()
 			if err := remove(ix, paths); err != nil {
 				b.Fatal(err)
@@ -80,10 +84,12 @@ func BenchmarkRemoveTree(b *testing.B) {
 				b.Fatalf("%d files left", s.Files)
 			}
 			stalls += st.Load()
+			wal += ix.WALBytesIn() - wal0
 			ix.Close()
 			b.StartTimer()
 		}
 		b.ReportMetric(float64(stalls)/float64(b.N), "stalls/op")
+		b.ReportMetric(float64(wal)/float64(b.N)/1e6, "wal-MB/op")
 	}
 	b.Run("each", func(b *testing.B) {
 		run(b, func(ix *index.Index, paths []string) error {
@@ -101,7 +107,7 @@ func BenchmarkRemoveTree(b *testing.B) {
 				if err := ix.WaitBacklog(context.Background()); err != nil {
 					return err
 				}
-				k := min(index.MaxRemoveBatch, len(paths))
+				k := min(64, len(paths)) // as sifd does (daemon.forgetBatch)
 				if _, _, err := ix.RemovePaths(paths[:k]); err != nil {
 					return err
 				}
