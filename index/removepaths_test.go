@@ -2,12 +2,17 @@ package index_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/sif-dev/sif/index"
 	"github.com/sif-dev/sif/index/fingerprint"
@@ -106,5 +111,56 @@ func TestRemovePathsAsRemove(t *testing.T) {
 	}
 	if _, _, err := batched.RemovePaths(make([]string, index.MaxRemoveBatch+1)); err == nil || !strings.Contains(err.Error(), "more than") {
 		t.Errorf("RemovePaths of %d paths: %v, want an error naming the limit", index.MaxRemoveBatch+1, err)
+	}
+}
+
+// heldFlushFS holds the creation of tables until release is closed: Pebble
+// cannot flush its memtables meanwhile.
+type heldFlushFS struct {
+	vfs.FS
+	release chan struct{}
+}
+
+func (fs heldFlushFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	if strings.HasSuffix(name, ".sst") {
+		<-fs.release
+	}
+	return fs.FS.Create(name, c)
+}
+
+// Backlogged is set while Pebble's memtables wait to be flushed, past half
+// of what stalls writes, and WaitBacklog waits until they are flushed, or
+// returns its context's error.
+func TestWaitBacklog(t *testing.T) {
+	fs := heldFlushFS{FS: vfs.NewMem(), release: make(chan struct{})}
+	ix := openMem(t, fs, chunks)
+	ctx := context.Background()
+	if busy, err := ix.Backlogged(); err != nil || busy {
+		t.Fatalf("Backlogged on a new index: %v, %v", busy, err)
+	}
+	if err := ix.WaitBacklog(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// 40 MiB of values, written with no table made: the memtables hold them.
+	value := bytes.Repeat([]byte{'v'}, 1<<20)
+	for i := range 40 {
+		if err := ix.RawSet([]byte(fmt.Sprintf("x%03d", i)), value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if busy, err := ix.Backlogged(); err != nil || !busy {
+		t.Fatalf("Backlogged with 40 MiB waiting to be flushed: %v, %v", busy, err)
+	}
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := ix.WaitBacklog(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitBacklog while flushes are held: %v, want the context's deadline", err)
+	}
+	close(fs.release)
+	if err := ix.WaitBacklog(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if busy, _ := ix.Backlogged(); busy {
+		t.Fatal("Backlogged once WaitBacklog returned")
 	}
 }
