@@ -43,6 +43,11 @@ func (h stallCounter) WithGroup(string) slog.Handler      { return h }
 // (what fills them and, past what flushes drain, stalls writes); the
 // time includes the wait for Pebble's flushes, which a stall would have
 // waited for too, but not the compactions left after the last batch.
+//
+// Measured on a 2-core machine (load 1-1.5): of 2-6 KB, each 2.1-2.5 s,
+// batches 2.2-2.3 s, 15.3 and 14.7 MB through the log; of 10-30 KB
+// (-bench.removesize 20000), 9.2 s and 5.9 s, 57.9 and 55.7 MB. No
+// stalls either way: this disk keeps up.
 func BenchmarkRemoveTree(b *testing.B) {
 	n := *benchRemoveFiles
 	open := func(b *testing.B) (*index.Index, *atomic.Int64, []string) {
