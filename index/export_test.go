@@ -225,3 +225,6 @@ func (f *PathFilter) Filters() int             { return len(f.f.filters) }
 // WALBytesIn returns the bytes written to Pebble's write-ahead log since it
 // opened: what the index's batches have put through the memtables.
 func (ix *Index) WALBytesIn() uint64 { return ix.db.Metrics().WAL.BytesIn }
+
+// FlushMemtables writes Pebble's memtables to tables and waits until it has.
+func (ix *Index) FlushMemtables() error { return ix.db.Flush() }

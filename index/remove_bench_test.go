@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/sif-dev/sif/index"
 )
@@ -17,16 +20,54 @@ import (
 var (
 	benchRemoveFiles = flag.Int("bench.removefiles", 50_000, "files BenchmarkRemoveTree indexes, then removes")
 	benchRemoveSize  = flag.Int("bench.removesize", 4000, "mean size of the files of BenchmarkRemoveTree, in bytes")
+	benchFlushRate   = flag.Float64("bench.tablembps", 0, "BenchmarkRemoveTree: Pebble writes its tables at most this many MB/s during the removal, as on a slow disk (0: as fast as it can)")
 )
 
+// slowTables is a vfs.FS whose tables take writes at most rate bytes a
+// second while on is set: a disk slow to take flushes and compactions.
+type slowTables struct {
+	vfs.FS
+	rate float64
+	on   *atomic.Bool
+}
+
+func (fs slowTables) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, c)
+	if err != nil || !strings.HasSuffix(name, ".sst") {
+		return f, err
+	}
+	return slowTable{f, fs}, nil
+}
+
+type slowTable struct {
+	vfs.File
+	fs slowTables
+}
+
+func (f slowTable) Write(p []byte) (int, error) {
+	if f.fs.on.Load() {
+		time.Sleep(time.Duration(float64(len(p)) / f.fs.rate * float64(time.Second)))
+	}
+	return f.File.Write(p)
+}
+
 // stallCounter is a slog.Handler that counts Pebble's write stalls (the
-// index logs each at Warn) and drops every line.
-type stallCounter struct{ n *atomic.Int64 }
+// index logs each at Warn, and its end at Info) and their time, and drops
+// every line.
+type stallCounter struct{ n, ns, began *atomic.Int64 }
+
+func newStallCounter() stallCounter {
+	return stallCounter{new(atomic.Int64), new(atomic.Int64), new(atomic.Int64)}
+}
 
 func (h stallCounter) Enabled(context.Context, slog.Level) bool { return true }
 func (h stallCounter) Handle(_ context.Context, r slog.Record) error {
-	if strings.HasPrefix(r.Message, "pebble write stall") && !strings.HasSuffix(r.Message, "ended") {
+	switch r.Message {
+	case "pebble write stall":
 		h.n.Add(1)
+		h.began.Store(r.Time.UnixNano())
+	case "pebble write stall ended":
+		h.ns.Add(r.Time.UnixNano() - h.began.Load())
 	}
 	return nil
 }
@@ -38,22 +79,30 @@ func (h stallCounter) WithGroup(string) slog.Handler      { return h }
 // does when a root is removed: "each" removes them one Remove at a time, as
 // sifd's workers did; "batches" removes them 64 at a time with
 // RemovePaths, waiting out Pebble's backlog (WaitBacklog) before each
-// batch, as sifd does now. stalls/op counts Pebble's write stalls,
-// wal-MB/op the bytes the removal put through Pebble's log and memtables
-// (what fills them and, past what flushes drain, stalls writes); the
-// time includes the wait for Pebble's flushes, which a stall would have
-// waited for too, but not the compactions left after the last batch.
+// batch, as sifd does now. stalls/op counts Pebble's write stalls and
+// stall-s/op their time (every write waits meanwhile), wal-MB/op the bytes
+// the removal put through Pebble's log and memtables (what fills them and,
+// past what flushes drain, stalls writes). The time runs until the
+// memtables are flushed, not the compactions left. -bench.tablembps makes
+// the disk slow to take tables.
 //
-// Measured on a 2-core machine (load 1-1.5): of 2-6 KB, each 2.1-2.5 s,
-// batches 2.2-2.3 s, 15.3 and 14.7 MB through the log; of 10-30 KB
-// (-bench.removesize 20000), 9.2 s and 5.9 s, 57.9 and 55.7 MB. No
-// stalls either way: this disk keeps up.
+// Measured on a 2-core machine (load 0.9-1.4): of 2-6 KB, each 2.1 s,
+// batches 1.9-2.1 s, 15.3 and 14.7 MB through the log; of 10-30 KB
+// (-bench.removesize 20000), 8.1 s and 5.2 s, 57.9 and 55.7 MB; no stalls,
+// this disk keeps up. Of 20-60 KB with tables written at 2 MB/s
+// (-bench.removesize 40000 -bench.tablembps 2): each 34.2 s with 4 stalls
+// holding writes for 1.9 s in all, batches 36.8 s without a stall.
 func BenchmarkRemoveTree(b *testing.B) {
 	n := *benchRemoveFiles
-	open := func(b *testing.B) (*index.Index, *atomic.Int64, []string) {
+	slow := new(atomic.Bool)
+	open := func(b *testing.B) (*index.Index, stallCounter, []string) {
 		b.Helper()
-		stalls := new(atomic.Int64)
-		ix, err := index.Open(filepath.Join(b.TempDir(), "db"), &index.Options{Params: manber, Logger: slog.New(stallCounter{stalls})})
+		stalls := newStallCounter()
+		opts := &index.Options{Params: manber, Logger: slog.New(stalls)}
+		if *benchFlushRate > 0 {
+			opts.FS = slowTables{FS: vfs.Default, rate: *benchFlushRate * 1e6, on: slow}
+		}
+		ix, err := index.Open(filepath.Join(b.TempDir(), "db"), opts)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -70,30 +119,38 @@ func BenchmarkRemoveTree(b *testing.B) {
 		if err := ix.Compact(context.Background()); err != nil {
 			b.Fatal(err)
 		}
-		stalls.Store(0)
+		stalls.n.Store(0)
+		stalls.ns.Store(0)
 		return ix, stalls, paths
 	}
 	run := func(b *testing.B, remove func(*index.Index, []string) error) {
-		var stalls int64
+		var stalls, stallNs int64
 		var wal uint64
 		for b.Loop() {
 			b.StopTimer()
 			ix, st, paths := open(b)
 			wal0 := ix.WALBytesIn()
+			slow.Store(true)
 			b.StartTimer()
 			if err := remove(ix, paths); err != nil {
 				b.Fatal(err)
 			}
+			if err := ix.FlushMemtables(); err != nil {
+				b.Fatal(err)
+			}
 			b.StopTimer()
+			slow.Store(false)
 			if s, _ := ix.Stats(); s.Files != 0 {
 				b.Fatalf("%d files left", s.Files)
 			}
-			stalls += st.Load()
+			stalls += st.n.Load()
+			stallNs += st.ns.Load()
 			wal += ix.WALBytesIn() - wal0
 			ix.Close()
 			b.StartTimer()
 		}
 		b.ReportMetric(float64(stalls)/float64(b.N), "stalls/op")
+		b.ReportMetric(float64(stallNs)/1e9/float64(b.N), "stall-s/op")
 		b.ReportMetric(float64(wal)/float64(b.N)/1e6, "wal-MB/op")
 	}
 	b.Run("each", func(b *testing.B) {
