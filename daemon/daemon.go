@@ -37,6 +37,7 @@ type Daemon struct {
 	changing *changing
 	started  time.Time
 	count    counters
+	first    queryFirst // queries before scan work
 	errs     errorLog
 	ready    chan struct{} // closed when every root's first scan has ended
 	unclean  bool          // the previous run did not shut down cleanly
@@ -115,6 +116,7 @@ func open(cfg Config) (*Daemon, error) {
 		live: newScanner(true), bulk: newScanner(false),
 		retries: newAttempts(changeRetries), deferrals: newAttempts(goneDeferrals),
 	}
+	d.first.yields = &d.count.scanYields
 	f, err := newFilter(cfg)
 	if err != nil {
 		return nil, err

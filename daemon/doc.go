@@ -81,6 +81,11 @@
 //     to date) between producers and workers: the live lane carries
 //     settled changes and the files of new directories, the bulk lane
 //     those of full scans. Workers take live items first (queue.go).
+//   - Queries go first: while a query (similar, basis, SimiHash's find)
+//     is being answered, workers take no scan item and stop between the
+//     pieces of a large file they read for a scan, for at most 250 ms at
+//     a time; the status counts these waits (scan_yields). Live items and
+//     long answers (groups, dupes) neither wait nor hold (queryfirst.go).
 //   - A claim is a worker's hold on one path while it brings it up to
 //     date: another worker that gets the same path hands its work over
 //     and has the claimant look once more, so the last look follows the

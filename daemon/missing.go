@@ -33,6 +33,7 @@ func (a answers) Stats() (index.Stats, error) {
 // Similar leaves the files under missing roots out as the index's own
 // filters do, before the limit and the count of candidates.
 func (a answers) Similar(ctx context.Context, q index.Query, o index.QueryOptions) (*index.Result, error) {
+	defer a.d.first.enter()()
 	o.Visible = a.d.present(o.Visible)
 	return a.d.ix.Similar(ctx, q, o)
 }
@@ -50,6 +51,7 @@ func (a answers) SimiHash() bool { return a.d.ix.SimiHash() }
 
 // SimiFind leaves the files under missing roots out, as Similar does.
 func (a answers) SimiFind(ctx context.Context, q index.SimiQuery) (*index.SimiResult, error) {
+	defer a.d.first.enter()()
 	q.Visible = a.d.present(q.Visible)
 	return call(a.d.ix, "query", func(ix *index.Index) (*index.SimiResult, error) { return ix.SimiFind(ctx, q) })
 }

@@ -45,6 +45,10 @@ type reader struct {
 	// afterRead, if set, runs between reading a file and the second stat
 	// (tests use it to change a file mid-read).
 	afterRead func(path string)
+	// between, if set, runs between the pieces of a file read piece by
+	// piece (larger than wholeMax): a scan's read gives way to queries
+	// there (queryfirst.go).
+	between func()
 }
 
 // wholeMax is the size up to which a file is read whole before it is
@@ -187,6 +191,9 @@ func (r *reader) loadFrom(ctx context.Context, path string, before *fileStat) (m
 		for {
 			if err := ctx.Err(); err != nil {
 				return meta, strong, nil, err
+			}
+			if r.between != nil {
+				r.between()
 			}
 			n, err := f.read(r.buf)
 			if err != nil {

@@ -13,6 +13,7 @@ type counters struct {
 	indexed, unchanged, removed, unreadable, special, symlinks atomic.Uint64
 	vanished, changed, tooLarge, errors                        atomic.Uint64
 	tooSmall, excluded, renamed, events, overflows             atomic.Uint64
+	scanYields                                                 atomic.Uint64
 }
 
 func (c *counters) snapshot() ipc.Counters {
@@ -32,6 +33,7 @@ func (c *counters) snapshot() ipc.Counters {
 		Events:            c.events.Load(),
 		Overflows:         c.overflows.Load(),
 		Errors:            c.errors.Load(),
+		ScanYields:        c.scanYields.Load(),
 	}
 }
 

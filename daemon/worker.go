@@ -19,6 +19,9 @@ func (d *Daemon) worker(ctx context.Context, r *reader) {
 		if !ok {
 			return
 		}
+		if it.t.scan != nil {
+			d.first.yield(ctx) // queries first (queryfirst.go)
+		}
 		d.lanes.busy.Add(1)
 		d.handle(ctx, r, it)
 		d.lanes.busy.Add(-1)
@@ -168,6 +171,10 @@ func (d *Daemon) indexFile(ctx context.Context, r *reader, root *rootState, path
 		}
 	}
 	r.maxSize = d.filter().maxSize
+	r.between = nil
+	if t.scan != nil {
+		r.between = func() { d.first.yield(ctx) }
+	}
 	// The index chooses how the file is written (index.Index.PutFile): a
 	// copy of a content it holds joins it without being fingerprinted, so
 	// the sketch of a file read whole is made only when it is new. A first

@@ -357,14 +357,17 @@ func (s *querySearch) run() error {
 }
 
 // accumulate walks the postings of every query entry and adds the shared
-// weight of each file to s.st.shared.
+// weight of each file to s.st.shared. It holds copiesMu only while it
+// counts the files of one key's postings, not while it reads them: a
+// write that changes the copies waits for no query's reads, and the
+// queries behind that write wait for no other query's.
 func (s *querySearch) accumulate() error {
 	maxDF := s.opts.MaxDF
 	st := s.st
 	ix := s.ix
 	ix.copiesMu.RLock()
-	defer ix.copiesMu.RUnlock()
 	copies := len(ix.copies) > 0
+	ix.copiesMu.RUnlock()
 	bucket, have := uint32(0), false
 	list := st.list[:0]
 	at := 0 // the first posting of list whose key is not below e's
@@ -385,6 +388,9 @@ func (s *querySearch) accumulate() error {
 		}
 		st.postings = st.postings[:0]
 		n := 0 // files holding the key: a posting counts its content's
+		if copies {
+			ix.copiesMu.RLock()
+		}
 		for _, p := range list[at:] {
 			if p.key != e.key {
 				break
@@ -396,6 +402,9 @@ func (s *querySearch) accumulate() error {
 				break
 			}
 			st.postings = append(st.postings, posting{cid: p.cid, weight: p.weight})
+		}
+		if copies {
+			ix.copiesMu.RUnlock()
 		}
 		if maxDF >= 0 && n > maxDF {
 			// Keep its postings, while they fit, for countCommon.

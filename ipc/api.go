@@ -775,6 +775,9 @@ type Counters struct {
 	Events            uint64 `json:"events"`              // change events received from the watcher
 	Overflows         uint64 `json:"overflows"`           // times the kernel dropped events (each forces a reconcile)
 	Errors            uint64 `json:"errors"`              // index write failures
+	// ScanYields counts the times a scan's worker waited for queries
+	// being answered before it went on (queries go first).
+	ScanYields uint64 `json:"scan_yields"`
 }
 
 // MarshalJSONLine encodes v as one line of JSON with a trailing newline.
