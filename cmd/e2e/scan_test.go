@@ -105,9 +105,13 @@ func TestScanSkipsTroublesomeFiles(t *testing.T) {
 	if err != nil || string(raw) != weirdPath {
 		t.Errorf("path_raw %q decodes to %q, want %q", m.PathRaw, raw, weirdPath)
 	}
+	// Text output quotes it as ls does, on one line; -0 prints it raw.
 	h := e.sifctl("similar", q)
-	if !strings.Contains(h.stdout, weirdPath) {
-		t.Errorf("human output does not print the exact name:\n%q", h.stdout)
+	if quoted := "'" + filepath.Dir(weirdPath) + "/name'$'\\377\\376''.txt'"; !strings.Contains(h.stdout, "  "+quoted+"  ") {
+		t.Errorf("human output does not print the name quoted (%s):\n%q", quoted, h.stdout)
+	}
+	if z := e.sifctl("similar", "-0", q); !strings.Contains(z.stdout, weirdPath+"\x00") {
+		t.Errorf("similar -0 does not print the exact name:\n%q", z.stdout)
 	}
 	// Dupes and groups carry exact names too.
 	dr := e.sifctl("dupes", "--json")
