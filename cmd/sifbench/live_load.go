@@ -93,6 +93,9 @@ type loadResult struct {
 	// DemandCPU and the clients BenchCPU.
 	DemandCPU float64 `json:"request_cpu_seconds_at_cost_alone"`
 	Floor     float64 `json:"t1_floor_seconds"`
+	// ScanYields counts the times the loaded run's scan waited for
+	// queries being answered (the status's scan_yields).
+	ScanYields uint64 `json:"scan_yields"`
 	// LoadAvg is the machine's load average (/proc/loadavg) before T0,
 	// after T0, before T1 and after T1: other work on the machine.
 	LoadAvg    []string `json:"load_average,omitempty"`
@@ -323,6 +326,7 @@ func loadLoaded(ctx context.Context, res *loadResult, lo *loadFlags, sifd, work 
 	res.Loaded.CPUSecs, _ = cpuSeconds(d.cmd.Process.Pid)
 	if st, err := ipc.NewClient(d.socket).Status(ctx); err == nil {
 		res.Loaded.Files = st.Index.Files
+		res.ScanYields = st.Counters.ScanYields
 	}
 	kb, err := d.stop()
 	if err != nil {
@@ -410,8 +414,8 @@ func loadReport(res *loadResult, lo *loadFlags, loadSecs float64, firstErr map[s
 		{"T0 alone", f2(res.Unloaded.ReadySecs), f1(res.Unloaded.CPUSecs), f0(res.Unloaded.PeakRSSMB), strconv.FormatUint(res.Unloaded.Files, 10)},
 		{fmt.Sprintf("T1 with %d clients", res.Clients), f2(res.Loaded.ReadySecs), f1(res.Loaded.CPUSecs), f0(res.Loaded.PeakRSSMB), strconv.FormatUint(res.Loaded.Files, 10)},
 	}))
-	fmt.Printf("T1/T0 = %.2f; clients started %.2f s after sifd (when it answered), sent %d requests in %.1f s (%.0f/s), using %.1f s of CPU in sifbench (%.2f cores)\n",
-		res.Ratio, res.Loaded.ListenSecs, res.Requests, loadSecs, res.ReqPerSec, res.BenchCPU, res.BenchCPU/loadSecs)
+	fmt.Printf("T1/T0 = %.2f; clients started %.2f s after sifd (when it answered), sent %d requests in %.1f s (%.0f/s), using %.1f s of CPU in sifbench (%.2f cores); the scan waited for queries %d times\n",
+		res.Ratio, res.Loaded.ListenSecs, res.Requests, loadSecs, res.ReqPerSec, res.BenchCPU, res.BenchCPU/loadSecs, res.ScanYields)
 	fmt.Printf("the requests answered, each at its CPU cost alone (shared groups answers cost less), take %.1f s of sifd CPU (%.2f cores over T1); with the scan's %.1f s of T0 and sifbench's %.1f s, T1 is at least %.1f s on %d cores (T1/T0 >= %.2f)\n",
 		res.DemandCPU, res.DemandCPU/res.Loaded.ReadySecs, res.Unloaded.CPUSecs, res.BenchCPU, res.Floor, res.Cores, res.Floor/res.Unloaded.ReadySecs)
 	if len(res.LoadAvg) == 4 {
