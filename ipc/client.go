@@ -688,6 +688,14 @@ func (c *Client) send(ctx context.Context, method, path string, hasBody bool, bo
 	delay := 100 * time.Millisecond
 	for try := 1; ; try++ {
 		status, header, b, err := c.roundTrip(ctx, method, path, hasBody, body, read)
+		if errors.Is(err, errDropped) && readOnly(method, path) && try < c.busyTries {
+			// The daemon closed the connection before it answered: one
+			// of its user's idlest when the user is at its share of
+			// connections (or a new one it had to close to make room).
+			// A request that only reads is sent again at once, on a
+			// new connection.
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -720,6 +728,41 @@ func (c *Client) send(ctx context.Context, method, path string, hasBody bool, bo
 	}
 }
 
+// readOnlyPost reports whether the POST route path only reads: a query
+// with its fingerprints in the body, or a wait.
+func readOnlyPost(path string) bool {
+	switch path {
+	case "/v1/similar", "/v1/basis", "/v1/dirs/totals", "/v1/wait":
+		return true
+	}
+	return false
+}
+
+// readOnly reports whether the request only reads, so that sending it
+// again is harmless.
+func readOnly(method, path string) bool {
+	return method == http.MethodGet || method == http.MethodPost && readOnlyPost(path)
+}
+
+// errDropped is what a droppedError is: the connection was closed before
+// the answer came.
+var errDropped = errors.New("ipc: the daemon closed the connection before it answered")
+
+// droppedError is a connection closed under a request (reset, broken
+// pipe, or an end before the answer's first byte).
+type droppedError struct{ err error }
+
+func (e *droppedError) Error() string   { return e.err.Error() }
+func (e *droppedError) Is(t error) bool { return t == errDropped }
+func (e *droppedError) Unwrap() error   { return e.err }
+
+// dropped reports whether err, from sending a request, says that the
+// connection was closed before an answer came.
+func dropped(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
 // roundTrip sends one request. A successful answer's body goes to read,
 // whose error it returns; another answer's body is read whole and
 // returned.
@@ -735,6 +778,13 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, hasBody boo
 	if hasBody {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if method == http.MethodPost && readOnlyPost(path) {
+		// Safe to send again: net/http then retries it on a new
+		// connection when the kept-alive one it chose was closed under
+		// it, as a daemon at its user's share of connections closes the
+		// idlest (the header itself is not sent).
+		req.Header["Idempotency-Key"] = nil
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if isNoDaemon(err) {
@@ -745,6 +795,9 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, hasBody boo
 		}
 		if ctx.Err() != nil {
 			return 0, nil, nil, ctx.Err()
+		}
+		if dropped(err) {
+			return 0, nil, nil, fmt.Errorf("%w: %s: %w", ErrNotSif, c.socket, &droppedError{err})
 		}
 		return 0, nil, nil, fmt.Errorf("%w: %s: %v", ErrNotSif, c.socket, err)
 	}

@@ -50,6 +50,9 @@ func launchDaemon(sifd, root, work string, extra ...string) (*daemonRun, error) 
 	r := &daemonRun{socket: filepath.Join(work, "s.sock"), db: filepath.Join(work, "db"), done: make(chan error, 1)}
 	args := append([]string{"run", "--root", root, "--db", r.db, "--socket", r.socket, "--log-level", "warn"}, extra...)
 	r.cmd = exec.Command(sifd, args...)
+	// The daemon in the process started, not under a supervisor of its
+	// own: its pid's CPU time and peak RSS are the daemon's.
+	r.cmd.Env = append(os.Environ(), "SIFD_SUPERVISE=0")
 	r.cmd.Stderr = os.Stderr
 	r.start = time.Now()
 	if err := r.cmd.Start(); err != nil {
