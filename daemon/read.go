@@ -46,8 +46,9 @@ type reader struct {
 	// (tests use it to change a file mid-read).
 	afterRead func(path string)
 	// between, if set, runs between the pieces of a file read piece by
-	// piece (larger than wholeMax): a scan's read gives way to queries
-	// there (queryfirst.go).
+	// piece (larger than wholeMax), and between the 64 KiB pieces a file
+	// read whole is hashed and fingerprinted in: a scan's read gives way
+	// to queries there (queryfirst.go).
 	between func()
 }
 
@@ -182,7 +183,7 @@ func (r *reader) loadFrom(ctx context.Context, path string, before *fileStat) (m
 		}
 		r.whole = buf[:n]
 		r.strong.Reset()
-		r.strong.Write(r.whole)
+		r.inPieces(r.whole, r.strong.Write)
 		r.strong.Sum(strong[:0])
 		size = int64(n)
 	} else {
@@ -236,12 +237,29 @@ func (r *reader) loadFrom(ctx context.Context, path string, before *fileStat) (m
 	return meta, strong, sk, nil
 }
 
+// piece is how much of a file read whole is hashed or fingerprinted
+// between two calls of reader.between.
+const piece = 64 << 10
+
+// inPieces hands b to write a piece at a time, calling between before
+// each piece after the first, when it is set.
+func (r *reader) inPieces(b []byte, write func([]byte) (int, error)) {
+	for len(b) > piece {
+		write(b[:piece])
+		b = b[piece:]
+		if r.between != nil {
+			r.between()
+		}
+	}
+	write(b)
+}
+
 // sketch fingerprints the file the last load read whole. The caller owns
 // the sketch.
 func (r *reader) sketch() *fingerprint.Sketch {
 	r.sk.Reset()
 	r.col.Reset()
-	r.sk.Write(r.whole)
+	r.inPieces(r.whole, r.sk.Write)
 	sum := r.sk.Finish()
 	return &fingerprint.Sketch{Summary: sum, Params: r.params, Features: r.col.Features()}
 }
