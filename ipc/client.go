@@ -728,20 +728,21 @@ func (c *Client) send(ctx context.Context, method, path string, hasBody bool, bo
 	}
 }
 
-// readOnlyPost reports whether the POST route path only reads: a query
-// with its fingerprints in the body, or a wait.
-func readOnlyPost(path string) bool {
+// readOnly reports whether the request only reads, so that sending it
+// again is harmless: a GET, a query with its fingerprints in the body, or
+// a wait.
+func readOnly(method, path string) bool {
+	switch {
+	case method == http.MethodGet:
+		return true
+	case method != http.MethodPost:
+		return false
+	}
 	switch path {
 	case "/v1/similar", "/v1/basis", "/v1/dirs/totals", "/v1/wait":
 		return true
 	}
 	return false
-}
-
-// readOnly reports whether the request only reads, so that sending it
-// again is harmless.
-func readOnly(method, path string) bool {
-	return method == http.MethodGet || method == http.MethodPost && readOnlyPost(path)
 }
 
 // errDropped is what a droppedError is: the connection was closed before
@@ -777,13 +778,6 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, hasBody boo
 	}
 	if hasBody {
 		req.Header.Set("Content-Type", "application/json")
-	}
-	if method == http.MethodPost && readOnlyPost(path) {
-		// Safe to send again: net/http then retries it on a new
-		// connection when the kept-alive one it chose was closed under
-		// it, as a daemon at its user's share of connections closes the
-		// idlest (the header itself is not sent).
-		req.Header["Idempotency-Key"] = nil
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -299,7 +299,7 @@ func serviceStatus(s service.Service, user bool, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "not installed (install it with: sifd install%s --root DIR)\n", userFlag(user))
 		return &statusError{code: exitNotRunning}
-	case errors.As(err, &exit) && !strings.HasPrefix(service.Platform(), "linux-systemd"):
+	case errors.As(err, &exit) && service.Platform() != "linux-systemd":
 		// An init script's "status" of a stopped service exits non-zero
 		// (LSB: 3), which kardianos/service reports as an error.
 		fmt.Fprintf(stdout, "stopped (start it with: sifd start%s)\n", userFlag(user))
