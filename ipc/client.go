@@ -692,8 +692,11 @@ func (c *Client) send(ctx context.Context, method, path string, hasBody bool, bo
 			// The daemon closed the connection before it answered: one
 			// of its user's idlest when the user is at its share of
 			// connections (or a new one it had to close to make room).
-			// A request that only reads is sent again at once, on a
-			// new connection.
+			// A request that only reads is sent again on a new
+			// connection, at once the first time.
+			if try > 1 && !sleepCtx(ctx, time.Duration(try)*10*time.Millisecond) {
+				return ctx.Err()
+			}
 			continue
 		}
 		if err != nil {
@@ -718,13 +721,21 @@ func (c *Client) send(ctx context.Context, method, path string, hasBody bool, bo
 		} else if try > 1 {
 			delay *= 2
 		}
-		t := time.NewTimer(min(delay, c.busyMaxDelay))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleepCtx(ctx, min(delay, c.busyMaxDelay)) {
 			return ctx.Err()
-		case <-t.C:
 		}
+	}
+}
+
+// sleepCtx waits for d, or until ctx is done; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -761,7 +772,8 @@ func (e *droppedError) Unwrap() error   { return e.err }
 // connection was closed before an answer came.
 func dropped(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) // closed by the transport, seeing the daemon close it
 }
 
 // roundTrip sends one request. A successful answer's body goes to read,

@@ -24,10 +24,14 @@ import (
 //
 // Each user (uid, from the peer credentials, learned once per connection)
 // keeps at most perUser of them: a new connection of a user who has
-// perUser open closes that user's own idlest one, as above, or failing
-// that is let in marked over its share (overShare), and its request is
-// answered 503 busy. So one user's connections, however many, cannot
-// make another's wait.
+// perUser open closes that user's own idlest one, as above, but not one
+// that connected less than newGrace ago and has not yet sent its request
+// (its client is about to); failing that it is let in marked over its
+// share, and its request waits for room in the share (admit): one of the
+// user's connections closing or falling idle, which it then closes. So
+// one user's connections, however many, cannot make another's wait, and
+// many clients of one user, each on a connection of its own, take turns
+// instead of closing each other's fresh connections in a storm.
 //
 // Its track method must be the http.Server's ConnState hook.
 type connLimiter struct {
@@ -43,8 +47,11 @@ type connLimiter struct {
 	// seen closed by track.
 	evicting int
 	freed    chan struct{} // signalled when a connection closes
-	done     chan struct{} // closed by Close
-	once     sync.Once
+	// room, made by a connection waiting in admit, is closed when a
+	// connection closes or falls idle: when it may find room.
+	room chan struct{}
+	done chan struct{} // closed by Close
+	once sync.Once
 }
 
 // peerCred learns a connection's peer credentials (a variable for tests,
@@ -59,8 +66,12 @@ type connInfo struct {
 	who      string    // the user, see caller.who
 	cred     peer.Cred // the peer's credentials, unless credErr
 	credErr  error
-	over     bool // let in beyond its user's share: answered busy
+	over     bool // let in beyond its user's share, not counted in it until admitted
 }
+
+// newGrace is how long a new connection that has not sent its request is
+// kept from being closed for another of its user's.
+const newGrace = time.Second
 
 func newConnLimiter(ln net.Listener, maxConns, perUser int, log *slog.Logger) *connLimiter {
 	return &connLimiter{
@@ -94,7 +105,7 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		ci.over = false
 		why := "to make room"
 		if l.users[ci.who] >= l.perUser {
-			if victim, info = l.idlestLocked(ci.who); victim == nil {
+			if victim, info = l.idlestLocked(ci.who, nil); victim == nil {
 				ci.over = true
 			}
 			why = "for another of its user's, at their share"
@@ -104,7 +115,9 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		if victim == nil && len(l.conns)-l.evicting < l.max {
 			ci.since = time.Now()
 			l.conns[c] = ci
-			l.users[ci.who]++
+			if !ci.over {
+				l.users[ci.who]++
+			}
 			l.mu.Unlock()
 			if ci.over {
 				l.log.Debug("a connection beyond its user's share", "user", ci.who, "share", l.perUser)
@@ -112,14 +125,12 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 			return c, nil
 		}
 		if victim == nil {
-			victim, info = l.idlestLocked("")
+			victim, info = l.idlestLocked("", nil)
 		}
 		var was connInfo // a copy: track changes info once mu is released
 		open := 0
 		if victim != nil {
-			info.evicting = true
-			l.evicting++
-			l.users[info.who]--
+			l.evictLocked(info)
 			was = *info
 			open = len(l.conns) - l.evicting
 		}
@@ -141,14 +152,20 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 // idlestLocked returns the connection (of user who, unless who is "")
 // that has been new or idle longest, else the one that has been sending
 // its request's body longest, or nil if every such connection has a
-// request being served.
-func (l *connLimiter) idlestLocked(who string) (net.Conn, *connInfo) {
+// request being served. For one user's, it leaves out a connection not
+// yet counted in the share (over), one younger than newGrace that has not
+// sent its request, and not.
+func (l *connLimiter) idlestLocked(who string, not net.Conn) (net.Conn, *connInfo) {
 	var victim net.Conn
 	var vi *connInfo
+	young := time.Now().Add(-newGrace)
 	for _, body := range []bool{false, true} {
 		for c, ci := range l.conns {
 			idle := ci.state == http.StateNew || ci.state == http.StateIdle
-			if ci.evicting || (!body && !idle) || (body && !ci.body) || (who != "" && ci.who != who) {
+			if ci.evicting || (!body && !idle) || (body && !ci.body) || c == not {
+				continue
+			}
+			if who != "" && (ci.who != who || ci.over || ci.state == http.StateNew && ci.since.After(young)) {
 				continue
 			}
 			if vi == nil || ci.since.Before(vi.since) {
@@ -160,6 +177,71 @@ func (l *connLimiter) idlestLocked(who string) (net.Conn, *connInfo) {
 		}
 	}
 	return victim, vi
+}
+
+// evictLocked marks ci as being closed to make room.
+func (l *connLimiter) evictLocked(ci *connInfo) {
+	ci.evicting = true
+	l.evicting++
+	if ci.over {
+		return
+	}
+	if l.users[ci.who]--; l.users[ci.who] <= 0 {
+		delete(l.users, ci.who)
+	}
+}
+
+// admit waits, for at most wait, until the connection c, let in over its
+// user's share, finds room in it: fewer of the user's connections open,
+// or one of them idle, which it closes. It reports whether c was admitted
+// (true at once for a connection within its share), with ctx done or the
+// time up it returns false.
+func (l *connLimiter) admit(ctx context.Context, c net.Conn, wait time.Duration) bool {
+	if c == nil {
+		return true
+	}
+	var t *time.Timer
+	for {
+		l.mu.Lock()
+		ci, ok := l.conns[c]
+		if !ok || !ci.over {
+			l.mu.Unlock()
+			return true
+		}
+		var victim net.Conn
+		if l.users[ci.who] >= l.perUser {
+			var vi *connInfo
+			if victim, vi = l.idlestLocked(ci.who, c); victim != nil {
+				l.evictLocked(vi)
+			}
+		}
+		if l.users[ci.who] < l.perUser || victim != nil {
+			ci.over = false
+			l.users[ci.who]++
+			l.mu.Unlock()
+			if victim != nil {
+				l.log.Debug("closing a connection for another of its user's, at their share", "user", ci.who)
+				victim.Close()
+			}
+			return true
+		}
+		if l.room == nil {
+			l.room = make(chan struct{})
+		}
+		room := l.room
+		l.mu.Unlock()
+		if t == nil {
+			t = time.NewTimer(wait)
+			defer t.Stop()
+		}
+		select {
+		case <-room:
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // readingBody records that the request in progress on c is reading its
@@ -198,30 +280,34 @@ func (l *connLimiter) track(c net.Conn, st http.ConnState) {
 	}
 	switch st {
 	case http.StateClosed, http.StateHijacked:
-		if ci.evicting {
+		switch {
+		case ci.evicting:
 			l.evicting--
-		} else if l.users[ci.who]--; l.users[ci.who] <= 0 {
-			delete(l.users, ci.who)
+		case !ci.over:
+			if l.users[ci.who]--; l.users[ci.who] <= 0 {
+				delete(l.users, ci.who)
+			}
 		}
 		delete(l.conns, c)
 		select {
 		case l.freed <- struct{}{}:
 		default:
 		}
+		l.roomLocked()
 	default:
 		ci.state, ci.since, ci.body = st, time.Now(), false
+		if st == http.StateIdle {
+			l.roomLocked()
+		}
 	}
 }
 
-// overShare reports whether c was let in beyond its user's share.
-func (l *connLimiter) overShare(c net.Conn) bool {
-	if c == nil {
-		return false
+// roomLocked wakes the connections waiting in admit.
+func (l *connLimiter) roomLocked() {
+	if l.room != nil {
+		close(l.room)
+		l.room = nil
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ci, ok := l.conns[c]
-	return ok && ci.over
 }
 
 // credOf returns the peer credentials Accept learned for c, or the error

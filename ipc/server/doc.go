@@ -87,6 +87,10 @@
 //     progress (idle, or still sending its header), failing that the one
 //     sending its body longest, so idle and slowloris connections cost
 //     bounded memory and cannot keep a client out. A user at their share
-//     of connections closes their own idlest one, or failing that is
-//     answered 503 busy and the new connection closed.
+//     of connections closes their own idlest one (but not one connected
+//     within the last second that has yet to send its request), or
+//     failing that its request waits, within QueueWait, for one of theirs
+//     to close or fall idle, and is then answered 503 busy and the
+//     connection closed. So a hundred clients of one user, each on a
+//     connection of its own, take turns on their 32.
 package server

@@ -234,7 +234,7 @@ func (s *Server) limit(w http.ResponseWriter, r *http.Request, next http.Handler
 	}
 	c := s.callerOf(r)
 	who := c.who()
-	if s.conns != nil && s.conns.overShare(connOf(r)) {
+	if s.conns != nil && !s.conns.admit(r.Context(), connOf(r), s.opts.QueueWait) {
 		w.Header().Set("Connection", "close")
 		busy(w, fmt.Sprintf("%d connections of yours (%s) open, as many as this daemon keeps for one user", s.opts.MaxConnsPerUser, who))
 		return

@@ -143,8 +143,10 @@ type Options struct {
 	// the MaxBodyInFlight [half of it, at least MaxBody]. A user's
 	// requests beyond their slots wait in a queue of their own, for up to
 	// the same QueueWait or WholeWait in all; a connection beyond their
-	// share closes their own idlest connection, or failing that is
-	// answered 503 busy and closed. A user is a uid (peer credentials).
+	// share closes their own idlest connection, or failing that its
+	// request waits, within QueueWait, for one of theirs to close or fall
+	// idle, and is then answered 503 busy and closed. A user is a uid
+	// (peer credentials).
 	MaxPerUser      int
 	MaxWholePerUser int
 	MaxWaitsPerUser int

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sif-dev/sif/index"
+	"github.com/sif-dev/sif/index/fingerprint"
 	"github.com/sif-dev/sif/ipc"
 	"github.com/sif-dev/sif/ipc/peer"
 )
@@ -112,8 +113,8 @@ func TestUserShareLeavesSlots(t *testing.T) {
 }
 
 // TestUserConnShare: a user's new connection beyond their share closes
-// their own idlest one, never another user's; with none idle, it is
-// answered busy and closed.
+// their own idlest one, never another user's; with none idle, its request
+// waits for room, and is answered busy and closed when none comes.
 func TestUserConnShare(t *testing.T) {
 	asUsers(t)
 	bb := newBlockingBackend()
@@ -170,7 +171,15 @@ func TestUserConnShare(t *testing.T) {
 	if r := rawDoAs(t, sock, 1002, status); r.status != http.StatusOK {
 		t.Errorf("uid 1002 with uid 1000 at its share: %d %+v", r.status, r.err)
 	}
+	// A connection beyond the share waits for room: once uid 1000's
+	// requests end, it is served.
+	waited := make(chan rawResponse, 1)
+	go func() { waited <- rawDoAs(t, sock, 1000, status) }()
+	time.Sleep(100 * time.Millisecond)
 	close(bb.release)
+	if r := <-waited; r.status != http.StatusOK {
+		t.Errorf("a connection beyond uid 1000's share, its requests ending meanwhile: %d %+v, want 200", r.status, r.err)
+	}
 }
 
 func isTimeout(err error) bool {
@@ -201,5 +210,52 @@ func TestRequestTimeout(t *testing.T) {
 	}
 	if _, err := c.Status(context.Background()); err != nil {
 		t.Errorf("status after a query timed out: %v", err)
+	}
+}
+
+// slowBackend's Similar takes a few milliseconds, as a query does.
+type slowBackend struct{ *fakeController }
+
+func (b slowBackend) Similar(context.Context, index.Query, index.QueryOptions) (*index.Result, error) {
+	time.Sleep(3 * time.Millisecond)
+	return &index.Result{}, nil
+}
+
+// TestManyClientsOfOneUser: many clients of one user, each on a
+// connection of its own and more of them than the user's share of
+// connections, all pausing between requests, are all answered: the
+// user's connections are shared out in turn (an idle one closed for a new
+// one, whose client sends again), never closed in a storm before they
+// could send, and a request beyond the share waits for room rather than
+// being refused.
+func TestManyClientsOfOneUser(t *testing.T) {
+	const clients, requests = 24, 30
+	sock, _ := serveWith(t, slowBackend{newFakeController()}, Options{MaxConns: 64, MaxConnsPerUser: 4, MaxConcurrent: 16, MaxPerUser: 16})
+	sk := &fingerprint.Sketch{Params: fingerprint.DefaultParams(), Features: []fingerprint.Feature{{Hash: 1, Count: 1}}}
+	req := ipc.NewSimilarRequest("", sk)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	var first atomic.Value
+	for i := range clients {
+		wg.Go(func() {
+			c := ipc.NewClient(sock)
+			for k := range requests {
+				var err error
+				if k%5 == 0 {
+					_, err = c.Status(context.Background())
+				} else {
+					_, err = c.Similar(context.Background(), req)
+				}
+				if err != nil {
+					failed.Add(1)
+					first.CompareAndSwap(nil, err.Error())
+				}
+				time.Sleep(time.Duration((i*7+k*3)%5) * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		t.Errorf("%d of %d requests of %d clients of one user, 4 connections to share, failed; the first: %v", n, clients*requests, clients, first.Load())
 	}
 }
