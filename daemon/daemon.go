@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -225,6 +226,9 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 
 	// Workers run outside the group, so a shutdown can give up on them.
 	var workers sync.WaitGroup
+	addProcs(d.cfg.Workers)
+	d.first.cores = runtime.GOMAXPROCS(0)
+	var lowered sync.Once
 	for range d.cfg.Workers {
 		r, err := newReader(d.ix.Params(), d.cfg.MaxFileSize, d.ix.SimiHash())
 		if err != nil {
@@ -233,6 +237,9 @@ func (d *Daemon) run(ctx context.Context) (err error) {
 		}
 		workers.Go(func() {
 			defer r.close()
+			if err := lowerPriority(); err != nil {
+				lowered.Do(func() { d.log.Warn("workers run at the daemon's priority", "err", err) })
+			}
 			d.worker(ctx, r)
 		})
 	}

@@ -81,11 +81,17 @@
 //     to date) between producers and workers: the live lane carries
 //     settled changes and the files of new directories, the bulk lane
 //     those of full scans. Workers take live items first (queue.go).
-//   - Queries go first: while a query (similar, basis, SimiHash's find)
-//     is being answered, workers take no scan item and stop between the
-//     pieces of a large file they read for a scan, for at most 250 ms at
-//     a time; the status counts these waits (scan_yields). Live items and
-//     long answers (groups, dupes) neither wait nor hold (queryfirst.go).
+//   - Queries go first: a query being answered (similar, basis,
+//     SimiHash's find) holds a processor, and a worker takes a scan item,
+//     or goes on past a piece of a file it reads for a scan, only while
+//     the queries and the other scanning workers leave one free; it waits
+//     at most 250 ms at a time, and the status counts these waits
+//     (scan_yields). On Linux the workers' threads also run at the lowest
+//     CPU priority (nice 19) and the lowest best-effort I/O priority, with
+//     the Go runtime given a thread more per worker, so the kernel hands a
+//     waking query's thread a processor at once. Live items and long
+//     answers (groups, dupes) neither wait nor hold (queryfirst.go,
+//     priority_linux.go).
 //   - A claim is a worker's hold on one path while it brings it up to
 //     date: another worker that gets the same path hands its work over
 //     and has the claimant look once more, so the last look follows the

@@ -33,6 +33,7 @@ func TestQueriesBeforeScanFiles(t *testing.T) {
 				known := words(7, 2000)
 				writeFiles(t, map[string][]byte{filepath.Join(root, "known.txt"): known})
 				d, _ := bubbleDaemon(t, Config{Roots: []string{root}, Workers: 1})
+				d.first.cores = 1
 
 				var mu sync.Mutex
 				var order []string
@@ -110,4 +111,66 @@ func TestQueriesBeforeScanFiles(t *testing.T) {
 			})
 		})
 	}
+}
+
+// The gate is work-conserving: a query holds one processor, and the scan
+// takes the others. With 2 processors and a query being answered, one
+// worker scans and a second waits until the first is done or the query
+// is; a scanning worker stops between its pieces when a second query
+// comes, and goes on when one of them ends; and no worker waits longer
+// than maxQueryYield.
+func TestScanTakesTheProcessorsQueriesLeave(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		q := &queryFirst{cores: 2}
+		returned := func(f func()) chan struct{} {
+			c := make(chan struct{})
+			go func() { f(); close(c) }()
+			return c
+		}
+		isDone := func(c chan struct{}) bool {
+			synctest.Wait()
+			select {
+			case <-c:
+				return true
+			default:
+				return false
+			}
+		}
+		exit1 := q.enter()
+		var done1, done2 func()
+		if !isDone(returned(func() { done1 = q.scan(ctx) })) {
+			t.Fatal("with one query on 2 processors, the first worker waits")
+		}
+		second := returned(func() { done2 = q.scan(ctx) })
+		if isDone(second) {
+			t.Fatal("with one query and one worker scanning on 2 processors, a second worker scans too")
+		}
+		done1()
+		if !isDone(second) {
+			t.Fatal("the first worker done, the second still waits")
+		}
+		exit2 := q.enter()
+		paused := returned(func() { q.yield(ctx) })
+		if isDone(paused) {
+			t.Fatal("with 2 queries, a scanning worker goes on past a piece")
+		}
+		exit2()
+		if !isDone(paused) {
+			t.Fatal("one query left, the worker still waits between pieces")
+		}
+		done2()
+		exit3 := q.enter()
+		start := time.Now()
+		late := q.scan(ctx) // 2 queries on 2 processors, and they do not end
+		if waited := time.Since(start); waited != maxQueryYield {
+			t.Errorf("a worker waited %v for queries that did not end, want maxQueryYield (%v)", waited, maxQueryYield)
+		}
+		late()
+		exit1()
+		exit3()
+		if q.active != 0 || q.scanning != 0 {
+			t.Errorf("all done: %d queries and %d workers counted", q.active, q.scanning)
+		}
+	})
 }

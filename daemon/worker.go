@@ -19,12 +19,14 @@ func (d *Daemon) worker(ctx context.Context, r *reader) {
 		if !ok {
 			return
 		}
+		done := func() {}
 		if it.t.scan != nil {
-			d.first.yield(ctx) // queries first (queryfirst.go)
+			done = d.first.scan(ctx) // queries first (queryfirst.go)
 		}
 		d.lanes.busy.Add(1)
 		d.handle(ctx, r, it)
 		d.lanes.busy.Add(-1)
+		done()
 	}
 }
 
