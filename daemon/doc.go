@@ -89,8 +89,9 @@
 //     (scan_yields). On Linux the workers' threads also run at the lowest
 //     CPU priority (nice 19) and the lowest best-effort I/O priority, with
 //     the Go runtime given a thread more per worker, so the kernel hands a
-//     waking query's thread a processor at once. Live items and long
-//     answers (groups, dupes) neither wait nor hold (queryfirst.go,
+//     waking query's thread a processor at once; long answers (groups,
+//     dupes) run at nice 10, below queries and above the scan. Live items
+//     and long answers neither wait nor hold (queryfirst.go,
 //     priority_linux.go).
 //   - A claim is a worker's hold on one path while it brings it up to
 //     date: another worker that gets the same path hands its work over

@@ -41,9 +41,10 @@ func (a answers) Similar(ctx context.Context, q index.Query, o index.QueryOption
 // EachGroup leaves the files under missing roots out as if they were not
 // indexed: they neither appear nor link the files they resemble, and a
 // file identical to one of them is answered in its own right.
-func (a answers) EachGroup(ctx context.Context, o index.GroupOptions, fn func(index.Group) error) error {
+func (a answers) EachGroup(ctx context.Context, o index.GroupOptions, fn func(index.Group) error) (err error) {
 	o.Visible = a.d.present(o.Visible)
-	return a.d.ix.EachGroup(ctx, o, fn)
+	whole(func() { err = a.d.ix.EachGroup(ctx, o, fn) })
+	return err
 }
 
 // SimiHash reports whether the index keeps SimiHash keys.
@@ -65,12 +66,16 @@ func (a answers) SimiGroups(ctx context.Context, o index.SimiGroupOptions, fn fu
 		fnErr = fn(g)
 		return fnErr
 	}
-	st, err := call(a.d.ix, "query", func(ix *index.Index) (*index.SimiGroupStats, error) {
-		st, err := ix.SimiGroups(ctx, o, each)
-		if fnErr != nil {
-			return nil, nil // not the index's, and not to be tried again
-		}
-		return st, err
+	var st *index.SimiGroupStats
+	var err error
+	whole(func() {
+		st, err = call(a.d.ix, "query", func(ix *index.Index) (*index.SimiGroupStats, error) {
+			st, err := ix.SimiGroups(ctx, o, each)
+			if fnErr != nil {
+				return nil, nil // not the index's, and not to be tried again
+			}
+			return st, err
+		})
 	})
 	if fnErr != nil {
 		return nil, fnErr
@@ -78,8 +83,8 @@ func (a answers) SimiGroups(ctx context.Context, o index.SimiGroupOptions, fn fu
 	return st, err
 }
 
-func (a answers) Dupes(ctx context.Context, prefix string) ([]index.DupeSet, error) {
-	ds, err := a.d.ix.Dupes(ctx, prefix)
+func (a answers) Dupes(ctx context.Context, prefix string) (ds []index.DupeSet, err error) {
+	whole(func() { ds, err = a.d.ix.Dupes(ctx, prefix) })
 	return a.d.presentDupes(ds), err
 }
 

@@ -42,5 +42,29 @@ func lowerPriority() error {
 	return nil
 }
 
+// wholeNice is the CPU priority of the whole-index answers (groups,
+// dupes): below a query's, which a user or a sync tool waits on for each
+// file, above the scan's.
+const wholeNice = 10
+
+// whole runs f, a whole-index answer, on a thread of its own at
+// wholeNice, and returns when it has; the thread ends with it. A panic in
+// f is raised again in the caller, where the server recovers it.
+func whole(f func()) {
+	var caught any
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() { caught = recover() }()
+		runtime.LockOSThread()
+		unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), wholeNice) // at worst f runs at the daemon's
+		f()
+	}()
+	<-done
+	if caught != nil {
+		panic(caught)
+	}
+}
+
 // lowPriorityWorkers says that workers run at a priority of their own.
 const lowPriorityWorkers = true

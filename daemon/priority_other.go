@@ -7,5 +7,8 @@ package daemon
 // (queryfirst.go).
 func lowerPriority() error { return nil }
 
+// whole runs f, a whole-index answer, at the daemon's priority.
+func whole(f func()) { f() }
+
 // lowPriorityWorkers says that workers run at the daemon's priority.
 const lowPriorityWorkers = false

@@ -24,6 +24,9 @@ import (
 // thread the moment it wakes, taking it from the scan rather than waiting
 // for a piece's end, and gives the scan every cycle the queries leave, so
 // the gate above holds the scan only when the queries fill the machine.
+// Long answers (groups, dupes) run there between the two: below the
+// queries, which a user or a sync tool waits on file by file, above the
+// scan.
 //
 // Live changes are not held: they are few and their freshness is
 // promised. A worker waits at most maxQueryYield at a time, so that a
