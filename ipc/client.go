@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -773,7 +774,10 @@ func (e *droppedError) Unwrap() error   { return e.err }
 func dropped(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, net.ErrClosed) // closed by the transport, seeing the daemon close it
+		errors.Is(err, net.ErrClosed) || // closed by the transport, seeing the daemon close it
+		// net/http's own word for a kept connection the daemon closed
+		// before the request went out (an unexported error).
+		strings.Contains(err.Error(), "server closed idle connection")
 }
 
 // roundTrip sends one request. A successful answer's body goes to read,
