@@ -44,11 +44,13 @@
 // profiles through sifd's --pprof). million writes a synthetic file
 // server of --files files (a million, about 4 GB, by default; kept in
 // --dir and reused when given, as writing it is slow) and reports sifd's
-// first scan (time to ready, peak RSS), the index's size, similar queries'
+// first scan (time to ready, peak RSS), the index's size (and its peak on
+// disk during the scan and the compaction after it), similar queries'
 // latencies (right after ready, while sifd compacts the index it wrote,
 // and again once it is done), a restart, and sifctl groups and dupes (their time and
-// sifd's peak RSS over them; --profile DIR keeps sifd's heap profiles),
-// against issue 9's goals.
+// sifd's peak RSS over them; --profile DIR keeps sifd's heap profiles, and
+// its CPU profile, execution trace, block and mutex profiles over the
+// queries right after ready), against issues 9's and 25's goals.
 //
 // fleet builds a simulated fleet in this process (--hosts hosts, --files
 // files in all, a share of them copies and edited versions of other
@@ -183,7 +185,7 @@ func run(ctx context.Context, args []string) error {
 	var lo loadFlags
 	fs.IntVar(&lo.clients, "clients", 100, "load: concurrent clients, each with its own connection")
 	fs.StringVar(&lo.dir, "dir", "", "load, million: directory to keep the tree in, or to reuse it from (default: a temporary one); accuracy, manber: directory of the module corpus (default: sifbench-accuracy in the user cache directory)")
-	fs.StringVar(&lo.profile, "profile", "", "load: take CPU, block, mutex, heap and goroutine profiles of the loaded sifd (run with --pprof) into this directory; million: sifd's heap profiles once ready and during groups")
+	fs.StringVar(&lo.profile, "profile", "", "load: take CPU, block, mutex, heap and goroutine profiles of the loaded sifd (run with --pprof) into this directory; million: sifd's heap profiles once ready and during groups, its CPU, trace, block and mutex profiles over the queries right after ready")
 	fs.DurationVar(&lo.think, "think", 100*time.Millisecond, "load: mean pause of each client between two requests (uniform from 0 to twice it)")
 	fs.StringVar(&schemes, "schemes", "", "edits: comma-separated scheme specs such as manber:bits=8,chunks:avg=256 (default: a built-in list)")
 	var ff fleetFlags

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sif-dev/sif/ipc"
@@ -21,6 +22,16 @@ import (
 // millionGoalRSSMB is the peak resident set size sifd is held to on a
 // million files, in its first scan and during groups (issue 9, §4).
 const millionGoalRSSMB = 250
+
+// millionGoalP99Ms is the in-daemon p99 of similar held on a million files,
+// both while the index is compacted after the first scan and once it is
+// (issue 25).
+const millionGoalP99Ms = 20
+
+// millionProfileSecs is how long --profile profiles the daemon from the
+// start of the queries right after ready: longer than a thousand queries
+// take, most of them while the compaction after the first scan runs.
+const millionProfileSecs = 10
 
 // millionResult is the million benchmark's outcome.
 type millionResult struct {
@@ -40,6 +51,11 @@ type millionResult struct {
 	ScanCPUSecs  float64 `json:"first_scan_sifd_cpu_seconds"`
 	ScanPeakMB   float64 `json:"first_scan_peak_rss_mb"` // VmHWM once ready
 	IndexedFiles uint64  `json:"index_files"`            // the index's file count once ready
+	// ScanDiskPeak and DiskPeak are the largest sizes of the index's
+	// directory seen from the daemon's start to ready, and to the end of
+	// the compaction after the first scan.
+	ScanDiskPeak int64 `json:"first_scan_index_peak_bytes"`
+	DiskPeak     int64 `json:"compacted_index_peak_bytes"`
 
 	// Queries on the ready index: sifctl similar's request (fingerprints,
 	// the query's bytes for the check, threshold 25 %) through the Go client.
@@ -155,12 +171,15 @@ func benchMillion(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags, 
 	if err != nil {
 		return nil, err
 	}
+	diskPeak, stopDisk := pollDiskPeak(d.db)
+	defer stopDisk()
 	stopProgress := reportProgress(ctx, d.socket, n)
 	err = d.waitReady(ctx)
 	stopProgress()
 	if err != nil {
 		return nil, err
 	}
+	res.ScanDiskPeak = diskPeak()
 	res.ReadySecs = d.ready.Seconds()
 	res.ScanCPUSecs, _ = cpuSeconds(d.cmd.Process.Pid)
 	res.ScanPeakMB = float64(d.peakKB) / 1024
@@ -180,15 +199,23 @@ func benchMillion(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags, 
 		}
 	}
 	fmt.Fprintf(os.Stderr, "sifbench: ready in %.1f s; %d queries\n", res.ReadySecs, c.n)
-	if err := millionQueries(ctx, client, t, res, c.n, seed); err != nil {
+	waitProfiles := func() {}
+	if lo.profile != "" {
+		waitProfiles = profileQueries(ctx, pprofAddr, lo.profile)
+	}
+	err = millionQueries(ctx, client, t, res, c.n, seed)
+	if err != nil {
 		d.stop()
 		return nil, err
 	}
 	res.QueriesPeakMB = float64(d.notePeak()) / 1024
+	waitProfiles()
 	if err := d.waitCompacted(ctx); err != nil {
 		d.stop()
 		return nil, err
 	}
+	stopDisk()
+	res.DiskPeak = diskPeak()
 	fmt.Fprintf(os.Stderr, "sifbench: compacted; the %d queries again\n", c.n)
 	settled := &millionResult{Tree: res.Tree}
 	if err := millionQueries(ctx, client, t, settled, c.n, seed); err != nil {
@@ -275,6 +302,51 @@ func reportProgress(ctx context.Context, socket string, files int) (stop func())
 		}
 	})
 	return func() { close(done); wg.Wait() }
+}
+
+// pollDiskPeak sums the sizes of the files under dir every 20 ms until stop
+// is called; peak returns the largest sum so far. The index's directory
+// grows past its final size while Pebble writes a compaction's new tables
+// before it deletes the ones they replace, and while the write-ahead log
+// and memtables' flushed tables wait for it.
+func pollDiskPeak(dir string) (peak func() int64, stop func()) {
+	var most atomic.Int64
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			if n := dirSize(dir); n > most.Load() {
+				most.Store(n)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	var once sync.Once
+	return most.Load, func() { once.Do(func() { close(done); <-finished }) }
+}
+
+// profileQueries takes, through sifd's --pprof listener at addr, its CPU
+// profile, execution trace and block and mutex profiles over the
+// millionProfileSecs from the start of the queries right after ready, into
+// dir; the returned function waits for them. The trace shows what a slow
+// query waited for: the processor, the compaction's or the collector's
+// work, or a lock.
+func profileQueries(ctx context.Context, addr, dir string) (wait func()) {
+	var wg sync.WaitGroup
+	for _, name := range []string{"profile", "trace", "block", "mutex"} {
+		wg.Go(func() {
+			to := filepath.Join(dir, "queries-"+name+".pprof")
+			if err := fetchProfile(ctx, addr, fmt.Sprintf("%s?seconds=%d", name, millionProfileSecs), to); err != nil {
+				fmt.Fprintf(os.Stderr, "sifbench: %v\n", err)
+			}
+		})
+	}
+	return wg.Wait
 }
 
 // millionQueries asks the ready daemon about q files of the tree drawn
@@ -498,14 +570,15 @@ func millionCheck(t *millionTree, res *millionResult) {
 	}
 }
 
-// millionGoals holds the results to issue 9's goals.
+// millionGoals holds the results to issues 9's and 25's goals.
 func millionGoals(res *millionResult) {
 	restartGoal := 2 * float64(res.Files) / 100_000
 	res.Goals = []goal{
 		{fmt.Sprintf("first scan: sifd peak RSS <= %d MB", millionGoalRSSMB), f0(res.ScanPeakMB) + " MB", res.ScanPeakMB <= millionGoalRSSMB},
 		{fmt.Sprintf("first scan and queries: sifd peak RSS <= %d MB", millionGoalRSSMB), f0(res.QueriesPeakMB) + " MB", res.QueriesPeakMB <= millionGoalRSSMB},
 		{fmt.Sprintf("groups: sifd peak RSS <= %d MB (memory bounded)", millionGoalRSSMB), f0(res.Groups.SifdMB) + " MB", res.Groups.SifdMB <= millionGoalRSSMB},
-		{"similar: in-daemon p99 < 50 ms (as under load)", f1(res.InDaemon.P99Ms) + " ms", res.InDaemon.P99Ms < 50},
+		{fmt.Sprintf("similar right after ready (while compacting): in-daemon p99 <= %d ms", millionGoalP99Ms), f1(res.InDaemon.P99Ms) + " ms", res.InDaemon.P99Ms <= millionGoalP99Ms},
+		{fmt.Sprintf("similar once compacted: in-daemon p99 <= %d ms", millionGoalP99Ms), f1(res.SettledInDaemon.P99Ms) + " ms", res.SettledInDaemon.P99Ms <= millionGoalP99Ms},
 		{fmt.Sprintf("restart <= 2 s per 100,000 unchanged files (%.1f s)", restartGoal), f1(res.RestartSecs) + " s", res.RestartSecs <= restartGoal},
 	}
 }
@@ -523,6 +596,7 @@ func printMillion(res *millionResult) {
 		{"first scan: to ready", f1(res.ReadySecs) + " s", fmt.Sprintf("%.0f files/s, %.0f MB/s; sifd CPU %.0f s", float64(res.Files)/res.ReadySecs, mb(res.Bytes)/res.ReadySecs, res.ScanCPUSecs)},
 		{"first scan: sifd peak RSS", f0(res.ScanPeakMB) + " MB", fmt.Sprintf("VmHWM at ready; %.0f MB after the queries, %.0f MB over the daemon's life", res.QueriesPeakMB, res.LifePeakMB)},
 		{"index on disk after clean shutdown", f1(mb(res.IndexBytes)) + " MB", fmt.Sprintf("%.2f %% of the tree; %d files indexed", res.IndexShare, res.IndexedFiles)},
+		{"index on disk at its peak, first scan / until compacted", f1(mb(res.ScanDiskPeak)) + " / " + f1(mb(res.DiskPeak)) + " MB", "the index directory's files summed every 20 ms, from the daemon's start to ready, and on to the end of the compaction after it"},
 		{"similar right after ready, in the daemon", lat(res.InDaemon), fmt.Sprintf("p50 / p99; %d queries on files drawn from the tree, %.1f matches each, while the index is compacted", res.Queries, res.MeanMatches)},
 		{"similar, Go client, p50 / p99", lat(res.Client), fmt.Sprintf("read + fingerprint + request; %d of %d queries with kin answered", res.KinFound, res.WithKin)},
 		{"the same once compacted: in the daemon", lat(res.SettledInDaemon), "the same queries, once the compaction after the first scan is done (the ones above run during it)"},

@@ -39,6 +39,9 @@ func TestMillionRun(t *testing.T) {
 	if res.ReadySecs <= 0 || res.RestartSecs <= 0 || res.ScanPeakMB <= 0 || res.QueriesPeakMB < res.ScanPeakMB || res.LifePeakMB < res.QueriesPeakMB || res.IndexBytes <= 0 {
 		t.Errorf("scan: ready %v s, restart %v s, peak %v MB (life %v MB), index %d bytes", res.ReadySecs, res.RestartSecs, res.ScanPeakMB, res.LifePeakMB, res.IndexBytes)
 	}
+	if res.ScanDiskPeak <= 0 || res.DiskPeak < res.ScanDiskPeak {
+		t.Errorf("index's peak on disk: %d bytes to ready, %d until compacted", res.ScanDiskPeak, res.DiskPeak)
+	}
 	if res.Queries != 40 || res.InDaemon.N != 40 || res.InDaemon.P99Ms <= 0 || res.Client.MedianMs < res.InDaemon.MedianMs {
 		t.Errorf("queries: %d, in daemon %+v, client %+v", res.Queries, res.InDaemon, res.Client)
 	}
@@ -50,7 +53,7 @@ func TestMillionRun(t *testing.T) {
 			t.Errorf("%s: %+v", name, m)
 		}
 	}
-	if len(res.Goals) != 5 {
+	if len(res.Goals) != 6 {
 		t.Errorf("goals: %+v", res.Goals)
 	}
 	for _, g := range res.Goals[:3] {
@@ -59,7 +62,8 @@ func TestMillionRun(t *testing.T) {
 			t.Errorf("goal %s: %s, missed on 3000 files", g.What, g.Got)
 		}
 	}
-	for _, name := range []string{"heap-ready.pprof", "heap-groups.pprof", "heap-dupes.pprof"} {
+	for _, name := range []string{"heap-ready.pprof", "heap-groups.pprof", "heap-dupes.pprof",
+		"queries-profile.pprof", "queries-trace.pprof", "queries-block.pprof", "queries-mutex.pprof"} {
 		if fi, err := os.Stat(filepath.Join(prof, name)); err != nil || fi.Size() == 0 {
 			t.Errorf("profile %s: %v", name, err)
 		}
