@@ -41,8 +41,11 @@ type Daemon struct {
 	first    queryFirst // queries before scan work
 	errs     errorLog
 	ready    chan struct{} // closed when every root's first scan has ended
-	unclean  bool          // the previous run did not shut down cleanly
-	marker   runMarker
+	// compacted is closed once the compaction after the first scans has
+	// ended, or at ready when there is none.
+	compacted chan struct{}
+	unclean   bool // the previous run did not shut down cleanly
+	marker    runMarker
 
 	runCtx context.Context
 	// group is Run's errgroup, and groupCtx its context: spawn runs the
@@ -112,7 +115,7 @@ func open(cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{
-		cfg: cfg, log: cfg.Logger, started: time.Now(), ready: make(chan struct{}),
+		cfg: cfg, log: cfg.Logger, started: time.Now(), ready: make(chan struct{}), compacted: make(chan struct{}),
 		lanes: newLanes(), track: newTracker(),
 		live: newScanner(true), bulk: newScanner(false),
 		retries: newAttempts(changeRetries), deferrals: newAttempts(goneDeferrals),
@@ -406,19 +409,26 @@ func (d *Daemon) firstScan(ctx context.Context) error {
 	close(d.ready)
 	d.log.Info("ready", "files", st.Files, "bytes", st.Bytes, "postings", st.Features,
 		"disk_bytes", st.DiskBytes, "elapsed", time.Since(d.started).Round(time.Millisecond))
-	if compact {
-		t0 := time.Now()
-		err := d.ix.Compact(ctx)
-		d.compacting.Store(false)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("compacting index: %w", err)
-		}
-		st, _ := d.ix.Stats()
-		d.log.Info("index compacted", "disk_bytes", st.DiskBytes, "elapsed", time.Since(t0).Round(time.Millisecond))
+	if !compact {
+		close(d.compacted)
+		return nil
 	}
+	// The compaction's own reading (the empty lists it drops first) runs
+	// at the scan's priority, below the queries; Pebble's rewriting runs
+	// on goroutines of its own.
+	t0 := time.Now()
+	var err error
+	atNice(workerNice, func() { err = d.ix.Compact(ctx) })
+	d.compacting.Store(false)
+	close(d.compacted)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("compacting index: %w", err)
+	}
+	st, _ = d.ix.Stats()
+	d.log.Info("index compacted", "disk_bytes", st.DiskBytes, "elapsed", time.Since(t0).Round(time.Millisecond))
 	return nil
 }
 

@@ -19,14 +19,16 @@ import (
 
 // faultLoop watches for faults until ctx is done: the index directory
 // deleted, rebuilds asked for, writes on hold, missing roots; once the
-// daemon is ready it verifies the whole index once. It returns an error
+// daemon is ready and the compaction after its first scan has ended (which
+// reads every block it rewrites, checksums included) it verifies the whole
+// index once, at the scan's priority. It returns an error
 // wrapping ErrRestart, which ends Run, when the index cannot be opened
 // again in this process.
 func (d *Daemon) faultLoop(ctx context.Context) error {
 	d.faults.opened.remember()
 	t := time.NewTicker(faultPoll)
 	defer t.Stop()
-	ready := d.ready
+	compacted := d.compacted
 	var verify chan error
 	for {
 		select {
@@ -36,13 +38,24 @@ func (d *Daemon) faultLoop(ctx context.Context) error {
 			if err := d.rebuild(reason, false); err != nil {
 				return err
 			}
-		case <-ready:
-			ready = nil
+		case <-compacted:
+			compacted = nil
 			verify = make(chan error, 1)
 			ix := d.ix.cur()
-			d.spawn(func(ctx context.Context) { verify <- ix.Verify(ctx) })
+			d.spawn(func(ctx context.Context) {
+				var err error
+				atNice(workerNice, func() { err = ix.Verify(ctx) })
+				verify <- err
+			})
 		case err := <-verify:
 			verify = nil
+			if why := d.faults.opened.gone(); why != "" && err != nil {
+				// Tables missing because the directory went: say so.
+				if err := d.rebuild(why, true); err != nil {
+					return err
+				}
+				continue
+			}
 			if index.IsCorrupt(err) {
 				if err := d.rebuild("verification: "+err.Error(), false); err != nil {
 					return err

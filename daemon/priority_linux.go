@@ -47,17 +47,20 @@ func lowerPriority() error {
 // file, above the scan's.
 const wholeNice = 10
 
-// whole runs f, a whole-index answer, on a thread of its own at
-// wholeNice, and returns when it has; the thread ends with it. A panic in
-// f is raised again in the caller, where the server recovers it.
-func whole(f func()) {
+// whole runs f, a whole-index answer, at wholeNice (see atNice).
+func whole(f func()) { atNice(wholeNice, f) }
+
+// atNice runs f on a thread of its own at the CPU priority nice, and
+// returns when it has; the thread ends with it. A panic in f is raised
+// again in the caller (where the server recovers an answer's).
+func atNice(nice int, f func()) {
 	var caught any
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer func() { caught = recover() }()
 		runtime.LockOSThread()
-		unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), wholeNice) // at worst f runs at the daemon's
+		unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), nice) // at worst f runs at the daemon's
 		f()
 	}()
 	<-done
