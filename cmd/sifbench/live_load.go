@@ -26,16 +26,54 @@ type loadFlags struct {
 	dir     string        // tree kept or reused here
 	think   time.Duration // mean pause of a client between two requests
 	profile string        // directory for the loaded daemon's profiles, "" for none
+	during  string        // the phase of sifd's life timed and loaded: a loadPhase's name
 }
 
-// loadRun is one run of sifd to ready on the load tree.
+// loadPhase is a part of sifd's life the load benchmark times alone (T0)
+// and with the clients asking all along (T1), as --during names it: the
+// daemon's heavy work that queries must not wait for.
+type loadPhase struct {
+	name   string // --during
+	what   string // the phase timed, for the report's first line
+	column string // the table's header of its length
+	work   string // the daemon's work in it, for the line of the CPU floor
+}
+
+// loadPhases are the phases --during takes, the default first.
+var loadPhases = []loadPhase{
+	{"first-scan", "sifd to ready on a fresh index", "to ready s", "scan"},
+	{"reconcile", "sifd restarted to ready on an index of the tree after every file's mtime changed (its reconcile reads each again)", "restart to ready s", "reconcile"},
+	{"compaction", "sifd from ready to the end of the compaction after its first scan on a fresh index", "ready to compacted s", "compaction"},
+}
+
+// findPhase returns the phase of loadPhases named name.
+func findPhase(name string) (*loadPhase, error) {
+	var names []string
+	for i := range loadPhases {
+		if loadPhases[i].name == name {
+			return &loadPhases[i], nil
+		}
+		names = append(names, loadPhases[i].name)
+	}
+	return nil, fmt.Errorf("--during %q: want %s", name, strings.Join(names, ", "))
+}
+
+// loadRun is one run of sifd through the phase on the load tree.
 type loadRun struct {
+	// Secs is the phase's length: from start to ready for a first scan or
+	// a reconcile (ReadySecs), from ready to the compaction's end for a
+	// compaction.
+	Secs      float64 `json:"phase_seconds"`
 	ReadySecs float64 `json:"ready_seconds"`
 	// ListenSecs is when the daemon first answered on its socket.
 	ListenSecs float64 `json:"listening_seconds,omitempty"`
-	CPUSecs    float64 `json:"sifd_cpu_seconds"` // sifd's user + system time from start to ready
+	CPUSecs    float64 `json:"sifd_cpu_seconds"` // sifd's user + system time over the phase
 	PeakRSSMB  float64 `json:"peak_rss_mb"`      // VmHWM over the daemon's life
 	Files      uint64  `json:"index_files"`
+	// Unchanged counts the files the daemon found as indexed, not read
+	// again (the status's counters.unchanged): none, in a reconcile after
+	// every mtime changed.
+	Unchanged uint64 `json:"unchanged_files"`
 }
 
 // loadKind is what one kind of request measured during the loaded run.
@@ -62,6 +100,7 @@ type loadKind struct {
 
 // loadResult is the load benchmark's outcome.
 type loadResult struct {
+	During     string  `json:"during"` // the phase timed: a loadPhase's name
 	Tree       string  `json:"tree"`
 	Files      int     `json:"files"`
 	Bytes      int64   `json:"bytes"`
@@ -98,7 +137,9 @@ type loadResult struct {
 	ScanYields uint64 `json:"scan_yields"`
 	// LoadAvg is the machine's load average (/proc/loadavg) before T0,
 	// after T0, before T1 and after T1: other work on the machine.
-	LoadAvg    []string `json:"load_average,omitempty"`
+	LoadAvg []string `json:"load_average,omitempty"`
+	// Notes qualify the figures, such as a phase too short to load much.
+	Notes      []string `json:"notes,omitempty"`
 	Goals      []goal   `json:"goals"`
 	Unexpected []string `json:"unexpected,omitempty"`
 }
@@ -125,10 +166,11 @@ func printGoals(goals []goal, unexpected []string) {
 	}
 }
 
-// benchLoad runs sifd to ready on a tree of at least --size bytes twice,
-// each time on a fresh index: once alone (T0), then with --clients
-// clients asking it all along (T1), and reports the time to ready, the
-// clients' latencies and errors, and the daemon's CPU and memory.
+// benchLoad runs sifd through the phase --during names on a tree of at
+// least --size bytes twice, each time on a fresh index: once alone (T0),
+// then with --clients clients asking it all along the phase (T1), and
+// reports the phase's length, the clients' latencies and errors, and the
+// daemon's CPU and memory.
 func benchLoad(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags) (*loadResult, error) {
 	res, sifd, work, err := loadSetup(c, lf, lo)
 	if err != nil {
@@ -161,11 +203,14 @@ func loadSetup(c *common, lf *liveFlags, lo *loadFlags) (*loadResult, string, st
 	if lo.clients <= 0 {
 		return nil, "", "", fmt.Errorf("--clients %d: want at least 1", lo.clients)
 	}
+	if _, err := findPhase(lo.during); err != nil {
+		return nil, "", "", err
+	}
 	sifd, _, work, err := buildLive(c)
 	if err != nil {
 		return nil, "", "", err
 	}
-	res := &loadResult{Clients: lo.clients, ThinkMs: ms(lo.think), Cores: runtime.NumCPU(), Errors: map[string]int{}, Kinds: map[string]*loadKind{}}
+	res := &loadResult{During: lo.during, Clients: lo.clients, ThinkMs: ms(lo.think), Cores: runtime.NumCPU(), Errors: map[string]int{}, Kinds: map[string]*loadKind{}}
 	if res.Tree, res.CreateSecs, err = loadTree(c, lo.dir, work, size); err != nil {
 		return nil, "", "", err
 	}
@@ -183,8 +228,9 @@ func loadSetup(c *common, lf *liveFlags, lo *loadFlags) (*loadResult, string, st
 	return res, sifd, work, nil
 }
 
-// loadUnloaded is the unloaded run (T0): sifd to ready alone on a fresh
-// index, then each kind of request alone on the ready daemon (loadAlone).
+// loadUnloaded is the unloaded run (T0): sifd through the phase alone on
+// a fresh index, then each kind of request alone on the ready daemon
+// (loadAlone).
 // It fills in res.Unloaded and returns the queries the clients will send,
 // the fingerprints of up to 1000 files of the tree, and what each kind
 // took alone.
@@ -196,20 +242,18 @@ func loadUnloaded(ctx context.Context, res *loadResult, sifd, work string) ([]*i
 	fmt.Fprintf(os.Stderr, "sifbench: unloaded run\n")
 	w0 := filepath.Join(work, "unloaded")
 	os.MkdirAll(w0, 0o755)
-	d, err := startDaemon(ctx, sifd, res.Tree, w0)
+	d, cpu0, err := loadBegin(ctx, res.During, sifd, res.Tree, w0)
 	if err != nil {
 		return nil, nil, err
 	}
-	res.Unloaded.ReadySecs = d.ready.Seconds()
-	res.Unloaded.CPUSecs, _ = cpuSeconds(d.cmd.Process.Pid)
+	if err := loadEnd(ctx, res.During, d, cpu0, &res.Unloaded); err != nil {
+		return nil, nil, err
+	}
 	client := ipc.NewClient(d.socket)
 	info, err := client.Info(ctx)
 	if err != nil {
 		d.stop()
 		return nil, nil, err
-	}
-	if st, err := client.Status(ctx); err == nil {
-		res.Unloaded.Files = st.Index.Files
 	}
 
 	// The queries: the fingerprints of up to 1000 files of the tree of at
@@ -244,10 +288,10 @@ func loadUnloaded(ctx context.Context, res *loadResult, sifd, work string) ([]*i
 	return reqs, alone, nil
 }
 
-// loadLoaded is the loaded run (T1): sifd to ready on a fresh index with
-// --clients clients (loadClient) asking it reqs and the rest from the
-// moment it answers on its socket until it is ready, and with --profile
-// its profiles taken meanwhile. It fills in res.Loaded, res.BenchCPU and
+// loadLoaded is the loaded run (T1): sifd through the phase on a fresh
+// index with --clients clients (loadClient) asking it reqs and the rest
+// from the moment it answers on its socket (at ready for a compaction)
+// until the phase ends, and with --profile its profiles taken meanwhile. It fills in res.Loaded, res.BenchCPU and
 // res.Ratio, and returns each client's samples and how long the clients
 // ran, in seconds.
 func loadLoaded(ctx context.Context, res *loadResult, lo *loadFlags, sifd, work string, reqs []*ipc.SimilarRequest) ([][]loadSample, float64, error) {
@@ -269,26 +313,18 @@ func loadLoaded(ctx context.Context, res *loadResult, lo *loadFlags, sifd, work 
 		}
 		extra = append(extra, "--pprof", pprofAddr)
 	}
-	d, err := launchDaemon(sifd, res.Tree, w1, extra...)
+	d, cpu0, err := loadBegin(ctx, res.During, sifd, res.Tree, w1, extra...)
 	if err != nil {
 		return nil, 0, err
 	}
-	// The clients start once the daemon answers on its socket.
-	probe := ipc.NewClient(d.socket)
-	for {
-		if _, err := probe.Info(ctx); err == nil {
-			break
-		}
-		select {
-		case err := <-d.done:
-			return nil, 0, fmt.Errorf("sifd exited before it listened: %v", err)
-		case <-ctx.Done():
-			d.cmd.Process.Kill()
-			return nil, 0, ctx.Err()
-		case <-time.After(time.Millisecond):
-		}
+	// The clients start once the daemon answers on its socket: at once
+	// when it is ready for its compaction.
+	if err := waitListening(ctx, d); err != nil {
+		return nil, 0, err
 	}
-	res.Loaded.ListenSecs = time.Since(d.start).Seconds()
+	if res.During != "compaction" {
+		res.Loaded.ListenSecs = time.Since(d.start).Seconds()
+	}
 	cpuBench0, _ := cpuSeconds(os.Getpid())
 	var stop atomic.Bool
 	samples := make([][]loadSample, lo.clients)
@@ -303,15 +339,15 @@ func loadLoaded(ctx context.Context, res *loadResult, lo *loadFlags, sifd, work 
 	}
 	var profiles sync.WaitGroup
 	if lo.profile != "" {
-		// CPU over most of the scan as T0 took it, then the rest.
-		secs := max(1, int(res.Unloaded.ReadySecs*0.8))
+		// CPU over most of the phase as T0 took it, then the rest.
+		secs := max(1, int(res.Unloaded.Secs*0.8))
 		profiles.Go(func() {
 			if err := takeProfiles(ctx, pprofAddr, lo.profile, secs); err != nil {
 				fmt.Fprintf(os.Stderr, "sifbench: profiles: %v\n", err)
 			}
 		})
 	}
-	readyErr := d.waitReady(ctx)
+	endErr := loadEnd(ctx, res.During, d, cpu0, &res.Loaded)
 	stop.Store(true)
 	profiles.Wait()
 	wg.Wait()
@@ -319,13 +355,10 @@ func loadLoaded(ctx context.Context, res *loadResult, lo *loadFlags, sifd, work 
 	res.LoadAvg = append(res.LoadAvg, loadAvg())
 	cpuBench1, _ := cpuSeconds(os.Getpid())
 	res.BenchCPU = cpuBench1 - cpuBench0
-	if readyErr != nil {
-		return nil, 0, readyErr
+	if endErr != nil {
+		return nil, 0, endErr
 	}
-	res.Loaded.ReadySecs = d.ready.Seconds()
-	res.Loaded.CPUSecs, _ = cpuSeconds(d.cmd.Process.Pid)
 	if st, err := ipc.NewClient(d.socket).Status(ctx); err == nil {
-		res.Loaded.Files = st.Index.Files
 		res.ScanYields = st.Counters.ScanYields
 	}
 	kb, err := d.stop()
@@ -334,8 +367,137 @@ func loadLoaded(ctx context.Context, res *loadResult, lo *loadFlags, sifd, work 
 	}
 	res.Loaded.PeakRSSMB = float64(kb) / 1024
 	os.RemoveAll(w1)
-	res.Ratio = res.Loaded.ReadySecs / res.Unloaded.ReadySecs
+	res.Ratio = res.Loaded.Secs / res.Unloaded.Secs
 	return samples, loadSecs, nil
+}
+
+// loadBegin starts sifd on tree with its index in w and returns it at the
+// start of the phase during, with its CPU time then: just launched for a
+// first scan; for a reconcile, launched again on the index a run before
+// made of the tree (loadIndex); ready for a compaction. extra are sifd's
+// flags for the run timed.
+func loadBegin(ctx context.Context, during, sifd, tree, w string, extra ...string) (*daemonRun, float64, error) {
+	switch during {
+	case "compaction":
+		d, err := startDaemon(ctx, sifd, tree, w, extra...)
+		if err != nil {
+			return nil, 0, err
+		}
+		cpu0, _ := cpuSeconds(d.cmd.Process.Pid)
+		return d, cpu0, nil
+	case "reconcile":
+		if err := loadIndex(ctx, sifd, tree, w); err != nil {
+			return nil, 0, err
+		}
+	}
+	d, err := launchDaemon(sifd, tree, w, extra...)
+	return d, 0, err
+}
+
+// loadEnd waits for the end of the phase during that d is in, and records
+// in run its length, sifd's CPU time over it (cpu0 at its start) and the
+// index's files: the phase ends at ready for a first scan or a
+// reconcile, when the status no longer says compacting for a compaction.
+func loadEnd(ctx context.Context, during string, d *daemonRun, cpu0 float64, run *loadRun) error {
+	var err error
+	if during == "compaction" {
+		err = d.waitCompacted(ctx)
+	} else {
+		err = d.waitReady(ctx)
+	}
+	if err != nil {
+		d.cmd.Process.Kill()
+		return err
+	}
+	cpu, _ := cpuSeconds(d.cmd.Process.Pid)
+	run.CPUSecs = cpu - cpu0
+	run.ReadySecs = d.ready.Seconds()
+	run.Secs = run.ReadySecs
+	if during == "compaction" {
+		run.Secs = time.Since(d.start).Seconds() - run.ReadySecs
+	}
+	if st, err := ipc.NewClient(d.socket).Status(ctx); err == nil {
+		run.Files, run.Unchanged = st.Index.Files, st.Counters.Unchanged
+	}
+	return nil
+}
+
+// waitListening returns once d answers on its socket.
+func waitListening(ctx context.Context, d *daemonRun) error {
+	probe := ipc.NewClient(d.socket)
+	for {
+		if _, err := probe.Info(ctx); err == nil {
+			return nil
+		}
+		select {
+		case err := <-d.done:
+			return fmt.Errorf("sifd exited before it listened: %v", err)
+		case <-ctx.Done():
+			d.cmd.Process.Kill()
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// loadIndex indexes tree into a fresh index in w, waits until sifd has
+// settled, stops it cleanly, and sets every file's mtime to a new time,
+// its bytes unchanged, so that the next run on the index reads each
+// again: the reconcile after a restart at its heaviest.
+func loadIndex(ctx context.Context, sifd, tree, w string) error {
+	d, err := startDaemon(ctx, sifd, tree, w)
+	if err != nil {
+		return err
+	}
+	if err := waitSettled(ctx, d); err != nil {
+		d.cmd.Process.Kill()
+		return err
+	}
+	if _, err := d.stop(); err != nil {
+		return err
+	}
+	// An hour ago: a new time, and none a scan would take for a file
+	// still being written.
+	return touchTree(tree, time.Now().Add(-time.Hour))
+}
+
+// waitSettled polls d's status every 20 ms until it is settled.
+func waitSettled(ctx context.Context, d *daemonRun) error {
+	c := ipc.NewClient(d.socket)
+	for {
+		st, err := c.Status(ctx)
+		if err != nil {
+			return err
+		}
+		if settled(st) {
+			return nil
+		}
+		select {
+		case err := <-d.done:
+			return fmt.Errorf("sifd exited: %v", err)
+		case <-ctx.Done():
+			d.cmd.Process.Kill()
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// settled says whether the daemon of status st is done with its work:
+// ready, not compacting, and no change or scan waiting or being read.
+func settled(st *ipc.Status) bool {
+	return st.State == "ready" && !st.Index.Compacting && st.Queue == ipc.QueueStatus{}
+}
+
+// touchTree sets the access and modification times of every regular file
+// under root to t.
+func touchTree(root string, t time.Time) error {
+	for _, p := range regularFiles(root, 0, 1<<62) {
+		if err := os.Chtimes(p, t, t); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // loadSum sums up the clients' samples and what each kind took alone into
@@ -378,10 +540,8 @@ func loadSum(res *loadResult, samples [][]loadSample, alone map[string]*loadKind
 		res.DemandCPU += float64(k.Done) * k.AloneCPUMs / 1000
 	}
 	res.Floor = (res.Unloaded.CPUSecs + res.DemandCPU + res.BenchCPU) / float64(res.Cores)
+	res.Unexpected, res.Notes = loadChecks(res)
 	res.ReqPerSec = float64(res.Requests) / loadSecs
-	if res.Unloaded.Files != res.Loaded.Files {
-		res.Unexpected = append(res.Unexpected, fmt.Sprintf("the loaded run indexed %d files, the unloaded one %d", res.Loaded.Files, res.Unloaded.Files))
-	}
 	errs := 0
 	for _, n := range res.Errors {
 		errs += n
@@ -400,24 +560,44 @@ func loadSum(res *loadResult, samples [][]loadSample, alone map[string]*loadKind
 	return firstErr, errs
 }
 
+// loadChecks returns what was unexpected in the two runs of res, and
+// notes on its figures.
+func loadChecks(res *loadResult) (unexpected, notes []string) {
+	if res.Unloaded.Files != res.Loaded.Files {
+		unexpected = append(unexpected, fmt.Sprintf("the loaded run indexed %d files, the unloaded one %d", res.Loaded.Files, res.Unloaded.Files))
+	}
+	if res.During == "reconcile" && res.Unloaded.Unchanged+res.Loaded.Unchanged > 0 {
+		unexpected = append(unexpected, fmt.Sprintf("the reconciles found %d (T0) and %d (T1) files unchanged: want each read again", res.Unloaded.Unchanged, res.Loaded.Unchanged))
+	}
+	if res.During == "compaction" && res.Unloaded.Secs < 2 {
+		notes = append(notes, fmt.Sprintf("the compaction took %.2f s alone, under 2 s: few requests fall in it, and the latencies weigh its start; the figures count all the same", res.Unloaded.Secs))
+	}
+	return unexpected, notes
+}
+
 // loadReport prints res for a reader: the tree, the two runs, the
 // clients' throughput and CPU, the latencies by kind, the errors and the
 // goals. loadSecs is how long the clients ran; firstErr and errs are
 // loadSum's.
 func loadReport(res *loadResult, lo *loadFlags, loadSecs float64, firstErr map[string]string, errs int) {
-	fmt.Printf("load: %s, %d files, %.1f MB, page cache warm; %d cores; sifd to ready on a fresh index, alone (T0) and with %d clients (T1)\n",
-		res.Tree, res.Files, mb(res.Bytes), res.Cores, res.Clients)
+	phase, _ := findPhase(res.During)
+	fmt.Printf("load: %s, %d files, %.1f MB, page cache warm; %d cores; %s, alone (T0) and with %d clients (T1)\n",
+		res.Tree, res.Files, mb(res.Bytes), res.Cores, phase.what, res.Clients)
 	fmt.Printf("each client: its own connection, one request at a time, a pause of 0-%s between them (mean %s); similar with the fingerprints of %d files of the tree, 2%% status, 0.5%% dupes, 0.2%% groups\n",
 		2*lo.think, lo.think, res.Queries)
 	fmt.Print(table([][]string{
-		{"", "to ready s", "sifd CPU s", "peak RSS MB", "indexed files"},
-		{"T0 alone", f2(res.Unloaded.ReadySecs), f1(res.Unloaded.CPUSecs), f0(res.Unloaded.PeakRSSMB), strconv.FormatUint(res.Unloaded.Files, 10)},
-		{fmt.Sprintf("T1 with %d clients", res.Clients), f2(res.Loaded.ReadySecs), f1(res.Loaded.CPUSecs), f0(res.Loaded.PeakRSSMB), strconv.FormatUint(res.Loaded.Files, 10)},
+		{"", phase.column, "sifd CPU s", "peak RSS MB", "indexed files"},
+		{"T0 alone", f2(res.Unloaded.Secs), f1(res.Unloaded.CPUSecs), f0(res.Unloaded.PeakRSSMB), strconv.FormatUint(res.Unloaded.Files, 10)},
+		{fmt.Sprintf("T1 with %d clients", res.Clients), f2(res.Loaded.Secs), f1(res.Loaded.CPUSecs), f0(res.Loaded.PeakRSSMB), strconv.FormatUint(res.Loaded.Files, 10)},
 	}))
-	fmt.Printf("T1/T0 = %.2f; clients started %.2f s after sifd (when it answered), sent %d requests in %.1f s (%.0f/s), using %.1f s of CPU in sifbench (%.2f cores); the scan waited for queries %d times\n",
-		res.Ratio, res.Loaded.ListenSecs, res.Requests, loadSecs, res.ReqPerSec, res.BenchCPU, res.BenchCPU/loadSecs, res.ScanYields)
-	fmt.Printf("the requests answered, each at its CPU cost alone (shared groups answers cost less), take %.1f s of sifd CPU (%.2f cores over T1); with the scan's %.1f s of T0 and sifbench's %.1f s, T1 is at least %.1f s on %d cores (T1/T0 >= %.2f)\n",
-		res.DemandCPU, res.DemandCPU/res.Loaded.ReadySecs, res.Unloaded.CPUSecs, res.BenchCPU, res.Floor, res.Cores, res.Floor/res.Unloaded.ReadySecs)
+	started := fmt.Sprintf("%.2f s after sifd (when it answered)", res.Loaded.ListenSecs)
+	if res.During == "compaction" {
+		started = fmt.Sprintf("at ready, %.2f s after sifd", res.Loaded.ReadySecs)
+	}
+	fmt.Printf("T1/T0 = %.2f; clients started %s, sent %d requests in %.1f s (%.0f/s), using %.1f s of CPU in sifbench (%.2f cores); the scan waited for queries %d times\n",
+		res.Ratio, started, res.Requests, loadSecs, res.ReqPerSec, res.BenchCPU, res.BenchCPU/loadSecs, res.ScanYields)
+	fmt.Printf("the requests answered, each at its CPU cost alone (shared groups answers cost less), take %.1f s of sifd CPU (%.2f cores over T1); with the %s's %.1f s of T0 and sifbench's %.1f s, T1 is at least %.1f s on %d cores (T1/T0 >= %.2f)\n",
+		res.DemandCPU, res.DemandCPU/res.Loaded.Secs, phase.work, res.Unloaded.CPUSecs, res.BenchCPU, res.Floor, res.Cores, res.Floor/res.Unloaded.Secs)
 	if len(res.LoadAvg) == 4 {
 		fmt.Printf("machine load average (1, 5, 15 min): before T0 %s; after T0 %s; before T1 %s; after T1 %s\n", res.LoadAvg[0], res.LoadAvg[1], res.LoadAvg[2], res.LoadAvg[3])
 	}
@@ -453,6 +633,9 @@ func loadReport(res *loadResult, lo *loadFlags, loadSecs float64, firstErr map[s
 	}
 	fmt.Printf("\nbusy answers not absorbed by the client's retries: %d; answered only after a retry (a second or more spent outside the daemon): %d\n",
 		res.Errors["busy"], res.Retried)
+	for _, n := range res.Notes {
+		fmt.Printf("note: %s\n", n)
+	}
 	printGoals(res.Goals, res.Unexpected)
 }
 

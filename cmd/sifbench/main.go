@@ -27,7 +27,7 @@
 //	go run ./cmd/sifbench freshness [--n 100] [--size 1MB] [--settle 500ms]
 //	go run ./cmd/sifbench restart   [--files 100000] [--cpuprofile FILE] [--memprofile FILE]
 //	go run ./cmd/sifbench churn     [--files 20000] [--seconds 20] [--settle 500ms]
-//	go run ./cmd/sifbench load      [--size 1GiB] [--clients 100] [--think 100ms] [--dir DIR] [--profile DIR]
+//	go run ./cmd/sifbench load      [--size 1GiB] [--clients 100] [--think 100ms] [--dir DIR] [--profile DIR] [--during first-scan|reconcile|compaction]
 //	go run ./cmd/sifbench million   [--files 1000000] [--dir DIR] [--seed N] [--n 1000] [--profile DIR]
 //
 // freshness rewrites a file n times and times from the end of the write to
@@ -41,8 +41,11 @@
 // alone and while --clients clients query it, with their latencies and
 // errors, each kind of request's cost alone on the ready daemon, and the
 // CPU the requests take (--profile DIR also takes the loaded daemon's
-// profiles through sifd's --pprof). million writes a synthetic file
-// server of --files files (a million, about 4 GB, by default; kept in
+// profiles through sifd's --pprof); with --during reconcile it times
+// instead a restart on an index of the tree after every file's mtime
+// changed (the reconcile reads each again), with --during compaction the
+// compaction after the first scan, from ready to its end. million
+// writes a synthetic file server of --files files (a million, about 4 GB, by default; kept in
 // --dir and reused when given, as writing it is slow) and reports sifd's
 // first scan (time to ready, peak RSS), the index's size (and its peak on
 // disk during the scan and the compaction after it), similar queries'
@@ -186,6 +189,7 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&lo.clients, "clients", 100, "load: concurrent clients, each with its own connection")
 	fs.StringVar(&lo.dir, "dir", "", "load, million: directory to keep the tree in, or to reuse it from (default: a temporary one); accuracy, manber: directory of the module corpus (default: sifbench-accuracy in the user cache directory)")
 	fs.StringVar(&lo.profile, "profile", "", "load: take CPU, block, mutex, heap and goroutine profiles of the loaded sifd (run with --pprof) into this directory; million: sifd's heap profiles once ready and during groups, its CPU, trace, block and mutex profiles over the queries right after ready")
+	fs.StringVar(&lo.during, "during", "first-scan", "load: the phase of sifd timed and loaded: first-scan (on a fresh index), reconcile (a restart after every file's mtime changed) or compaction (after the first scan, from ready to its end)")
 	fs.DurationVar(&lo.think, "think", 100*time.Millisecond, "load: mean pause of each client between two requests (uniform from 0 to twice it)")
 	fs.StringVar(&schemes, "schemes", "", "edits: comma-separated scheme specs such as manber:bits=8,chunks:avg=256 (default: a built-in list)")
 	var ff fleetFlags
