@@ -194,16 +194,33 @@ type corpusResult struct {
 	FilesPerSec float64   `json:"files_per_second"`
 	IndexBytes  int64     `json:"index_bytes"`
 	IndexShare  float64   `json:"index_share_percent"`
-	PeakRSSMB   float64   `json:"peak_rss_mb"`
-	Restart     float64   `json:"restart_seconds"`
+	// IndexAllocated is the disk space allocated to the index after the
+	// clean shutdown, IndexBytes that of its files' sizes. The peaks are
+	// the largest seen over the runs with 2 workers, from sifd's start
+	// through its first scan, the compaction after it and its shutdown
+	// (watchDisk); the shares are of the corpus's bytes.
+	IndexAllocated      int64   `json:"index_allocated_bytes"`
+	IndexPeakBytes      int64   `json:"index_peak_bytes"`
+	IndexPeakShare      float64 `json:"index_peak_share_percent"`
+	IndexPeakAllocated  int64   `json:"index_peak_allocated_bytes"`
+	IndexPeakAllocShare float64 `json:"index_peak_allocated_share_percent"`
+	PeakRSSMB           float64 `json:"peak_rss_mb"`
+	Restart             float64 `json:"restart_seconds"`
 
 	// The table of issue 9: the floor, ssdeep, sifd and the sketcher on
 	// the same tree in one run.
-	SHA256Secs    float64   `json:"sha256sum_2procs_seconds"`
-	SsdeepSecs    float64   `json:"ssdeep_seconds,omitempty"`
-	ReadyVsSsdeep float64   `json:"ready_over_ssdeep,omitempty"`
-	CPURuns       []float64 `json:"cpu_seconds"`
-	CPUSecs       float64   `json:"cpu_median_seconds"`
+	// SHA256Runs are the wall times of sha256sum over every file in
+	// SHA256Procs processes at once, as many as cores (sha256Floor), one
+	// per run; ReadyOverSHA256 is the median time to ready over their
+	// median (goal ≤ 1.5).
+	SHA256Procs     int       `json:"sha256sum_processes"`
+	SHA256Runs      []float64 `json:"sha256sum_seconds"`
+	SHA256Secs      float64   `json:"sha256sum_median_seconds"`
+	ReadyOverSHA256 float64   `json:"ready_over_sha256sum"`
+	SsdeepSecs      float64   `json:"ssdeep_seconds,omitempty"`
+	ReadyVsSsdeep   float64   `json:"ready_over_ssdeep,omitempty"`
+	CPURuns         []float64 `json:"cpu_seconds"`
+	CPUSecs         float64   `json:"cpu_median_seconds"`
 	// CPUIdleRuns is the CPU until sifd is idle after ready: the first
 	// scan's compaction counted too.
 	CPUIdleRuns     []float64 `json:"cpu_until_idle_seconds"`
@@ -228,6 +245,9 @@ type corpusResult struct {
 	OneWorkerRuns     []float64 `json:"one_worker_ready_seconds"`
 	OneWorkerSecs     float64   `json:"one_worker_median_seconds"`
 	TwoOverOne        float64   `json:"two_workers_speedup"`
+
+	// LoadAvg is /proc/loadavg once the runs are done.
+	LoadAvg string `json:"load_average,omitempty"`
 
 	// Baselines hold the same figures of other sifd binaries
 	// (--baseline), run in turn with this one on the same tree.
@@ -268,7 +288,8 @@ type corpusFlags struct {
 // real sifd, cf.runs times on a fresh index with 2 workers and as many with
 // 1, then once more on the existing index (a restart that reads nothing).
 // Before it, in the same run, it times what the scan is measured against:
-// sha256sum of every file in 2 processes (reading and hashing, the floor),
+// sha256sum of every file in as many processes as cores, --runs times
+// (reading and hashing, the floor time to ready is weighed against),
 // ssdeep -r (if installed), and the sketcher alone over every file, in
 // this process. With cf.cpuProfile or cf.memProfile it runs sifd once more,
 // untimed, with --pprof, and saves its CPU profile over the scan and its
@@ -300,15 +321,12 @@ func benchCorpus(ctx context.Context, c *common, cf *corpusFlags) (*corpusResult
 	if err := warm(corpus); err != nil {
 		return nil, err
 	}
-	t0 := time.Now()
-	sh := exec.CommandContext(ctx, "sh", "-c", "find . -type f -print0 | xargs -0 -P 2 -n 500 sha256sum > /dev/null")
-	sh.Dir, sh.Stderr = corpus, os.Stderr
-	if err := sh.Run(); err != nil {
-		return nil, fmt.Errorf("sha256sum: %w", err)
+	res.SHA256Procs = runtime.NumCPU()
+	if res.SHA256Runs, err = sha256Floor(ctx, corpus, res.SHA256Procs, cf.runs); err != nil {
+		return nil, err
 	}
-	res.SHA256Secs = since(t0)
 	if _, err := exec.LookPath("ssdeep"); err == nil {
-		t0 = time.Now()
+		t0 := time.Now()
 		cmd := exec.CommandContext(ctx, "ssdeep", "-r", ".")
 		cmd.Dir, cmd.Stderr = corpus, os.Stderr
 		if err := cmd.Run(); err != nil {
@@ -328,19 +346,35 @@ func benchCorpus(ctx context.Context, c *common, cf *corpusFlags) (*corpusResult
 		return nil, err
 	}
 
-	var peak int64
+	var (
+		peak     int64
+		diskPeak diskUse
+	)
 	// timedBin runs bin on a fresh index until it is ready, and returns
 	// the CPU it took, and with 2 workers also the CPU until it is idle
 	// again: the work a first scan leaves for after ready (compacting the
-	// index) counted too.
+	// index) counted too. The runs of this sifd with 2 workers also watch
+	// the index directory from the start to the clean shutdown, for the
+	// peak of its disk use.
 	timedBin := func(bin, tag string, workers, i int) (*daemonRun, float64, float64, error) {
 		if err := warm(corpus); err != nil {
 			return nil, 0, 0, err
 		}
 		work := filepath.Join(c.workDir, fmt.Sprintf("%srun%d-%d", tag, workers, i))
 		os.MkdirAll(work, 0o755)
-		d, err := startDaemon(ctx, bin, corpus, work, "--workers", strconv.Itoa(workers))
+		d, err := launchDaemon(bin, corpus, work, "--workers", strconv.Itoa(workers))
 		if err != nil {
+			return nil, 0, 0, err
+		}
+		if tag == "" && workers == 2 {
+			stopWatch := watchDisk(d.db)
+			defer func() {
+				u := stopWatch()
+				diskPeak.Bytes = max(diskPeak.Bytes, u.Bytes)
+				diskPeak.Allocated = max(diskPeak.Allocated, u.Allocated)
+			}()
+		}
+		if err := d.waitReady(ctx); err != nil {
 			return nil, 0, 0, err
 		}
 		cpu, err := cpuSeconds(d.cmd.Process.Pid)
@@ -399,7 +433,8 @@ func benchCorpus(ctx context.Context, c *common, cf *corpusFlags) (*corpusResult
 		res.ScanRuns = append(res.ScanRuns, d.scanSecs)
 		res.CPURuns = append(res.CPURuns, cpu)
 		res.CPUIdleRuns = append(res.CPUIdleRuns, idle)
-		res.IndexBytes = dirSize(d.db)
+		u := diskUseOf(d.db)
+		res.IndexBytes, res.IndexAllocated = u.Bytes, u.Allocated
 	}
 	last, err := startDaemon(ctx, sifd, corpus, filepath.Join(c.workDir, fmt.Sprintf("run2-%d", cf.runs-1)), "--workers", "2")
 	if err != nil {
@@ -414,6 +449,11 @@ func benchCorpus(ctx context.Context, c *common, cf *corpusFlags) (*corpusResult
 	res.MBps = mb(size) / res.MedianSecs
 	res.FilesPerSec = float64(files) / res.MedianSecs
 	res.IndexShare = 100 * float64(res.IndexBytes) / float64(size)
+	res.IndexPeakBytes, res.IndexPeakAllocated = diskPeak.Bytes, diskPeak.Allocated
+	res.IndexPeakShare = 100 * float64(diskPeak.Bytes) / float64(size)
+	res.IndexPeakAllocShare = 100 * float64(diskPeak.Allocated) / float64(size)
+	res.SHA256Secs = median(res.SHA256Runs)
+	res.ReadyOverSHA256 = res.MedianSecs / res.SHA256Secs
 	res.PeakRSSMB = float64(peak) / 1024
 	res.CPUSecs = median(res.CPURuns)
 	res.CPUIdleSecs = median(res.CPUIdleRuns)
@@ -429,6 +469,7 @@ func benchCorpus(ctx context.Context, c *common, cf *corpusFlags) (*corpusResult
 	if res.SsdeepSecs > 0 {
 		res.ReadyVsSsdeep = res.MedianSecs / res.SsdeepSecs
 	}
+	res.LoadAvg = loadAverage()
 	for _, base := range res.Baselines {
 		base.MedianSecs = median(base.Runs)
 		base.CPUSecs = median(base.CPURuns)
@@ -457,15 +498,17 @@ func printCorpus(r *corpusResult, runs int) {
 	ratio := func(x float64, of string) string { return strconv.FormatFloat(x, 'f', 2, 64) + "× " + of }
 	rows := [][]string{
 		{"", "time", ""},
-		{"sha256sum of every file, 2 processes", secs(r.SHA256Secs), "reading and hashing: the floor"},
+		{fmt.Sprintf("sha256sum of every file, %d processes at once", r.SHA256Procs), secs(r.SHA256Secs),
+			fmt.Sprintf("median of %s; reading and hashing: the floor", fmtSecs(r.SHA256Runs))},
 	}
 	if r.SsdeepSecs > 0 {
 		rows = append(rows, []string{"ssdeep -r (one core, no index)", secs(r.SsdeepSecs), ""})
 	}
 	ready := []string{"sifd run to ready, fresh index, 2 workers", secs(r.MedianSecs),
 		fmt.Sprintf("median of %s; %.0f MB/s, %.0f files/s", fmtSecs(r.Runs), r.MBps, r.FilesPerSec)}
+	ready[2] = ratio(r.ReadyOverSHA256, "the sha256sum floor (goal ≤ 1.5); ") + ready[2]
 	if r.SsdeepSecs > 0 {
-		ready[2] = ratio(r.ReadyVsSsdeep, "ssdeep (goal ≤ 0.5); ") + ready[2]
+		ready[2] = ratio(r.ReadyVsSsdeep, "ssdeep (goal ≤ 0.5), ") + ready[2]
 	}
 	rows = append(rows, ready,
 		[]string{"CPU spent by sifd for it", secs(r.CPUSecs), fmt.Sprintf("median of %s; %s (goal ≤ 1.5)", fmtSecs(r.CPURuns), ratio(r.CPUOverSketcher, "the sketcher"))},
@@ -495,7 +538,14 @@ func printCorpus(r *corpusResult, runs int) {
 			{"2 workers' throughput over 1's, the scan alone", f2(b.ScanTwoOverOne) + "×", f2(r.ScanTwoOverOne) + "×", ""},
 		}))
 	}
-	fmt.Printf("index on disk after clean shutdown: %.2f MB = %.2f%% of the corpus\n", mb(r.IndexBytes), r.IndexShare)
+	fmt.Print(table([][]string{
+		{"index directory", "file sizes", "allocated on disk"},
+		{"after clean shutdown", fmt.Sprintf("%.2f MB = %.2f%%", mb(r.IndexBytes), r.IndexShare),
+			fmt.Sprintf("%.2f MB = %.2f%%", mb(r.IndexAllocated), 100*float64(r.IndexAllocated)/float64(r.Bytes))},
+		{"peak from start to shutdown (max over runs)", fmt.Sprintf("%.2f MB = %.2f%%", mb(r.IndexPeakBytes), r.IndexPeakShare),
+			fmt.Sprintf("%.2f MB = %.2f%%", mb(r.IndexPeakAllocated), r.IndexPeakAllocShare)},
+	}))
+	fmt.Printf("(shares of the corpus's %.1f MB; load average after the runs: %s)\n", mb(r.Bytes), r.LoadAvg)
 	fmt.Printf("sifd peak RSS (max over runs): %.0f MB\n", r.PeakRSSMB)
 }
 

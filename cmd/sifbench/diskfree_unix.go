@@ -2,7 +2,10 @@
 
 package main
 
-import "syscall"
+import (
+	"io/fs"
+	"syscall"
+)
 
 // freeBytes returns the bytes available to this user on the filesystem
 // holding dir.
@@ -12,4 +15,13 @@ func freeBytes(dir string) (uint64, error) {
 		return 0, err
 	}
 	return uint64(st.Bavail) * uint64(st.Bsize), nil
+}
+
+// allocatedBytes returns the disk space allocated to the file fi
+// describes, which counts blocks reserved beyond its end.
+func allocatedBytes(fi fs.FileInfo) int64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int64(st.Blocks) * 512
+	}
+	return fi.Size()
 }

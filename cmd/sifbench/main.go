@@ -9,14 +9,18 @@
 // The default corpus is $(go env GOROOT)/src; --modcache indexes instead
 // every version of the named modules found in the Go module cache (a tree
 // of releases, most of whose files are copies of another). corpus prints,
-// in one run with a warm page cache: sha256sum of every file in 2
-// processes (the floor), ssdeep -r, sifd from start to ready on a fresh
-// index with 2 workers and with 1 (--runs each), the CPU sifd spent for
-// it, the sketcher alone over every file in process, the floor (walking,
-// reading and SHA-256 of every file and the sketch of each distinct
-// content, in process, with no index: the work no first scan can skip)
-// with 1 and 2 workers, and a restart. sifd is timed to ready through one
-// wait request, as sifctl wait asks, not by polling its status. With
+// in one run with a warm page cache: sha256sum of every file in as many
+// processes as cores (--runs times; the floor time to ready is weighed
+// against), ssdeep -r, sifd from start to ready on a fresh index with 2
+// workers and with 1 (--runs each), the CPU sifd spent for it, the
+// sketcher alone over every file in process, the floor (walking, reading
+// and SHA-256 of every file and the sketch of each distinct content, in
+// process, with no index: the work no first scan can skip) with 1 and 2
+// workers, the index's size after a clean shutdown and its peak from
+// sifd's start through the first scan and the compaction after it (polled
+// every 15 ms; file sizes and disk blocks allocated), and a restart. sifd
+// is timed to ready through one wait request, as sifctl wait asks, not by
+// polling its status. With
 // --cpuprofile or --memprofile, one more untimed run of sifd with --pprof
 // gives its CPU profile over the scan and its heap profile once ready;
 // --baseline SIFD[,SIFD...] times other sifd binaries in turn with this
