@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"flag"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -24,14 +25,19 @@ var sizedKeyspaces = []struct {
 	{"files-B", []byte{prefixRecord, prefixPath, prefixInode}},
 }
 
-// BenchmarkKeyspaceSizes indexes Go's sources ($GOROOT/src) in process, as
-// sifd's first scan does (the default parameters, no SimiHash), compacts
-// the index and reports the disk space of each keyspace (Pebble's
+var benchTree = flag.String("bench.tree", filepath.Join(runtime.GOROOT(), "src"), "the tree BenchmarkKeyspaceSizes indexes")
+
+// BenchmarkKeyspaceSizes indexes a tree (-bench.tree, Go's sources by
+// default) in process, as sifd's first scan does (the default parameters,
+// no SimiHash), and reports the tables as the writes left them, flushed
+// (flushed-B: the input of the compaction after a first scan, which
+// holds it beside its output until it is done), then compacts the index
+// and reports the disk space of each keyspace (Pebble's
 // EstimateDiskUsage, which counts whole data blocks, so the parts add up
 // to a little more than the tables) and of the database's tables. It
 // measures the layout, not time: run it with -benchtime 1x.
 func BenchmarkKeyspaceSizes(b *testing.B) {
-	root := filepath.Join(runtime.GOROOT(), "src")
+	root := *benchTree
 	type file struct {
 		meta FileMeta
 		sk   *fingerprint.Sketch
@@ -75,7 +81,7 @@ func BenchmarkKeyspaceSizes(b *testing.B) {
 		b.Fatal(err)
 	}
 	if len(files) < 1000 {
-		b.Fatalf("%s: only %d files: the measure needs Go's sources", root, len(files))
+		b.Fatalf("%s: only %d files: the measure needs a tree of at least 1000", root, len(files))
 	}
 	for b.Loop() {
 		ix, err := Open(filepath.Join(b.TempDir(), "db"), &Options{Params: p})
@@ -87,6 +93,14 @@ func BenchmarkKeyspaceSizes(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		if err := ix.writePending(); err != nil {
+			b.Fatal(err)
+		}
+		if err := ix.db.Flush(); err != nil {
+			b.Fatal(err)
+		}
+		flushed := ix.db.Metrics().Total().TablesSize
+		b.ReportMetric(float64(flushed), "flushed-B")
 		if err := ix.Compact(context.Background()); err != nil {
 			b.Fatal(err)
 		}
