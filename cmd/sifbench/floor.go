@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -152,17 +153,12 @@ func readAll(p string, buf []byte) ([]byte, error) {
 }
 
 // sha256Floor times sha256sum over every regular file under dir in procs
-// processes at once, each given a share of the files of about the same
-// total size (the largest first, each to the share holding the fewest
-// bytes), runs times, and returns the wall times: reading and hashing
-// every byte on every core, the floor a first scan's time to ready is
-// weighed against. The page cache is warmed first.
+// processes at once, each given its share of the files (splitBySize),
+// runs times, and returns the wall times: reading and hashing every byte
+// on every core, the floor a first scan's time to ready is weighed
+// against. The page cache is warmed first.
 func sha256Floor(ctx context.Context, dir string, procs, runs int) ([]float64, error) {
-	type file struct {
-		rel  string
-		size int64
-	}
-	var files []file
+	var files []sizedFile
 	err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
 		if err != nil || !de.Type().IsRegular() {
 			return err
@@ -172,32 +168,27 @@ func sha256Floor(ctx context.Context, dir string, procs, runs int) ([]float64, e
 			return err
 		}
 		rel, _ := filepath.Rel(dir, p)
-		files = append(files, file{rel, fi.Size()})
+		files = append(files, sizedFile{rel, fi.Size()})
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].size > files[j].size })
-	lists := make([]bytes.Buffer, procs)
-	sizes := make([]int64, procs)
-	for _, f := range files {
-		k := 0
-		for j := range sizes {
-			if sizes[j] < sizes[k] {
-				k = j
-			}
+	var lists []bytes.Buffer
+	for _, part := range splitBySize(files, procs) {
+		var b bytes.Buffer
+		for _, name := range part {
+			b.WriteString(name)
+			b.WriteByte(0)
 		}
-		sizes[k] += f.size
-		lists[k].WriteString(f.rel)
-		lists[k].WriteByte(0)
+		lists = append(lists, b)
 	}
 	if err := warm(dir); err != nil {
 		return nil, err
 	}
 	var walls []float64
 	for range max(runs, 1) {
-		cmds := make([]*exec.Cmd, procs)
+		cmds := make([]*exec.Cmd, len(lists))
 		t0 := time.Now()
 		for k := range cmds {
 			cmds[k] = exec.CommandContext(ctx, "xargs", "-0", "sha256sum")
@@ -215,4 +206,30 @@ func sha256Floor(ctx context.Context, dir string, procs, runs int) ([]float64, e
 		walls = append(walls, since(t0))
 	}
 	return walls, nil
+}
+
+// sizedFile is a file's name and size.
+type sizedFile struct {
+	name string
+	size int64
+}
+
+// splitBySize splits files into procs lists of about the same total size:
+// the largest first, each to the list holding the fewest bytes so far.
+func splitBySize(files []sizedFile, procs int) [][]string {
+	files = slices.Clone(files)
+	sort.SliceStable(files, func(i, j int) bool { return files[i].size > files[j].size })
+	parts := make([][]string, procs)
+	sizes := make([]int64, procs)
+	for _, f := range files {
+		k := 0
+		for j := range sizes {
+			if sizes[j] < sizes[k] {
+				k = j
+			}
+		}
+		sizes[k] += f.size
+		parts[k] = append(parts[k], f.name)
+	}
+	return parts
 }

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// TestWatchDisk: the peak is that of files written and removed while the
+// watch runs, not only what is left when it stops.
+func TestWatchDisk(t *testing.T) {
+	dir := t.TempDir()
+	stop := watchDisk(dir)
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	if err := os.WriteFile(a, make([]byte, 3000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b, make([]byte, 5000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * diskPeakEvery)
+	if err := os.Remove(a); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * diskPeakEvery)
+	peak := stop()
+	if peak.Bytes != 8000 {
+		t.Errorf("peak %d bytes, want 8000 (a and b at once)", peak.Bytes)
+	}
+	if now := diskUseOf(dir); now.Bytes != 5000 {
+		t.Errorf("after the watch: %d bytes, want 5000", now.Bytes)
+	}
+}
+
+// TestSplitBySize: every file goes to one list, and the lists' sizes are
+// even where the files allow.
+func TestSplitBySize(t *testing.T) {
+	files := []sizedFile{{"a", 1000}, {"b", 2000}, {"c", 3000}, {"d", 4000}, {"e", 0}}
+	got := splitBySize(files, 2)
+	want := [][]string{{"d", "a", "e"}, {"c", "b"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("splitBySize = %q, want %q", got, want)
+	}
+	if got := splitBySize(files[:1], 3); !reflect.DeepEqual(got, [][]string{{"a"}, nil, nil}) {
+		t.Errorf("one file in 3: %q", got)
+	}
+}
+
+// TestSHA256Floor: sha256sum runs over the tree in the processes asked
+// for, once a run, each timed.
+func TestSHA256Floor(t *testing.T) {
+	dir := t.TempDir()
+	for i, name := range []string{"a", "b", "c/d", "c/e"} {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, make([]byte, 1000*(i+1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	walls, err := sha256Floor(t.Context(), dir, 3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(walls) != 2 || walls[0] <= 0 || walls[1] <= 0 {
+		t.Errorf("wall times %v, want 2 positive", walls)
+	}
+}
