@@ -198,12 +198,15 @@ type corpusResult struct {
 	// clean shutdown, IndexBytes that of its files' sizes. The peaks are
 	// the largest seen over the runs with 2 workers, from sifd's start
 	// through its first scan, the compaction after it and its shutdown
-	// (watchDisk); the shares are of the corpus's bytes.
+	// (watchDisk), with the write-ahead logs and tables of the peak of
+	// file sizes; the shares are of the corpus's bytes.
 	IndexAllocated      int64   `json:"index_allocated_bytes"`
 	IndexPeakBytes      int64   `json:"index_peak_bytes"`
 	IndexPeakShare      float64 `json:"index_peak_share_percent"`
 	IndexPeakAllocated  int64   `json:"index_peak_allocated_bytes"`
 	IndexPeakAllocShare float64 `json:"index_peak_allocated_share_percent"`
+	IndexPeakLogs       int64   `json:"index_peak_log_bytes"`
+	IndexPeakTables     int64   `json:"index_peak_table_bytes"`
 	PeakRSSMB           float64 `json:"peak_rss_mb"`
 	Restart             float64 `json:"restart_seconds"`
 
@@ -370,8 +373,11 @@ func benchCorpus(ctx context.Context, c *common, cf *corpusFlags) (*corpusResult
 			stopWatch := watchDisk(d.db)
 			defer func() {
 				u := stopWatch()
-				diskPeak.Bytes = max(diskPeak.Bytes, u.Bytes)
-				diskPeak.Allocated = max(diskPeak.Allocated, u.Allocated)
+				u.Allocated = max(diskPeak.Allocated, u.Allocated)
+				if u.Bytes > diskPeak.Bytes {
+					diskPeak = u
+				}
+				diskPeak.Allocated = u.Allocated
 			}()
 		}
 		if err := d.waitReady(ctx); err != nil {
@@ -450,6 +456,7 @@ func benchCorpus(ctx context.Context, c *common, cf *corpusFlags) (*corpusResult
 	res.FilesPerSec = float64(files) / res.MedianSecs
 	res.IndexShare = 100 * float64(res.IndexBytes) / float64(size)
 	res.IndexPeakBytes, res.IndexPeakAllocated = diskPeak.Bytes, diskPeak.Allocated
+	res.IndexPeakLogs, res.IndexPeakTables = diskPeak.Logs, diskPeak.Tables
 	res.IndexPeakShare = 100 * float64(diskPeak.Bytes) / float64(size)
 	res.IndexPeakAllocShare = 100 * float64(diskPeak.Allocated) / float64(size)
 	res.SHA256Secs = median(res.SHA256Runs)
@@ -545,7 +552,8 @@ func printCorpus(r *corpusResult, runs int) {
 		{"peak from start to shutdown (max over runs)", fmt.Sprintf("%.2f MB = %.2f%%", mb(r.IndexPeakBytes), r.IndexPeakShare),
 			fmt.Sprintf("%.2f MB = %.2f%%", mb(r.IndexPeakAllocated), r.IndexPeakAllocShare)},
 	}))
-	fmt.Printf("(shares of the corpus's %.1f MB; load average after the runs: %s)\n", mb(r.Bytes), r.LoadAvg)
+	fmt.Printf("(shares of the corpus's %.1f MB; at the peak, write-ahead logs %.2f MB, tables %.2f MB; load average after the runs: %s)\n",
+		mb(r.Bytes), mb(r.IndexPeakLogs), mb(r.IndexPeakTables), r.LoadAvg)
 	fmt.Printf("sifd peak RSS (max over runs): %.0f MB\n", r.PeakRSSMB)
 }
 

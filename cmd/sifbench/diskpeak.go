@@ -9,10 +9,12 @@ import (
 
 // diskUse is what the files under a directory take: the sum of their
 // sizes, and of the disk blocks allocated to them, which is larger where
-// space is reserved beyond a file's end (Pebble preallocates each
-// write-ahead log with fallocate's KEEP_SIZE).
+// space is reserved beyond a file's end (Pebble preallocated each
+// write-ahead log with fallocate's KEEP_SIZE); and of Bytes, those of
+// Pebble's write-ahead logs (*.log) and tables (*.sst).
 type diskUse struct {
 	Bytes, Allocated int64
+	Logs, Tables     int64
 }
 
 // diskUseOf sums the sizes and allocated blocks of the regular files under
@@ -24,6 +26,12 @@ func diskUseOf(dir string) diskUse {
 			if fi, err := de.Info(); err == nil {
 				u.Bytes += fi.Size()
 				u.Allocated += allocatedBytes(fi)
+				switch filepath.Ext(p) {
+				case ".log":
+					u.Logs += fi.Size()
+				case ".sst":
+					u.Tables += fi.Size()
+				}
 			}
 		}
 		return nil
@@ -37,8 +45,9 @@ func diskUseOf(dir string) diskUse {
 const diskPeakEvery = 15 * time.Millisecond
 
 // watchDisk polls diskUseOf(dir) every diskPeakEvery until the returned
-// func is called, which returns the largest sizes seen (each its own
-// maximum: the two need not peak at the same poll).
+// func is called, which returns the largest sizes seen: Bytes, Logs and
+// Tables those of the poll of the largest Bytes, Allocated its own
+// maximum (the two need not peak at the same poll).
 func watchDisk(dir string) (stop func() diskUse) {
 	var (
 		peak diskUse
@@ -47,8 +56,11 @@ func watchDisk(dir string) (stop func() diskUse) {
 	)
 	look := func() {
 		u := diskUseOf(dir)
-		peak.Bytes = max(peak.Bytes, u.Bytes)
-		peak.Allocated = max(peak.Allocated, u.Allocated)
+		u.Allocated = max(peak.Allocated, u.Allocated)
+		if u.Bytes > peak.Bytes {
+			peak = u
+		}
+		peak.Allocated = u.Allocated
 	}
 	wg.Go(func() {
 		t := time.NewTicker(diskPeakEvery)

@@ -13,7 +13,7 @@ import (
 func TestWatchDisk(t *testing.T) {
 	dir := t.TempDir()
 	stop := watchDisk(dir)
-	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	a, b := filepath.Join(dir, "000002.log"), filepath.Join(dir, "000003.sst")
 	if err := os.WriteFile(a, make([]byte, 3000), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -26,8 +26,8 @@ func TestWatchDisk(t *testing.T) {
 	}
 	time.Sleep(5 * diskPeakEvery)
 	peak := stop()
-	if peak.Bytes != 8000 {
-		t.Errorf("peak %d bytes, want 8000 (a and b at once)", peak.Bytes)
+	if peak.Bytes != 8000 || peak.Logs != 3000 || peak.Tables != 5000 {
+		t.Errorf("peak %+v, want 8000 bytes (a and b at once), 3000 of logs and 5000 of tables", peak)
 	}
 	if now := diskUseOf(dir); now.Bytes != 5000 {
 		t.Errorf("after the watch: %d bytes, want 5000", now.Bytes)
