@@ -213,9 +213,10 @@ type corpusResult struct {
 	// The table of issue 9: the floor, ssdeep, sifd and the sketcher on
 	// the same tree in one run.
 	// SHA256Runs are the wall times of sha256sum over every file in
-	// SHA256Procs processes at once, as many as cores (sha256Floor), one
-	// per run; ReadyOverSHA256 is the median time to ready over their
-	// median (goal ≤ 1.5).
+	// SHA256Procs processes at once, as many as cores (sha256Floor), each
+	// taken right before a timed run of sifd with 2 workers, so that both
+	// meet the same load; ReadyOverSHA256 is the median time to ready over
+	// their median (goal ≤ 1.5).
 	SHA256Procs     int       `json:"sha256sum_processes"`
 	SHA256Runs      []float64 `json:"sha256sum_seconds"`
 	SHA256Secs      float64   `json:"sha256sum_median_seconds"`
@@ -291,8 +292,9 @@ type corpusFlags struct {
 // real sifd, cf.runs times on a fresh index with 2 workers and as many with
 // 1, then once more on the existing index (a restart that reads nothing).
 // Before it, in the same run, it times what the scan is measured against:
-// sha256sum of every file in as many processes as cores, --runs times
-// (reading and hashing, the floor time to ready is weighed against),
+// sha256sum of every file in as many processes as cores (reading and
+// hashing, the floor time to ready is weighed against; timed again right
+// before each run of sifd with 2 workers),
 // ssdeep -r (if installed), and the sketcher alone over every file, in
 // this process. With cf.cpuProfile or cf.memProfile it runs sifd once more,
 // untimed, with --pprof, and saves its CPU profile over the scan and its
@@ -325,7 +327,8 @@ func benchCorpus(ctx context.Context, c *common, cf *corpusFlags) (*corpusResult
 		return nil, err
 	}
 	res.SHA256Procs = runtime.NumCPU()
-	if res.SHA256Runs, err = sha256Floor(ctx, corpus, res.SHA256Procs, cf.runs); err != nil {
+	sha, err := newSHA256Floor(corpus, res.SHA256Procs)
+	if err != nil {
 		return nil, err
 	}
 	if _, err := exec.LookPath("ssdeep"); err == nil {
@@ -431,6 +434,11 @@ func benchCorpus(ctx context.Context, c *common, cf *corpusFlags) (*corpusResult
 		}
 		res.OneWorkerRuns = append(res.OneWorkerRuns, d.ready.Seconds())
 		res.OneWorkerScanRuns = append(res.OneWorkerScanRuns, d.scanSecs)
+		secs, err := sha.time(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.SHA256Runs = append(res.SHA256Runs, secs)
 		d, cpu, idle, err := timed(2, i)
 		if err != nil {
 			return nil, err

@@ -49,7 +49,7 @@ func TestSplitBySize(t *testing.T) {
 }
 
 // TestSHA256Floor: sha256sum runs over the tree in the processes asked
-// for, once a run, each timed.
+// for, and is timed.
 func TestSHA256Floor(t *testing.T) {
 	dir := t.TempDir()
 	for i, name := range []string{"a", "b", "c/d", "c/e"} {
@@ -59,11 +59,18 @@ func TestSHA256Floor(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	walls, err := sha256Floor(t.Context(), dir, 3, 2)
+	f, err := newSHA256Floor(dir, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(walls) != 2 || walls[0] <= 0 || walls[1] <= 0 {
-		t.Errorf("wall times %v, want 2 positive", walls)
+	if len(f.lists) != 3 {
+		t.Fatalf("%d lists, want 3", len(f.lists))
+	}
+	if secs, err := f.time(t.Context()); err != nil || secs <= 0 {
+		t.Errorf("time = %v, %v; want a positive time", secs, err)
+	}
+	os.Remove(filepath.Join(dir, "c", "e"))
+	if _, err := f.time(t.Context()); err == nil {
+		t.Error("a listed file removed: no error")
 	}
 }

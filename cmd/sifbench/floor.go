@@ -152,12 +152,18 @@ func readAll(p string, buf []byte) ([]byte, error) {
 	}
 }
 
-// sha256Floor times sha256sum over every regular file under dir in procs
-// processes at once, each given its share of the files (splitBySize),
-// runs times, and returns the wall times: reading and hashing every byte
-// on every core, the floor a first scan's time to ready is weighed
-// against. The page cache is warmed first.
-func sha256Floor(ctx context.Context, dir string, procs, runs int) ([]float64, error) {
+// sha256Floor is sha256sum over every regular file of a tree in as many
+// processes at once, each given its share of the files (splitBySize):
+// reading and hashing every byte on every core, the floor a first scan's
+// time to ready is weighed against.
+type sha256Floor struct {
+	dir   string
+	lists [][]byte // each process's file names, NUL-terminated
+}
+
+// newSHA256Floor lists the regular files under dir and splits them for
+// procs processes.
+func newSHA256Floor(dir string, procs int) (*sha256Floor, error) {
 	var files []sizedFile
 	err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
 		if err != nil || !de.Type().IsRegular() {
@@ -174,38 +180,40 @@ func sha256Floor(ctx context.Context, dir string, procs, runs int) ([]float64, e
 	if err != nil {
 		return nil, err
 	}
-	var lists []bytes.Buffer
+	f := &sha256Floor{dir: dir}
 	for _, part := range splitBySize(files, procs) {
 		var b bytes.Buffer
 		for _, name := range part {
 			b.WriteString(name)
 			b.WriteByte(0)
 		}
-		lists = append(lists, b)
+		f.lists = append(f.lists, b.Bytes())
 	}
-	if err := warm(dir); err != nil {
-		return nil, err
+	return f, nil
+}
+
+// time runs the processes at once over a warm page cache and returns
+// their wall time.
+func (f *sha256Floor) time(ctx context.Context) (float64, error) {
+	if err := warm(f.dir); err != nil {
+		return 0, err
 	}
-	var walls []float64
-	for range max(runs, 1) {
-		cmds := make([]*exec.Cmd, len(lists))
-		t0 := time.Now()
-		for k := range cmds {
-			cmds[k] = exec.CommandContext(ctx, "xargs", "-0", "sha256sum")
-			cmds[k].Dir, cmds[k].Stderr = dir, os.Stderr
-			cmds[k].Stdin = bytes.NewReader(lists[k].Bytes())
-			if err := cmds[k].Start(); err != nil {
-				return nil, fmt.Errorf("sha256sum: %w", err)
-			}
+	cmds := make([]*exec.Cmd, len(f.lists))
+	t0 := time.Now()
+	for k := range cmds {
+		cmds[k] = exec.CommandContext(ctx, "xargs", "-0", "sha256sum")
+		cmds[k].Dir, cmds[k].Stderr = f.dir, os.Stderr
+		cmds[k].Stdin = bytes.NewReader(f.lists[k])
+		if err := cmds[k].Start(); err != nil {
+			return 0, fmt.Errorf("sha256sum: %w", err)
 		}
-		for _, cmd := range cmds {
-			if err := cmd.Wait(); err != nil {
-				return nil, fmt.Errorf("sha256sum: %w", err)
-			}
-		}
-		walls = append(walls, since(t0))
 	}
-	return walls, nil
+	for _, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			return 0, fmt.Errorf("sha256sum: %w", err)
+		}
+	}
+	return since(t0), nil
 }
 
 // sizedFile is a file's name and size.

@@ -10,8 +10,8 @@
 // every version of the named modules found in the Go module cache (a tree
 // of releases, most of whose files are copies of another). corpus prints,
 // in one run with a warm page cache: sha256sum of every file in as many
-// processes as cores (--runs times; the floor time to ready is weighed
-// against), ssdeep -r, sifd from start to ready on a fresh index with 2
+// processes as cores (the floor time to ready is weighed against, timed
+// right before each run of sifd with 2 workers), ssdeep -r, sifd from start to ready on a fresh index with 2
 // workers and with 1 (--runs each), the CPU sifd spent for it, the
 // sketcher alone over every file in process, the floor (walking, reading
 // and SHA-256 of every file and the sketch of each distinct content, in
