@@ -42,6 +42,9 @@ type Index struct {
 	movedAside   string
 	moveReason   string
 	guard        *guard // between Pebble and the filesystem; nil when read-only
+	// zstdFlush is set while Compact runs: the memtables it flushes are
+	// written with the bottom level's compression.
+	zstdFlush *atomic.Bool
 
 	// mu guards closed and inflight: every operation counts itself in
 	// inflight, and Close waits for them to end before closing Pebble.
@@ -205,7 +208,8 @@ func open(dir string, o Options) (_ *Index, err error) {
 		g = newGuard(o.OnUnwritable, o.Logger)
 		pfs = guardFS{FS: pfs, g: g}
 	}
-	db, err := pebble.Open(dir, pebbleOptions(o, pfs, lock))
+	zstdFlush := new(atomic.Bool)
+	db, err := pebble.Open(dir, pebbleOptions(o, pfs, lock, zstdFlush))
 	if err != nil {
 		if errors.Is(err, pebble.ErrDBDoesNotExist) {
 			return nil, fmt.Errorf("%w (open it read-write once to create one): %w", ErrNotIndex, err)
@@ -222,7 +226,7 @@ func open(dir string, o Options) (_ *Index, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ix := &Index{db: db, lock: lock, dir: dir, readOnly: o.ReadOnly, log: log, guard: g}
+	ix := &Index{db: db, lock: lock, dir: dir, readOnly: o.ReadOnly, log: log, guard: g, zstdFlush: zstdFlush}
 	ix.idle.L = &ix.mu
 	if ix.params, err = ix.initMeta(want, o.SimiHash); err != nil {
 		return nil, err
@@ -495,6 +499,14 @@ func (ix *Index) Compact(ctx context.Context) error {
 	if err := ix.writePending(); err != nil {
 		return fmt.Errorf("index.Compact %s: %w", ix.dir, err)
 	}
+	// Pebble moves a lone table to the bottom level as it is, without
+	// rewriting it: the whole index, when the first scan of a small tree
+	// fits in the memtables, and the table flushed here is then the index
+	// for good. So it is written with zstd, as the bottom level is (Python
+	// 3.11's library, 52 MB: 1.28 MB after the compaction with the fastest
+	// compression, 1.10 MB with zstd).
+	ix.zstdFlush.Store(true)
+	defer ix.zstdFlush.Store(false)
 	// Every key starts with a keyspace byte below 0xff. The compaction is
 	// not parallelized: Pebble would split it by the key ranges in use, and
 	// move each table flushed from a lone memtable to the bottom level as it

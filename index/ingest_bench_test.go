@@ -37,7 +37,7 @@ func BenchmarkPostingLoad(b *testing.B) {
 	}
 	open := func(b *testing.B) *pebble.DB {
 		dir := filepath.Join(b.TempDir(), "db")
-		db, err := pebble.Open(dir, pebbleOptions(Options{}, vfs.Default, nil))
+		db, err := pebble.Open(dir, pebbleOptions(Options{}, vfs.Default, nil, nil))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func BenchmarkPostingLoad(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			opts := pebbleOptions(Options{}, vfs.Default, nil)
+			opts := pebbleOptions(Options{}, vfs.Default, nil, nil)
 			opts.EnsureDefaults()
 			w := sstableWriter(f, opts, db)
 			for len(all) > 0 {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -45,8 +46,9 @@ const (
 )
 
 // pebbleOptions returns the Pebble options of an index. fsys must not be
-// nil.
-func pebbleOptions(o Options, fsys vfs.FS, lock *pebble.Lock) *pebble.Options {
+// nil. While zstdFlush (when not nil) is set, level 0's new tables are
+// compressed with zstd as the bottom level's are (see Index.Compact).
+func pebbleOptions(o Options, fsys vfs.FS, lock *pebble.Lock, zstdFlush *atomic.Bool) *pebble.Options {
 	cacheSize := o.CacheSize
 	if cacheSize <= 0 {
 		cacheSize = DefaultCacheSize
@@ -78,6 +80,14 @@ func pebbleOptions(o Options, fsys vfs.FS, lock *pebble.Lock) *pebble.Options {
 		l := &popts.Levels[i]
 		l.FilterPolicy = bloom.FilterPolicy(10)
 		l.Compression = func() *sstable.CompressionProfile { return sstable.FastestCompression }
+	}
+	if zstdFlush != nil {
+		popts.Levels[0].Compression = func() *sstable.CompressionProfile {
+			if zstdFlush.Load() {
+				return sstable.ZstdCompression
+			}
+			return sstable.FastestCompression
+		}
 	}
 	bottom := &popts.Levels[len(popts.Levels)-1]
 	bottom.Compression = func() *sstable.CompressionProfile { return sstable.ZstdCompression }
