@@ -30,12 +30,12 @@ var benchTree = flag.String("bench.tree", filepath.Join(runtime.GOROOT(), "src")
 // BenchmarkKeyspaceSizes indexes a tree (-bench.tree, Go's sources by
 // default) in process, as sifd's first scan does (the default parameters,
 // no SimiHash), and reports the tables as the writes left them, flushed
-// (flushed-B: the input of the compaction after a first scan, which
-// holds it beside its output until it is done), then compacts the index
-// and reports the disk space of each keyspace (Pebble's
-// EstimateDiskUsage, which counts whole data blocks, so the parts add up
-// to a little more than the tables) and of the database's tables. It
-// measures the layout, not time: run it with -benchtime 1x.
+// as Compact flushes them (flushed-B: the input of the compaction after a
+// first scan, which holds it beside its output until it is done). Then it
+// compacts the index and reports the disk space of each keyspace
+// (Pebble's EstimateDiskUsage, which counts whole data blocks, so the
+// parts add up to a little more than the tables) and of the database's
+// tables. It measures the layout, not time: run it with -benchtime 1x.
 func BenchmarkKeyspaceSizes(b *testing.B) {
 	root := *benchTree
 	type file struct {
@@ -96,7 +96,10 @@ func BenchmarkKeyspaceSizes(b *testing.B) {
 		if err := ix.writePending(); err != nil {
 			b.Fatal(err)
 		}
-		if err := ix.db.Flush(); err != nil {
+		ix.zstdFlush.Store(true) // as Compact flushes
+		err = ix.db.Flush()
+		ix.zstdFlush.Store(false)
+		if err != nil {
 			b.Fatal(err)
 		}
 		flushed := ix.db.Metrics().Total().TablesSize
