@@ -62,6 +62,9 @@ func (s *Server) groups(w http.ResponseWriter, r *http.Request, c *caller) {
 		st.buf = append(st.buf, b...)
 		return st.maybeFlush()
 	})
+	// The work is done once the groups are made: a client that has read
+	// the answer's end finds it no more.
+	end()
 	if err == nil {
 		st.buf = append(st.buf, `],"elapsed_ns":`...)
 		st.buf = strconv.AppendInt(st.buf, time.Since(start).Nanoseconds(), 10)
