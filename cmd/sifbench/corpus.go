@@ -373,15 +373,8 @@ func benchCorpus(ctx context.Context, c *common, cf *corpusFlags) (*corpusResult
 			return nil, 0, 0, err
 		}
 		if tag == "" && workers == 2 {
-			stopWatch := watchDisk(d.db)
-			defer func() {
-				u := stopWatch()
-				u.Allocated = max(diskPeak.Allocated, u.Allocated)
-				if u.Bytes > diskPeak.Bytes {
-					diskPeak = u
-				}
-				diskPeak.Allocated = u.Allocated
-			}()
+			w := watchDisk(d.db)
+			defer func() { diskPeak.keep(w.stop()) }()
 		}
 		if err := d.waitReady(ctx); err != nil {
 			return nil, 0, 0, err

@@ -44,40 +44,66 @@ func diskUseOf(dir string) diskUse {
 // compaction writes (tens of milliseconds on a small index and more).
 const diskPeakEvery = 15 * time.Millisecond
 
-// watchDisk polls diskUseOf(dir) every diskPeakEvery until the returned
-// func is called, which returns the largest sizes seen: Bytes, Logs and
-// Tables those of the poll of the largest Bytes, Allocated its own
-// maximum (the two need not peak at the same poll).
-func watchDisk(dir string) (stop func() diskUse) {
-	var (
-		peak diskUse
-		done = make(chan struct{})
-		wg   sync.WaitGroup
-	)
-	look := func() {
-		u := diskUseOf(dir)
-		u.Allocated = max(peak.Allocated, u.Allocated)
-		if u.Bytes > peak.Bytes {
-			peak = u
-		}
-		peak.Allocated = u.Allocated
+// keep makes p the peak of itself and u: Bytes, Logs and Tables those of
+// the one with the larger Bytes, Allocated the larger of the two (they
+// need not peak at the same poll).
+func (p *diskUse) keep(u diskUse) {
+	u.Allocated = max(p.Allocated, u.Allocated)
+	if u.Bytes > p.Bytes {
+		*p = u
 	}
-	wg.Go(func() {
+	p.Allocated = u.Allocated
+}
+
+// diskWatch polls diskUseOf(dir) every diskPeakEvery and keeps the peak.
+type diskWatch struct {
+	dir  string
+	mu   sync.Mutex
+	most diskUse
+	done chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+// watchDisk starts watching dir until stop is called.
+func watchDisk(dir string) *diskWatch {
+	w := &diskWatch{dir: dir, done: make(chan struct{})}
+	w.wg.Go(func() {
 		t := time.NewTicker(diskPeakEvery)
 		defer t.Stop()
 		for {
-			look()
+			w.look()
 			select {
-			case <-done:
+			case <-w.done:
 				return
 			case <-t.C:
 			}
 		}
 	})
-	return func() diskUse {
-		close(done)
-		wg.Wait()
-		look()
-		return peak
-	}
+	return w
+}
+
+func (w *diskWatch) look() {
+	u := diskUseOf(w.dir)
+	w.mu.Lock()
+	w.most.keep(u)
+	w.mu.Unlock()
+}
+
+// peak returns the peak so far.
+func (w *diskWatch) peak() diskUse {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.most
+}
+
+// stop ends the watch, after one last look, and returns the peak; it may
+// be called more than once.
+func (w *diskWatch) stop() diskUse {
+	w.once.Do(func() {
+		close(w.done)
+		w.wg.Wait()
+		w.look()
+	})
+	return w.peak()
 }

@@ -12,7 +12,7 @@ import (
 // watch runs, not only what is left when it stops.
 func TestWatchDisk(t *testing.T) {
 	dir := t.TempDir()
-	stop := watchDisk(dir)
+	w := watchDisk(dir)
 	a, b := filepath.Join(dir, "000002.log"), filepath.Join(dir, "000003.sst")
 	if err := os.WriteFile(a, make([]byte, 3000), 0o644); err != nil {
 		t.Fatal(err)
@@ -25,7 +25,10 @@ func TestWatchDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(5 * diskPeakEvery)
-	peak := stop()
+	if p := w.peak(); p.Bytes != 8000 {
+		t.Errorf("peak so far %+v, want 8000 bytes", p)
+	}
+	peak := w.stop()
 	if peak.Bytes != 8000 || peak.Logs != 3000 || peak.Tables != 5000 {
 		t.Errorf("peak %+v, want 8000 bytes (a and b at once), 3000 of logs and 5000 of tables", peak)
 	}

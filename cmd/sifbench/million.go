@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/sif-dev/sif/ipc"
@@ -171,15 +170,15 @@ func benchMillion(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags, 
 	if err != nil {
 		return nil, err
 	}
-	diskPeak, stopDisk := pollDiskPeak(d.db)
-	defer stopDisk()
+	disk := watchDisk(d.db)
+	defer disk.stop()
 	stopProgress := reportProgress(ctx, d.socket, n)
 	err = d.waitReady(ctx)
 	stopProgress()
 	if err != nil {
 		return nil, err
 	}
-	res.ScanDiskPeak = diskPeak()
+	res.ScanDiskPeak = disk.peak().Bytes
 	res.ReadySecs = d.ready.Seconds()
 	res.ScanCPUSecs, _ = cpuSeconds(d.cmd.Process.Pid)
 	res.ScanPeakMB = float64(d.peakKB) / 1024
@@ -214,8 +213,7 @@ func benchMillion(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags, 
 		d.stop()
 		return nil, err
 	}
-	stopDisk()
-	res.DiskPeak = diskPeak()
+	res.DiskPeak = disk.stop().Bytes
 	fmt.Fprintf(os.Stderr, "sifbench: compacted; the %d queries again\n", c.n)
 	settled := &millionResult{Tree: res.Tree}
 	if err := millionQueries(ctx, client, t, settled, c.n, seed); err != nil {
@@ -302,32 +300,6 @@ func reportProgress(ctx context.Context, socket string, files int) (stop func())
 		}
 	})
 	return func() { close(done); wg.Wait() }
-}
-
-// pollDiskPeak sums the sizes of the files under dir every 20 ms until stop
-// is called; peak returns the largest sum so far. The index's directory
-// grows past its final size while Pebble writes a compaction's new tables
-// before it deletes the ones they replace, and while the write-ahead log
-// and memtables' flushed tables wait for it.
-func pollDiskPeak(dir string) (peak func() int64, stop func()) {
-	var most atomic.Int64
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		for {
-			if n := dirSize(dir); n > most.Load() {
-				most.Store(n)
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}()
-	var once sync.Once
-	return most.Load, func() { once.Do(func() { close(done); <-finished }) }
 }
 
 // profileQueries takes, through sifd's --pprof listener at addr, its CPU
@@ -596,7 +568,7 @@ func printMillion(res *millionResult) {
 		{"first scan: to ready", f1(res.ReadySecs) + " s", fmt.Sprintf("%.0f files/s, %.0f MB/s; sifd CPU %.0f s", float64(res.Files)/res.ReadySecs, mb(res.Bytes)/res.ReadySecs, res.ScanCPUSecs)},
 		{"first scan: sifd peak RSS", f0(res.ScanPeakMB) + " MB", fmt.Sprintf("VmHWM at ready; %.0f MB after the queries, %.0f MB over the daemon's life", res.QueriesPeakMB, res.LifePeakMB)},
 		{"index on disk after clean shutdown", f1(mb(res.IndexBytes)) + " MB", fmt.Sprintf("%.2f %% of the tree; %d files indexed", res.IndexShare, res.IndexedFiles)},
-		{"index on disk at its peak, first scan / until compacted", f1(mb(res.ScanDiskPeak)) + " / " + f1(mb(res.DiskPeak)) + " MB", "the index directory's files summed every 20 ms, from the daemon's start to ready, and on to the end of the compaction after it"},
+		{"index on disk at its peak, first scan / until compacted", f1(mb(res.ScanDiskPeak)) + " / " + f1(mb(res.DiskPeak)) + " MB", "the index directory's files summed every 15 ms, from the daemon's start to ready, and on to the end of the compaction after it"},
 		{"similar right after ready, in the daemon", lat(res.InDaemon), fmt.Sprintf("p50 / p99; %d queries on files drawn from the tree, %.1f matches each, while the index is compacted", res.Queries, res.MeanMatches)},
 		{"similar, Go client, p50 / p99", lat(res.Client), fmt.Sprintf("read + fingerprint + request; %d of %d queries with kin answered", res.KinFound, res.WithKin)},
 		{"the same once compacted: in the daemon", lat(res.SettledInDaemon), "the same queries, once the compaction after the first scan is done (the ones above run during it)"},
