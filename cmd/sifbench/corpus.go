@@ -91,13 +91,19 @@ func cpuUntilIdle(ctx context.Context, pid int) (float64, error) {
 // compacting the index after its first scan, so that the index's size is
 // the one a user sees once the daemon has settled.
 func (r *daemonRun) waitCompacted(ctx context.Context) error {
+	return r.waitStatus(ctx, func(st *ipc.Status) bool { return !st.Index.Compacting })
+}
+
+// waitStatus polls the daemon's status every 20 ms until until is true of
+// it.
+func (r *daemonRun) waitStatus(ctx context.Context, until func(*ipc.Status) bool) error {
 	c := ipc.NewClient(r.socket)
 	for {
 		st, err := c.Status(ctx)
 		if err != nil {
 			return err
 		}
-		if !st.Index.Compacting {
+		if until(st) {
 			return nil
 		}
 		select {

@@ -449,7 +449,7 @@ func loadIndex(ctx context.Context, sifd, tree, w string) error {
 	if err != nil {
 		return err
 	}
-	if err := waitSettled(ctx, d); err != nil {
+	if err := d.waitStatus(ctx, settled); err != nil {
 		d.cmd.Process.Kill()
 		return err
 	}
@@ -459,28 +459,6 @@ func loadIndex(ctx context.Context, sifd, tree, w string) error {
 	// An hour ago: a new time, and none a scan would take for a file
 	// still being written.
 	return touchTree(tree, time.Now().Add(-time.Hour))
-}
-
-// waitSettled polls d's status every 20 ms until it is settled.
-func waitSettled(ctx context.Context, d *daemonRun) error {
-	c := ipc.NewClient(d.socket)
-	for {
-		st, err := c.Status(ctx)
-		if err != nil {
-			return err
-		}
-		if settled(st) {
-			return nil
-		}
-		select {
-		case err := <-d.done:
-			return fmt.Errorf("sifd exited: %v", err)
-		case <-ctx.Done():
-			d.cmd.Process.Kill()
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 // settled says whether the daemon of status st is done with its work:
