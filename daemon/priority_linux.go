@@ -31,9 +31,8 @@ const (
 // with the goroutine (it is never unbound), as an unprivileged thread
 // could not take its priority back.
 func lowerPriority() error {
-	runtime.LockOSThread()
-	tid := unix.Gettid()
-	if err := unix.Setpriority(unix.PRIO_PROCESS, tid, workerNice); err != nil {
+	tid, err := lockAtNice(workerNice)
+	if err != nil {
 		return fmt.Errorf("lowering a worker thread's priority: %w", err)
 	}
 	if _, _, e := unix.Syscall(unix.SYS_IOPRIO_SET, ioprioWhoProcess, uintptr(tid), workerIOPrio); e != 0 {
@@ -59,14 +58,21 @@ func atNice(nice int, f func()) {
 	go func() {
 		defer close(done)
 		defer func() { caught = recover() }()
-		runtime.LockOSThread()
-		unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), nice) // at worst f runs at the daemon's
+		lockAtNice(nice) // at worst f runs at the daemon's priority
 		f()
 	}()
 	<-done
 	if caught != nil {
 		panic(caught)
 	}
+}
+
+// lockAtNice binds the calling goroutine to its thread for good and sets
+// that thread's CPU priority; it returns the thread's id.
+func lockAtNice(nice int) (tid int, err error) {
+	runtime.LockOSThread()
+	tid = unix.Gettid()
+	return tid, unix.Setpriority(unix.PRIO_PROCESS, tid, nice)
 }
 
 // lowPriorityWorkers says that workers run at a priority of their own.
