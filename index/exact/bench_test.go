@@ -2,27 +2,40 @@ package exact
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
 
-// BenchmarkMeasure: one 50 kB query against eight edited 50 kB candidates,
-// as the daemon checks a query's best candidates.
+// BenchmarkMeasure: a query against eight edited candidates of its size
+// and one four times larger, prepared, measured and released as the
+// daemon checks a query's best candidates, for queries of 2 kB (most
+// files of a source tree), 50 kB and 500 kB.
 func BenchmarkMeasure(b *testing.B) {
-	r := rand.New(rand.NewPCG(1, 1))
-	q := text(r, 50_000)
-	var cands [][]byte
-	for i := range 8 {
-		cands = append(cands, mutate(r, q, float64(i)/10))
-	}
-	b.SetBytes(int64(len(q) * 9))
-	for b.Loop() {
-		qu := NewQuery(q)
-		for _, c := range cands {
-			if _, err := qu.MeasureBytes(c); err != nil {
-				b.Fatal(err)
+	for _, size := range []int{2_000, 50_000, 500_000} {
+		b.Run(fmt.Sprintf("%dkB", size/1000), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 1))
+			q := text(r, size)
+			var cands [][]byte
+			for i := range 8 {
+				cands = append(cands, mutate(r, q, float64(i)/10))
 			}
-		}
+			cands = append(cands, bytes.Repeat(mutate(r, q, 0.5), 4))
+			n := 0
+			for _, c := range cands {
+				n += len(c)
+			}
+			b.SetBytes(int64(len(q) + n))
+			for b.Loop() {
+				qu := NewQuery(q)
+				for _, c := range cands {
+					if _, err := qu.MeasureBytes(c); err != nil {
+						b.Fatal(err)
+					}
+				}
+				qu.Release()
+			}
+		})
 	}
 }
 

@@ -102,7 +102,7 @@ func TestMeasureMatchesNaive(t *testing.T) {
 		}
 		cases = append(cases, [2][]byte{q, c})
 	}
-	for i, tc := range cases {
+	for i, tc := range append(cases, cases...) {
 		q, c := tc[0], tc[1]
 		qu := NewQuery(q)
 		// Measure twice: a Query is reused across candidates.
@@ -120,6 +120,9 @@ func TestMeasureMatchesNaive(t *testing.T) {
 				t.Fatalf("case %d: size %d, want %d", i, m.Size, len(c))
 			}
 		}
+		// Released, its buffers serve the next cases as they are, not
+		// zeroed: what they held must not count.
+		qu.Release()
 	}
 }
 

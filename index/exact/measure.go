@@ -36,7 +36,10 @@ type Query struct {
 	data     []byte // the query's bytes, when known (hasData)
 	hasData  bool
 	distinct []uint64 // distinct window hashes (at level)
-	posID    []int32  // per window of data: index of its hash in distinct
+	// ownDistinct says distinct is the Query's, from u64Bufs, and not a
+	// caller's signature.
+	ownDistinct bool
+	posID       []int32 // per window of data: index of its hash in distinct
 
 	bases map[[2]int]*table // (level, table size) → the query's windows kept at level
 	seen  []bool
@@ -50,13 +53,16 @@ type Query struct {
 // NewQuery prepares a query from its bytes, which it keeps (the caller
 // must not change them while the Query is in use).
 func NewQuery(data []byte) *Query {
-	q := &Query{size: int64(len(data)), data: data, hasData: true}
-	hs := Hashes(data)
+	q := &Query{size: int64(len(data)), data: data, hasData: true, ownDistinct: true}
+	var h Hasher
+	hs := h.Append(u64Bufs.get(len(data)-Window+1), data)
 	t := newTable(2 * len(hs))
-	q.posID = make([]int32, len(hs))
+	q.posID = i32Bufs.get(len(hs))[:len(hs)]
+	q.distinct = u64Bufs.get(len(hs))
 	// Visit the windows grouped by the table region their hash falls in,
 	// so the table is touched one cache-sized region at a time.
-	for _, i := range partitionIndex(hs, t) {
+	order := partitionIndex(i32Bufs.get(len(hs)), hs, t)
+	for _, i := range order {
 		h := hs[i]
 		p := place(h)
 		s := t.slot(p)
@@ -66,6 +72,8 @@ func NewQuery(data []byte) *Query {
 		}
 		q.posID[i] = t.vals[s] - 1
 	}
+	i32Bufs.put(order)
+	u64Bufs.put(hs)
 	q.bases = map[[2]int]*table{{0, len(t.keys)}: t}
 	return q
 }
@@ -81,10 +89,10 @@ func partitionBits(t *table) uint {
 
 // partitionIndex returns the indexes of hs (window hashes, not placed)
 // grouped by the region of t their placed hash falls in (a counting sort
-// on its top bits).
-func partitionIndex(hs []uint64, t *table) []int32 {
+// on its top bits), in dst's space, which must have room for them.
+func partitionIndex(dst []int32, hs []uint64, t *table) []int32 {
 	pb := partitionBits(t)
-	out := make([]int32, len(hs))
+	out := dst[:len(hs)]
 	if pb == 0 {
 		for i := range out {
 			out[i] = int32(i)
@@ -114,7 +122,7 @@ func partition(dst, hs []uint64, ends []int32, t *table) ([]uint64, []int32) {
 	if pb == 0 {
 		return append(dst[:0], hs...), append(ends[:0], int32(len(hs)))
 	}
-	dst = slices.Grow(dst[:0], len(hs))[:len(hs)]
+	dst = u64Bufs.grow(dst[:0], len(hs))[:len(hs)]
 	ends = slices.Grow(ends[:0], 1<<pb+1)[:1<<pb+1]
 	clear(ends)
 	for _, h := range hs {
@@ -159,7 +167,19 @@ func (q *Query) Release() {
 		t.release()
 		delete(q.bases, k)
 	}
+	if q.ownDistinct {
+		u64Bufs.put(q.distinct)
+	}
+	i32Bufs.put(q.posID)
+	u64Bufs.put(q.hbuf)
+	u64Bufs.put(q.pbuf)
+	boolBufs.put(q.seen)
+	byteBufs.put(q.rbuf)
+	*q = Query{}
 }
+
+// readSize is the size of a Measure's reads of a candidate.
+const readSize = 64 << 10
 
 // ErrNoEvidence: a sampled measure kept no window of the query, so it
 // cannot tell anything.
@@ -193,16 +213,24 @@ func (q *Query) Measure(r io.Reader, size int64) (Measure, error) {
 	}
 	m.QueryWindows = qkept
 	if cap(q.seen) < len(q.distinct) {
-		q.seen = make([]bool, len(q.distinct))
+		boolBufs.put(q.seen)
+		q.seen = boolBufs.get(len(q.distinct))
 	}
 	seen := q.seen[:len(q.distinct)]
 	clear(seen)
 	if q.rbuf == nil {
-		q.rbuf = make([]byte, 64<<10)
+		q.rbuf = byteBufs.get(readSize)[:readSize]
 	}
 	var h Hasher
 	var head [Window]byte // the candidate's first bytes, for a query without windows
-	hs := q.hbuf[:0]
+	// Room for the hashes the candidate is expected to keep, and a read's
+	// more before they are thinned.
+	want := int(size - Window + 1)
+	if level > 0 {
+		want = int(size>>level)*2 + readSize
+	}
+	q.hbuf = u64Bufs.grow(q.hbuf[:0], max(want, 0))
+	hs := q.hbuf
 	for {
 		n, err := r.Read(q.rbuf)
 		if n > 0 {
