@@ -13,11 +13,14 @@ import (
 	"github.com/sif-dev/sif/ipc"
 )
 
-// fileBackend is a fakeBackend whose candidates' bytes are in files.
+// fileBackend is a fakeBackend whose candidates' bytes are in files, with
+// modification times in mtimes (0 when not there).
 type fileBackend struct {
 	*fakeBackend
 	files  map[string][]byte
+	mtimes map[string]int64
 	opened []string
+	read   map[string]bool // the files whose bytes were read
 }
 
 func (f *fileBackend) OpenIndexed(path string) (io.ReadCloser, index.FileMeta, error) {
@@ -26,7 +29,24 @@ func (f *fileBackend) OpenIndexed(path string) (io.ReadCloser, index.FileMeta, e
 	if !ok {
 		return nil, index.FileMeta{}, ErrGone
 	}
-	return io.NopCloser(bytes.NewReader(b)), index.FileMeta{Path: path, Size: int64(len(b))}, nil
+	r := readNoted{Reader: bytes.NewReader(b), note: func() {
+		if f.read == nil {
+			f.read = map[string]bool{}
+		}
+		f.read[path] = true
+	}}
+	return io.NopCloser(r), index.FileMeta{Path: path, Size: int64(len(b)), MtimeNs: f.mtimes[path]}, nil
+}
+
+// readNoted calls note at each read.
+type readNoted struct {
+	io.Reader
+	note func()
+}
+
+func (r readNoted) Read(p []byte) (int, error) {
+	r.note()
+	return r.Reader.Read(p)
 }
 
 func match(path string, size int64, containment float64) index.Match {
@@ -256,5 +276,49 @@ func TestCheckWeakCandidates(t *testing.T) {
 	resp, err = c.Similar(context.Background(), req)
 	if err != nil || len(resp.Matches) != 1 || fb.lastO.WeakShared != 0 || len(fb.opened) != 0 {
 		t.Fatalf("fast: %v %+v, WeakShared %d, opened %v", err, resp, fb.lastO.WeakShared, fb.opened)
+	}
+}
+
+// TestCheckIdenticalUnread: a match identical to the query by SHA-256 when
+// indexed, and unchanged since by size and modification time, is
+// measured exact at 100 % without reading it; one whose time changed is
+// read, and measured on what it holds now.
+func TestCheckIdenticalUnread(t *testing.T) {
+	q := text(1, 4000)
+	edited := append(bytes.Clone(q[:2000]), text(2, 2000)...)
+	files := map[string][]byte{"/r/same.txt": q, "/r/touched.txt": edited, "/r/half.txt": edited}
+	identical := func(path string, mtime int64) index.Match {
+		m := match(path, 4000, 1)
+		m.Identical, m.MtimeNs = true, mtime
+		return m
+	}
+	ms := []index.Match{identical("/r/same.txt", 7), identical("/r/touched.txt", 7), match("/r/half.txt", 4000, 0.5)}
+	p := fingerprint.DefaultParams()
+	fb := &fileBackend{fakeBackend: &fakeBackend{params: p, result: &index.Result{Matches: ms}}, files: files,
+		mtimes: map[string]int64{"/r/same.txt": 7, "/r/touched.txt": 8}}
+	c := serve(t, fb)
+	sk := &fingerprint.Sketch{Params: p, Summary: fingerprint.Summary{Size: int64(len(q))}}
+	req := ipc.NewSimilarRequest("/r/q/query.txt", sk)
+	req.Content = q
+	resp, err := c.Similar(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]ipc.Match{}
+	for _, m := range resp.Matches {
+		got[m.Path] = m
+	}
+	if m := got["/r/same.txt"]; m.Measure != ipc.MeasureExact || m.Containment != 100 || m.Resemblance != 100 ||
+		!m.Identical || m.Changed || m.SharedBytes == nil || *m.SharedBytes != 4000 {
+		t.Errorf("unchanged identical match: %+v", m)
+	}
+	if fb.read["/r/same.txt"] {
+		t.Error("the unchanged identical match was read")
+	}
+	if m := got["/r/touched.txt"]; !fb.read["/r/touched.txt"] || m.Measure != ipc.MeasureExact || m.Identical || !m.Changed || m.Containment >= 60 {
+		t.Errorf("identical match touched since: read %v, %+v", fb.read["/r/touched.txt"], m)
+	}
+	if resp.Checked != 3 {
+		t.Errorf("checked %d, want 3", resp.Checked)
 	}
 }
