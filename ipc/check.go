@@ -31,6 +31,14 @@ const (
 	// MaxCheckSize is the largest candidate read for a check: a larger one
 	// keeps the index's estimate.
 	MaxCheckSize = 16 << 20
+	// CheckBytes bounds the bytes of candidates one check reads: past
+	// CheckBytes or 16 times the query's size, whichever is more, the
+	// candidates left keep their estimates (weak ones are dropped), but
+	// for the first, which is read whatever its size. Hashing a candidate
+	// costs about a millisecond per megabyte: without a bound, a small
+	// file sharing a few lines with large ones cost a check of up to a
+	// second, which every query behind it waited for.
+	CheckBytes = 8 << 20
 )
 
 // Measures of a Match.

@@ -141,7 +141,8 @@ func toCheck(ms []index.Match, template bool) int {
 // CheckWeak weak ones, the nearer path first among equal estimates; weak
 // matches not measured are dropped, their estimates being no evidence.
 // Matches whose file vanished are dropped and counted; those the daemon
-// cannot read, or larger than MaxCheckSize, keep their estimates. A checked
+// cannot read, larger than MaxCheckSize, or past the check's bytes
+// (CheckBytes), keep their estimates. A checked
 // match whose containment falls below threshold is dropped. The check
 // stops when ctx is done, with its error, between candidates and within
 // the read of one.
@@ -172,12 +173,19 @@ func (s *Server) check(ctx context.Context, cs *checkSide, queryPath string, ms 
 		weak = weak[:ipc.CheckWeak]
 	}
 	var top []checked
+	budget, read := max(ipc.CheckBytes, 16*cs.size), int64(0)
 	for i, m := range append(strong[:n:n], weak...) {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, 0, err
 		}
 		isWeak := i >= n
 		c := checked{Match: m, measure: ipc.MeasureEstimated, near: nearness(queryPath, m.Path)}
+		if read > 0 && read+m.FileMeta.Size > budget {
+			if !isWeak {
+				top = append(top, c)
+			}
+			continue
+		}
 		r, cur, err := s.content.OpenIndexed(m.Path)
 		switch {
 		case errors.Is(err, ErrGone):
@@ -208,6 +216,7 @@ func (s *Server) check(ctx context.Context, cs *checkSide, queryPath string, ms 
 			top = append(top, c)
 			continue
 		}
+		read += cur.Size
 		em, err := cs.query().Measure(ipc.ContextReader(ctx, r), cur.Size)
 		r.Close()
 		if err != nil && ctx.Err() != nil { // the read was stopped

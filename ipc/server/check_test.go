@@ -322,3 +322,45 @@ func TestCheckIdenticalUnread(t *testing.T) {
 		t.Errorf("checked %d, want 3", resp.Checked)
 	}
 }
+
+// TestCheckBytesBound: once a check has read CheckBytes of candidates,
+// the candidates left keep their estimates and are not opened, a weak
+// one is left out, and one that still fits is read.
+func TestCheckBytesBound(t *testing.T) {
+	q := text(1, 4000)
+	big := func(seed byte, n int) []byte { return append(bytes.Clone(q), text(seed, n-len(q))...) }
+	const mib = 1 << 20
+	files := map[string][]byte{
+		"/r/a": big(2, 5*mib), // read: the first is read whatever its size
+		"/r/b": big(3, 5*mib), // past the bound: keeps its estimate
+		"/r/c": big(4, 2*mib), // still within it: read
+		"/r/w": big(5, 2*mib), // weak, past the bound: left out
+	}
+	weak := match("/r/w", 2*mib, 0.9)
+	weak.Weak = true
+	ms := []index.Match{match("/r/a", 5*mib, 0.9), match("/r/b", 5*mib, 0.8), match("/r/c", 2*mib, 0.7), weak}
+	p := fingerprint.DefaultParams()
+	fb := &fileBackend{fakeBackend: &fakeBackend{params: p, result: &index.Result{Matches: ms}}, files: files}
+	c := serve(t, fb)
+	sk := &fingerprint.Sketch{Params: p, Summary: fingerprint.Summary{Size: int64(len(q))}}
+	req := ipc.NewSimilarRequest("/r/q/query.txt", sk)
+	req.Content = q
+	resp, err := c.Similar(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range resp.Matches {
+		got = append(got, m.Path+":"+m.Measure)
+	}
+	want := "/r/c:sampled /r/a:sampled /r/b:estimated" // c resembles q more
+	if strings.Join(got, " ") != want {
+		t.Errorf("matches %v, want %s", got, want)
+	}
+	if strings.Join(fb.opened, " ") != "/r/a /r/c" {
+		t.Errorf("opened %v, want /r/a and /r/c", fb.opened)
+	}
+	if resp.Checked != 2 {
+		t.Errorf("checked %d, want 2", resp.Checked)
+	}
+}
