@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -71,6 +73,10 @@ type millionResult struct {
 	// ones above run while it compacts.
 	SettledInDaemon latencyStats `json:"query_in_daemon_settled"`
 	SettledClient   latencyStats `json:"query_client_settled"`
+	// Slowest and SettledSlowest are the queries of the two rounds that
+	// took longest in the daemon, slowest first: what the p99 is made of.
+	Slowest        []slowQuery `json:"slowest_queries"`
+	SettledSlowest []slowQuery `json:"slowest_queries_settled"`
 
 	QueriesPeakMB float64 `json:"queries_peak_rss_mb"`      // VmHWM after the queries
 	LifePeakMB    float64 `json:"first_daemon_peak_rss_mb"` // over the first daemon's life: scan, queries and shutdown
@@ -221,6 +227,7 @@ func benchMillion(ctx context.Context, c *common, lf *liveFlags, lo *loadFlags, 
 		return nil, err
 	}
 	res.SettledInDaemon, res.SettledClient = settled.InDaemon, settled.Client
+	res.SettledSlowest = settled.Slowest
 	kb, err := d.stop()
 	if err != nil {
 		return nil, err
@@ -321,6 +328,32 @@ func profileQueries(ctx context.Context, addr, dir string) (wait func()) {
 	return wg.Wait
 }
 
+// slowQuery is one of the slowest queries of a round, as its answer
+// describes it.
+type slowQuery struct {
+	Path         string  `json:"path"`
+	Size         int64   `json:"size"`
+	InDaemonMs   float64 `json:"in_daemon_ms"`
+	Fingerprints int     `json:"fingerprints"`
+	Candidates   int     `json:"candidates"`
+	Checked      int     `json:"checked"`
+	Matches      int     `json:"matches"`
+	Template     bool    `json:"template,omitempty"`
+}
+
+// String is the slow query on a line of the report.
+func (q slowQuery) String() string {
+	s := fmt.Sprintf("%.1f ms: %d B, %d fingerprints, %d candidates, %d checked, %d matches", q.InDaemonMs, q.Size, q.Fingerprints, q.Candidates, q.Checked, q.Matches)
+	if q.Template {
+		s += ", template"
+	}
+	return s
+}
+
+// slowestKept is how many of the slowest queries of a round the report
+// names.
+const slowestKept = 5
+
 // millionQueries asks the ready daemon about q files of the tree drawn
 // from seed, as sifctl similar asks (the file's fingerprints and its bytes
 // for the check, threshold 25 %), and records the latencies in res.
@@ -337,6 +370,7 @@ func millionQueries(ctx context.Context, client *ipc.Client, t *millionTree, res
 	r := rand.New(rand.NewPCG(seed, 0x71))
 	threshold := 25.0
 	var inDaemon, cl []float64
+	var slow []slowQuery
 	matches := 0
 	for k := range q + 5 { // the first 5 warm up
 		i := r.IntN(len(t.Files))
@@ -358,6 +392,8 @@ func millionQueries(ctx context.Context, client *ipc.Client, t *millionTree, res
 		}
 		cl = append(cl, ms(time.Since(t0)))
 		inDaemon = append(inDaemon, float64(resp.ElapsedNs)/1e6)
+		slow = append(slow, slowQuery{Path: p, Size: sk.Summary.Size, InDaemonMs: float64(resp.ElapsedNs) / 1e6,
+			Fingerprints: resp.Fingerprints, Candidates: resp.Candidates, Checked: resp.Checked, Matches: len(resp.Matches), Template: resp.Template})
 		matches += len(resp.Matches)
 		if kin[t.Files[i].Origin] > 1 {
 			res.WithKin++
@@ -368,6 +404,8 @@ func millionQueries(ctx context.Context, client *ipc.Client, t *millionTree, res
 	}
 	res.Queries = q
 	res.InDaemon, res.Client = summarize(inDaemon), summarize(cl)
+	slices.SortFunc(slow, func(a, b slowQuery) int { return cmp.Compare(b.InDaemonMs, a.InDaemonMs) })
+	res.Slowest = slow[:min(len(slow), slowestKept)]
 	res.MeanMatches = float64(matches) / float64(q)
 	return nil
 }
@@ -580,6 +618,15 @@ func printMillion(res *millionResult) {
 		{"sifd peak RSS during dupes", f0(res.Dupes.SifdMB) + " MB", fmt.Sprintf("%s, from its RSS after groups; sifctl's own %.0f MB", res.Dupes.PeakFrom, res.Dupes.SifctlMB)},
 	}
 	fmt.Print(table(rows))
+	for _, round := range []struct {
+		name string
+		qs   []slowQuery
+	}{{"right after ready", res.Slowest}, {"once compacted", res.SettledSlowest}} {
+		fmt.Printf("slowest queries %s, in the daemon:\n", round.name)
+		for _, q := range round.qs {
+			fmt.Printf("  %s\n", q)
+		}
+	}
 	if len(res.LoadAvg) == 3 {
 		fmt.Printf("machine load average (1, 5, 15 min): before the first scan %s; before groups %s; at the end %s\n", res.LoadAvg[0], res.LoadAvg[1], res.LoadAvg[2])
 	}
