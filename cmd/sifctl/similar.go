@@ -116,12 +116,14 @@ is listed too.
 
 The best matches are then checked: sifctl sends FILE's bytes (a signature
 of its 32-byte windows past 1 MiB), and the daemon measures the 8 best by
-the estimate (plus ties) on their current bytes, over 32-byte windows:
-exact containment, resemblance and shared bytes ("measure": "exact", or
-"sampled" past 1 MiB). They are listed first, by containment, then
-resemblance, then how much of FILE's path they share; a match changed
-since it was indexed is measured as it is now and marked, one deleted is
-left out. --fast keeps the index's estimates ("measure": "estimated").
+the estimate (plus ties, while it has read less than 8 MiB of them) on
+their current bytes, over 32-byte windows: exact containment,
+resemblance and shared bytes ("measure": "exact", or "sampled" past 1
+MiB). They are listed first, by containment, then resemblance, then how
+much of FILE's path they share; a match changed since it was indexed is
+measured as it is now and marked, one deleted is left out, and one
+identical to FILE and unchanged since is not read again. --fast keeps
+the index's estimates ("measure": "estimated").
 
 With --json, one object per FILE and line:
   {"query": PATH, "size": N, "fingerprints": N, "skipped": N, "too_few": BOOL,
