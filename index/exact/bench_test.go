@@ -39,6 +39,23 @@ func BenchmarkMeasure(b *testing.B) {
 	}
 }
 
+// BenchmarkMeasureLarge: a 2 kB query against one 8 MiB candidate that
+// holds it, as a small file's check meets a large file sharing a few of
+// its fingerprints: a sampled measure that reads the whole candidate.
+func BenchmarkMeasureLarge(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 3))
+	q := text(r, 2_000)
+	c := append(text(r, 8<<20-len(q)), q...)
+	b.SetBytes(int64(len(c)))
+	for b.Loop() {
+		qu := NewQuery(q)
+		if _, err := qu.MeasureBytes(c); err != nil {
+			b.Fatal(err)
+		}
+		qu.Release()
+	}
+}
+
 func BenchmarkDeltaCost(b *testing.B) {
 	r := rand.New(rand.NewPCG(2, 2))
 	basis := text(r, 100_000)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -151,6 +152,32 @@ func TestHasherStreams(t *testing.T) {
 	w := data[500 : 500+Window]
 	if Hashes(w)[0] != want[500] {
 		t.Fatal("a window's hash depends on what precedes it")
+	}
+}
+
+// TestHasherKeeps: AppendKept, in pieces of any size, keeps exactly the
+// hashes of the whole that its mask keeps, in order.
+func TestHasherKeeps(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	data := text(r, 20000)
+	all := Hashes(data)
+	for _, level := range []int{0, 1, 3, 6} {
+		var want []uint64
+		for _, x := range all {
+			if Keep(x, level) {
+				want = append(want, x)
+			}
+		}
+		var h Hasher
+		var got []uint64
+		for rest := data; len(rest) > 0; {
+			n := min(len(rest), 1+r.IntN(3*Window))
+			got = h.AppendKept(got, rest[:n], levelMask(level))
+			rest = rest[n:]
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("level %d: kept %d hashes, want %d (or another order)", level, len(got), len(want))
+		}
 	}
 }
 

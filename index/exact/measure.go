@@ -223,11 +223,10 @@ func (q *Query) Measure(r io.Reader, size int64) (Measure, error) {
 	}
 	var h Hasher
 	var head [Window]byte // the candidate's first bytes, for a query without windows
-	// Room for the hashes the candidate is expected to keep, and a read's
-	// more before they are thinned.
+	// Room for the hashes the candidate is expected to keep.
 	want := int(size - Window + 1)
 	if level > 0 {
-		want = int(size>>level)*2 + readSize
+		want = int(size>>level)*2 + 1024
 	}
 	q.hbuf = u64Bufs.grow(q.hbuf[:0], max(want, 0))
 	hs := q.hbuf
@@ -238,11 +237,7 @@ func (q *Query) Measure(r io.Reader, size int64) (Measure, error) {
 				copy(head[m.Size:], q.rbuf[:n])
 			}
 			m.Size += int64(n)
-			from := len(hs)
-			hs = h.Append(hs, q.rbuf[:n])
-			if level > 0 {
-				hs = keepOnly(hs, from, mask)
-			}
+			hs = h.AppendKept(hs, q.rbuf[:n], mask)
 		}
 		if err == io.EOF {
 			break
@@ -341,17 +336,6 @@ func (q *Query) finish(m Measure, seen []bool) Measure {
 		m.SharedBytes = int64(m.Containment*float64(q.size) + 0.5)
 	}
 	return m
-}
-
-// keepOnly drops the hashes of hs[from:] that mask does not keep.
-func keepOnly(hs []uint64, from int, mask uint64) []uint64 {
-	out := hs[:from]
-	for _, x := range hs[from:] {
-		if x&mask == 0 {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // coveredBytes counts the bytes in at least one window whose id is seen.

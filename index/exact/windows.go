@@ -64,7 +64,12 @@ type Hasher struct {
 
 // Append appends to dst the hash of every window that ends in p, in order,
 // and returns the extended slice.
-func (h *Hasher) Append(dst []uint64, p []byte) []uint64 {
+func (h *Hasher) Append(dst []uint64, p []byte) []uint64 { return h.AppendKept(dst, p, 0) }
+
+// AppendKept is Append keeping only the hashes whose bits under mask are
+// zero: with a level's mask, that level's sample, the others never stored
+// (a sampled measure of a large file keeps one hash in 2^level).
+func (h *Hasher) AppendKept(dst []uint64, p []byte, mask uint64) []uint64 {
 	f, n := h.f, h.n
 	ring := &h.ring
 	// The first bytes of p push out the bytes of the ring, the others the
@@ -76,15 +81,24 @@ func (h *Hasher) Append(dst []uint64, p []byte) []uint64 {
 		// byte leaving is 0 and contributes nothing.
 		f = f*Prime + uint64(c) - uint64(out)*pow32
 		n++
-		if n >= Window {
-			dst = append(dst, fmix64(f))
+		if x := fmix64(f); n >= Window && x&mask == 0 {
+			dst = append(dst, x)
 		}
 	}
 	if len(p) > Window {
-		dst = slices.Grow(dst, len(p)-head)
-		for i := head; i < len(p); i++ {
-			f = f*Prime + uint64(p[i]) - uint64(p[i-Window])*pow32
-			dst = append(dst, fmix64(f))
+		if mask == 0 {
+			dst = slices.Grow(dst, len(p)-head)
+			for i := head; i < len(p); i++ {
+				f = f*Prime + uint64(p[i]) - uint64(p[i-Window])*pow32
+				dst = append(dst, fmix64(f))
+			}
+		} else {
+			for i := head; i < len(p); i++ {
+				f = f*Prime + uint64(p[i]) - uint64(p[i-Window])*pow32
+				if x := fmix64(f); x&mask == 0 {
+					dst = append(dst, x)
+				}
+			}
 		}
 		n += int64(len(p) - head)
 	}
