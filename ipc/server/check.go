@@ -142,7 +142,8 @@ func toCheck(ms []index.Match, template bool) int {
 // matches not measured are dropped, their estimates being no evidence.
 // Matches whose file vanished are dropped and counted; those the daemon
 // cannot read, larger than MaxCheckSize, or past the check's bytes
-// (CheckBytes), keep their estimates. A checked
+// (CheckBytes), keep their estimates; weak ones past CheckWeakBytes are
+// not read. A checked
 // match whose containment falls below threshold is dropped. The check
 // stops when ctx is done, with its error, between candidates and within
 // the read of one.
@@ -174,6 +175,8 @@ func (s *Server) check(ctx context.Context, cs *checkSide, queryPath string, ms 
 	}
 	var top []checked
 	budget, read := max(ipc.CheckBytes, 16*cs.size), int64(0)
+	weakBudget, readWeak := max(ipc.CheckWeakBytes, 64*cs.size), int64(0)
+	weakLargest := max(ipc.CheckWeakLargest, 256*cs.size)
 	for i, m := range append(strong[:n:n], weak...) {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, 0, err
@@ -184,6 +187,9 @@ func (s *Server) check(ctx context.Context, cs *checkSide, queryPath string, ms 
 			if !isWeak {
 				top = append(top, c)
 			}
+			continue
+		}
+		if isWeak && (readWeak+m.FileMeta.Size > weakBudget || m.FileMeta.Size > weakLargest) {
 			continue
 		}
 		r, cur, err := s.content.OpenIndexed(m.Path)
@@ -217,6 +223,9 @@ func (s *Server) check(ctx context.Context, cs *checkSide, queryPath string, ms 
 			continue
 		}
 		read += cur.Size
+		if isWeak {
+			readWeak += cur.Size
+		}
 		em, err := cs.query().Measure(ipc.ContextReader(ctx, r), cur.Size)
 		r.Close()
 		if err != nil && ctx.Err() != nil { // the read was stopped

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -362,5 +363,67 @@ func TestCheckBytesBound(t *testing.T) {
 	}
 	if resp.Checked != 2 {
 		t.Errorf("checked %d, want 2", resp.Checked)
+	}
+}
+
+// TestCheckWeakBytesBound: weak candidates are read while they add up to
+// CheckWeakBytes at most; one that would pass it is not read, and so not
+// listed, and a smaller one after it still is.
+func TestCheckWeakBytesBound(t *testing.T) {
+	q := text(1, 4000)
+	big := func(seed byte, n int) []byte { return append(bytes.Clone(q), text(seed, n-len(q))...) }
+	const part = ipc.CheckWeakBytes / 10
+	files := map[string][]byte{"/r/w1": big(2, 6*part), "/r/w2": big(3, 6*part), "/r/w3": big(4, 3*part)}
+	var ms []index.Match
+	for _, p := range []string{"/r/w1", "/r/w2", "/r/w3"} {
+		m := match(p, int64(len(files[p])), 0.9)
+		m.Weak = true
+		ms = append(ms, m)
+	}
+	p := fingerprint.DefaultParams()
+	fb := &fileBackend{fakeBackend: &fakeBackend{params: p, result: &index.Result{Matches: ms}}, files: files}
+	c := serve(t, fb)
+	sk := &fingerprint.Sketch{Params: p, Summary: fingerprint.Summary{Size: int64(len(q))}}
+	req := ipc.NewSimilarRequest("/r/q/query.txt", sk)
+	req.Content = q
+	resp, err := c.Similar(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range resp.Matches {
+		got = append(got, m.Path)
+	}
+	slices.Sort(got)
+	if strings.Join(got, " ") != "/r/w1 /r/w3" || strings.Join(fb.opened, " ") != "/r/w1 /r/w3" {
+		t.Errorf("listed %v and opened %v, want w1 and w3", got, fb.opened)
+	}
+}
+
+// TestCheckWeakLargest: a weak candidate larger than CheckWeakLargest and
+// than 256 times the query is not read, and so not listed; a smaller one
+// after it is.
+func TestCheckWeakLargest(t *testing.T) {
+	q := text(1, 200)
+	big := func(seed byte, n int) []byte { return append(bytes.Clone(q), text(seed, n-len(q))...) }
+	files := map[string][]byte{"/r/large": big(2, ipc.CheckWeakLargest+1), "/r/small": big(3, ipc.CheckWeakLargest/2)}
+	var ms []index.Match
+	for _, p := range []string{"/r/large", "/r/small"} {
+		m := match(p, int64(len(files[p])), 0.9)
+		m.Weak = true
+		ms = append(ms, m)
+	}
+	p := fingerprint.DefaultParams()
+	fb := &fileBackend{fakeBackend: &fakeBackend{params: p, result: &index.Result{Matches: ms}}, files: files}
+	c := serve(t, fb)
+	sk := &fingerprint.Sketch{Params: p, Summary: fingerprint.Summary{Size: int64(len(q))}}
+	req := ipc.NewSimilarRequest("/r/q/query.txt", sk)
+	req.Content = q
+	resp, err := c.Similar(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Matches) != 1 || resp.Matches[0].Path != "/r/small" || strings.Join(fb.opened, " ") != "/r/small" {
+		t.Errorf("matches %+v, opened %v; want only /r/small", resp.Matches, fb.opened)
 	}
 }
