@@ -142,11 +142,12 @@ func toCheck(ms []index.Match, template bool) int {
 // matches not measured are dropped, their estimates being no evidence.
 // Matches whose file vanished are dropped and counted; those the daemon
 // cannot read, larger than MaxCheckSize, or past the check's bytes
-// (CheckBytes), keep their estimates; weak ones past CheckWeakBytes are
-// not read. A checked
-// match whose containment falls below threshold is dropped. The check
-// stops when ctx is done, with its error, between candidates and within
-// the read of one.
+// (CheckBytes) keep their estimates; weak ones past CheckWeakBytes or
+// larger than CheckWeakLargest are not read. An identical match unchanged
+// since it was indexed is not read either: it is the query's bytes. A
+// checked match whose containment falls below threshold is dropped. The
+// check stops when ctx is done, with its error, between candidates and
+// within the read of one.
 func (s *Server) check(ctx context.Context, cs *checkSide, queryPath string, ms []index.Match, threshold float64, template bool) (out []checked, measured, dropped int, err error) {
 	var strong, weak []index.Match
 	for _, m := range ms {
@@ -218,6 +219,7 @@ func (s *Server) check(ctx context.Context, cs *checkSide, queryPath string, ms 
 			measured++
 			c.Containment, c.ReverseContainment, c.Resemblance = 1, 1, 1
 			c.SharedBytes = cs.size
+			c.Weak = false
 			c.measure = ipc.MeasureExact
 			top = append(top, c)
 			continue
