@@ -280,6 +280,35 @@ func TestCheckWeakCandidates(t *testing.T) {
 	}
 }
 
+// askChecked asks a server over fb, whose index answers ms, for the
+// matches of q with its bytes, so that they are checked, and fails the
+// test on an error.
+func askChecked(t *testing.T, fb *fileBackend, q []byte, ms []index.Match) *ipc.SimilarResponse {
+	t.Helper()
+	p := fingerprint.DefaultParams()
+	fb.fakeBackend = &fakeBackend{params: p, result: &index.Result{Matches: ms}}
+	sk := &fingerprint.Sketch{Params: p, Summary: fingerprint.Summary{Size: int64(len(q))}}
+	req := ipc.NewSimilarRequest("/r/q/query.txt", sk)
+	req.Content = q
+	resp, err := serve(t, fb).Similar(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// holding returns n bytes that begin with q and go on with text of seed.
+func holding(q []byte, seed byte, n int) []byte {
+	return append(bytes.Clone(q), text(seed, n-len(q))...)
+}
+
+// weakMatch is a weak match of path, of size bytes, at 90 %.
+func weakMatch(path string, size int64) index.Match {
+	m := match(path, size, 0.9)
+	m.Weak = true
+	return m
+}
+
 // TestCheckIdenticalUnread: a match identical to the query by SHA-256 when
 // indexed, and unchanged since by size and modification time, is
 // measured exact at 100 % without reading it; one whose time changed is
@@ -294,17 +323,8 @@ func TestCheckIdenticalUnread(t *testing.T) {
 		return m
 	}
 	ms := []index.Match{identical("/r/same.txt", 7), identical("/r/touched.txt", 7), match("/r/half.txt", 4000, 0.5)}
-	p := fingerprint.DefaultParams()
-	fb := &fileBackend{fakeBackend: &fakeBackend{params: p, result: &index.Result{Matches: ms}}, files: files,
-		mtimes: map[string]int64{"/r/same.txt": 7, "/r/touched.txt": 8}}
-	c := serve(t, fb)
-	sk := &fingerprint.Sketch{Params: p, Summary: fingerprint.Summary{Size: int64(len(q))}}
-	req := ipc.NewSimilarRequest("/r/q/query.txt", sk)
-	req.Content = q
-	resp, err := c.Similar(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fb := &fileBackend{files: files, mtimes: map[string]int64{"/r/same.txt": 7, "/r/touched.txt": 8}}
+	resp := askChecked(t, fb, q, ms)
 	got := map[string]ipc.Match{}
 	for _, m := range resp.Matches {
 		got[m.Path] = m
@@ -329,7 +349,7 @@ func TestCheckIdenticalUnread(t *testing.T) {
 // one is left out, and one that still fits is read.
 func TestCheckBytesBound(t *testing.T) {
 	q := text(1, 4000)
-	big := func(seed byte, n int) []byte { return append(bytes.Clone(q), text(seed, n-len(q))...) }
+	big := func(seed byte, n int) []byte { return holding(q, seed, n) }
 	const mib = 1 << 20
 	files := map[string][]byte{
 		"/r/a": big(2, 5*mib), // read: the first is read whatever its size
@@ -340,16 +360,8 @@ func TestCheckBytesBound(t *testing.T) {
 	weak := match("/r/w", 2*mib, 0.9)
 	weak.Weak = true
 	ms := []index.Match{match("/r/a", 5*mib, 0.9), match("/r/b", 5*mib, 0.8), match("/r/c", 2*mib, 0.7), weak}
-	p := fingerprint.DefaultParams()
-	fb := &fileBackend{fakeBackend: &fakeBackend{params: p, result: &index.Result{Matches: ms}}, files: files}
-	c := serve(t, fb)
-	sk := &fingerprint.Sketch{Params: p, Summary: fingerprint.Summary{Size: int64(len(q))}}
-	req := ipc.NewSimilarRequest("/r/q/query.txt", sk)
-	req.Content = q
-	resp, err := c.Similar(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fb := &fileBackend{files: files}
+	resp := askChecked(t, fb, q, ms)
 	var got []string
 	for _, m := range resp.Matches {
 		got = append(got, m.Path+":"+m.Measure)
@@ -371,25 +383,15 @@ func TestCheckBytesBound(t *testing.T) {
 // listed, and a smaller one after it still is.
 func TestCheckWeakBytesBound(t *testing.T) {
 	q := text(1, 4000)
-	big := func(seed byte, n int) []byte { return append(bytes.Clone(q), text(seed, n-len(q))...) }
+	big := func(seed byte, n int) []byte { return holding(q, seed, n) }
 	const part = ipc.CheckWeakBytes / 10
 	files := map[string][]byte{"/r/w1": big(2, 6*part), "/r/w2": big(3, 6*part), "/r/w3": big(4, 3*part)}
 	var ms []index.Match
 	for _, p := range []string{"/r/w1", "/r/w2", "/r/w3"} {
-		m := match(p, int64(len(files[p])), 0.9)
-		m.Weak = true
-		ms = append(ms, m)
+		ms = append(ms, weakMatch(p, int64(len(files[p]))))
 	}
-	p := fingerprint.DefaultParams()
-	fb := &fileBackend{fakeBackend: &fakeBackend{params: p, result: &index.Result{Matches: ms}}, files: files}
-	c := serve(t, fb)
-	sk := &fingerprint.Sketch{Params: p, Summary: fingerprint.Summary{Size: int64(len(q))}}
-	req := ipc.NewSimilarRequest("/r/q/query.txt", sk)
-	req.Content = q
-	resp, err := c.Similar(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fb := &fileBackend{files: files}
+	resp := askChecked(t, fb, q, ms)
 	var got []string
 	for _, m := range resp.Matches {
 		got = append(got, m.Path)
@@ -405,24 +407,14 @@ func TestCheckWeakBytesBound(t *testing.T) {
 // after it is.
 func TestCheckWeakLargest(t *testing.T) {
 	q := text(1, 200)
-	big := func(seed byte, n int) []byte { return append(bytes.Clone(q), text(seed, n-len(q))...) }
+	big := func(seed byte, n int) []byte { return holding(q, seed, n) }
 	files := map[string][]byte{"/r/large": big(2, ipc.CheckWeakLargest+1), "/r/small": big(3, ipc.CheckWeakLargest/2)}
 	var ms []index.Match
 	for _, p := range []string{"/r/large", "/r/small"} {
-		m := match(p, int64(len(files[p])), 0.9)
-		m.Weak = true
-		ms = append(ms, m)
+		ms = append(ms, weakMatch(p, int64(len(files[p]))))
 	}
-	p := fingerprint.DefaultParams()
-	fb := &fileBackend{fakeBackend: &fakeBackend{params: p, result: &index.Result{Matches: ms}}, files: files}
-	c := serve(t, fb)
-	sk := &fingerprint.Sketch{Params: p, Summary: fingerprint.Summary{Size: int64(len(q))}}
-	req := ipc.NewSimilarRequest("/r/q/query.txt", sk)
-	req.Content = q
-	resp, err := c.Similar(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fb := &fileBackend{files: files}
+	resp := askChecked(t, fb, q, ms)
 	if len(resp.Matches) != 1 || resp.Matches[0].Path != "/r/small" || strings.Join(fb.opened, " ") != "/r/small" {
 		t.Errorf("matches %+v, opened %v; want only /r/small", resp.Matches, fb.opened)
 	}
